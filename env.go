@@ -1,0 +1,277 @@
+// Package weir is a stream processing engine with Apache Flink's DataStream
+// semantics: event time with watermarks, keyed state, timers, two-input
+// operators, side outputs, in a Go library.
+//
+// Type-changing operations are package functions, since Go methods cannot
+// take type parameters:
+//
+//	env := weir.NewEnvironment(weir.WithParallelism(2))
+//	words := weir.FromSlice(env, []string{"a", "b", "a"})
+//	counts := weir.Process(weir.KeyBy(words, func(w string) string { return w }), &counter{})
+//	weir.Print(counts)
+//	err := env.Execute(ctx, "wordcount")
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// Clock is the processing-time source: wall clock by default, a
+// ManualClock in tests.
+type Clock = clock.Clock
+
+// ManualClock is a clock that moves only when told to.
+type ManualClock = clock.Manual
+
+// NewManualClock returns a manual clock standing at start ms.
+func NewManualClock(start int64) *ManualClock { return clock.NewManual(start) }
+
+// SystemClock is the wall clock.
+type SystemClock = clock.System
+
+type config struct {
+	parallelism    int
+	maxParallelism int
+	wmInterval     time.Duration
+	batchSize      int
+	credits        int
+	chaining       bool
+	clock          Clock
+	stdout         io.Writer
+	logger         *slog.Logger
+}
+
+// Option configures an Environment.
+type Option func(*config)
+
+// WithParallelism sets the default parallelism (default: number of CPUs).
+func WithParallelism(p int) Option { return func(c *config) { c.parallelism = p } }
+
+// WithMaxParallelism sets the number of key groups (default 128, as Flink).
+func WithMaxParallelism(p int) Option { return func(c *config) { c.maxParallelism = p } }
+
+// WithAutoWatermarkInterval sets the periodic watermark interval (default
+// 200 ms; 0 disables periodic emission).
+func WithAutoWatermarkInterval(d time.Duration) Option {
+	return func(c *config) { c.wmInterval = d }
+}
+
+// WithBufferSize sets the number of records per exchanged batch (default 1024).
+func WithBufferSize(n int) Option { return func(c *config) { c.batchSize = n } }
+
+// WithBufferCredits sets how many batches may be in flight per channel
+// before the sender blocks (default 4).
+func WithBufferCredits(n int) Option { return func(c *config) { c.credits = n } }
+
+// WithChaining turns operator chaining on or off (default on).
+func WithChaining(on bool) Option { return func(c *config) { c.chaining = on } }
+
+// WithClock sets the processing-time clock.
+func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithStdout sets where Print writes (default os.Stdout).
+func WithStdout(w io.Writer) Option { return func(c *config) { c.stdout = w } }
+
+// WithLogger sets the job's logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// Environment builds and runs one job.
+type Environment struct {
+	cfg      config
+	nodes    []*runtime.Node
+	errs     []error
+	tagTypes map[string]string
+	executed bool
+}
+
+// NewEnvironment returns an environment with the given options. Invalid
+// settings are reported by Execute, before anything runs.
+func NewEnvironment(opts ...Option) *Environment {
+	c := config{
+		parallelism:    goruntime.NumCPU(),
+		maxParallelism: 128,
+		wmInterval:     200 * time.Millisecond,
+		batchSize:      1024,
+		credits:        4,
+		chaining:       true,
+		clock:          clock.System{},
+		stdout:         os.Stdout,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	e := &Environment{cfg: c, tagTypes: map[string]string{}}
+	switch {
+	case c.maxParallelism < 1 || c.maxParallelism > keygroup.MaxParallelismLimit:
+		e.fail(fmt.Errorf("max parallelism must be in [1, %d], got %d", keygroup.MaxParallelismLimit, c.maxParallelism))
+	case c.parallelism < 1 || c.parallelism > c.maxParallelism:
+		e.fail(fmt.Errorf("parallelism must be in [1, max parallelism %d], got %d", c.maxParallelism, c.parallelism))
+	}
+	if c.wmInterval < 0 {
+		e.fail(fmt.Errorf("auto-watermark interval must not be negative, got %v", c.wmInterval))
+	}
+	if c.batchSize < 1 || c.credits < 1 {
+		e.fail(fmt.Errorf("buffer size and credits must be at least 1, got %d and %d", c.batchSize, c.credits))
+	}
+	if c.clock == nil {
+		e.fail(fmt.Errorf("clock is nil"))
+		e.cfg.clock = clock.System{}
+	}
+	return e
+}
+
+// Parallelism returns the default parallelism.
+func (e *Environment) Parallelism() int { return e.cfg.parallelism }
+
+// Clock returns the environment's processing-time clock.
+func (e *Environment) Clock() Clock { return e.cfg.clock }
+
+func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
+
+// Err returns the build errors recorded so far, joined.
+func (e *Environment) Err() error { return errors.Join(e.errs...) }
+
+func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
+	if err := e.Err(); err != nil {
+		return nil, fmt.Errorf("weir: invalid job: %w", err)
+	}
+	if e.executed {
+		return nil, fmt.Errorf("weir: an environment runs one job; build a new one")
+	}
+	if len(e.nodes) == 0 {
+		return nil, fmt.Errorf("weir: the job has no operators")
+	}
+	e.executed = true
+	p, err := runtime.BuildPlan(ctx, e.nodes, runtime.Config{
+		MaxParallelism: e.cfg.maxParallelism,
+		BatchSize:      e.cfg.batchSize,
+		Credits:        e.cfg.credits,
+		Chaining:       e.cfg.chaining,
+		Clock:          e.cfg.clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("weir: invalid job: %w", err)
+	}
+	return p, nil
+}
+
+// Execute runs the job and blocks until a bounded job has ended, the job
+// fails, or ctx is cancelled (then it returns ctx's error). A failure names
+// the operator and subtask; a panic in user code carries its stack.
+func (e *Environment) Execute(ctx context.Context, name string) error {
+	h, err := e.ExecuteAsync(ctx, name)
+	if err != nil {
+		return err
+	}
+	return h.Wait()
+}
+
+// ExecuteAsync starts the job and returns its handle.
+func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle, error) {
+	jctx, cancel := context.WithCancel(ctx)
+	p, err := e.plan(jctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	h := &JobHandle{name: name, plan: p, cancel: cancel, done: make(chan struct{})}
+	log := e.cfg.logger.With("job", name)
+	log.Debug("job starting", "tasks", len(p.Tasks))
+	go func() {
+		defer close(h.done)
+		defer cancel()
+		err := p.Run(jctx)
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("job failed", "err", err)
+		}
+		h.mu.Lock()
+		h.err = err
+		h.mu.Unlock()
+	}()
+	return h, nil
+}
+
+// JobHandle controls a running job.
+type JobHandle struct {
+	name   string
+	plan   *runtime.Plan
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+}
+
+// Name returns the job's name.
+func (h *JobHandle) Name() string { return h.name }
+
+// Done is closed when the job has ended.
+func (h *JobHandle) Done() <-chan struct{} { return h.done }
+
+// Wait blocks until the job ends and returns its error.
+func (h *JobHandle) Wait() error {
+	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Cancel stops the job; Wait then returns context.Canceled.
+func (h *JobHandle) Cancel() { h.cancel() }
+
+// TaskMetrics is a snapshot of one subtask's counters.
+type TaskMetrics struct {
+	Task          string
+	Subtask       int
+	Busy          time.Duration
+	Idle          time.Duration
+	BackPressured time.Duration
+	Operators     []OperatorMetrics
+}
+
+// OperatorMetrics is a snapshot of one operator's counters in one subtask.
+type OperatorMetrics struct {
+	Name            string
+	RecordsIn       int64
+	RecordsOut      int64
+	InputWatermarks []int64
+}
+
+// Metrics returns a snapshot of every subtask's counters.
+func (h *JobHandle) Metrics() []TaskMetrics {
+	var out []TaskMetrics
+	for _, t := range h.plan.Tasks {
+		m := t.Metrics
+		tm := TaskMetrics{
+			Task: m.Name, Subtask: m.Subtask,
+			Busy: time.Duration(m.BusyNanos.Load()), Idle: time.Duration(m.IdleNanos.Load()),
+			BackPressured: time.Duration(m.BackPressuredNanos.Load()),
+		}
+		for _, o := range m.Operators {
+			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}
+			if o.RecordsIn != nil {
+				om.RecordsIn = o.RecordsIn()
+			}
+			tm.Operators = append(tm.Operators, om)
+		}
+		out = append(out, tm)
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package weir
+
+import (
+	"fmt"
+	"reflect"
+
+	istate "github.com/weirstream/weir/internal/state"
+)
+
+// Collector receives the records a function emits. The record's timestamp
+// is chosen by the operator (the input record's, or a timer's).
+type Collector[T any] interface {
+	Collect(v T)
+}
+
+// TimeDomain tells which clock fired a timer.
+type TimeDomain int
+
+const (
+	// EventTime timers fire when the watermark passes them.
+	EventTime TimeDomain = iota
+	// ProcessingTime timers fire on the processing-time clock.
+	ProcessingTime
+)
+
+func (d TimeDomain) String() string {
+	if d == ProcessingTime {
+		return "PROCESSING_TIME"
+	}
+	return "EVENT_TIME"
+}
+
+// SideTag identifies a side output; OutputTag implements it.
+type SideTag interface {
+	TagID() string
+}
+
+// Context is given to a function with each element.
+type Context interface {
+	// Timestamp returns the element's event timestamp, if it has one.
+	Timestamp() (int64, bool)
+	// CurrentWatermark returns the operator's current watermark.
+	CurrentWatermark() int64
+	// CurrentProcessingTime returns the processing-time clock in ms.
+	CurrentProcessingTime() int64
+	// Output emits v to the side output tag (dropped if nobody consumes
+	// it). v must have the tag's type, or the job fails.
+	Output(tag SideTag, v any)
+}
+
+// TimerService registers and deletes timers for the current key.
+type TimerService interface {
+	CurrentProcessingTime() int64
+	CurrentWatermark() int64
+	RegisterEventTimeTimer(ts int64)
+	RegisterProcessingTimeTimer(ts int64)
+	DeleteEventTimeTimer(ts int64)
+	DeleteProcessingTimeTimer(ts int64)
+}
+
+// KeyedContext is the Context of a keyed function.
+type KeyedContext[K comparable] interface {
+	Context
+	CurrentKey() K
+	TimerService() TimerService
+}
+
+// OnTimerContext is the context of a timer callback.
+type OnTimerContext[K comparable] interface {
+	KeyedContext[K]
+	TimeDomain() TimeDomain
+}
+
+// ProcessFunction processes the elements of a non-keyed stream.
+type ProcessFunction[IN, OUT any] interface {
+	ProcessElement(v IN, ctx Context, out Collector[OUT]) error
+}
+
+// ProcessFunc adapts a function to a ProcessFunction.
+type ProcessFunc[IN, OUT any] func(v IN, ctx Context, out Collector[OUT]) error
+
+// ProcessElement calls f.
+func (f ProcessFunc[IN, OUT]) ProcessElement(v IN, ctx Context, out Collector[OUT]) error {
+	return f(v, ctx, out)
+}
+
+// KeyedProcessFunction processes the elements of a keyed stream, with keyed
+// state and timers.
+type KeyedProcessFunction[K comparable, IN, OUT any] interface {
+	ProcessElement(v IN, ctx KeyedContext[K], out Collector[OUT]) error
+	OnTimer(ts int64, ctx OnTimerContext[K], out Collector[OUT]) error
+}
+
+// KeyedProcessFunc adapts a function to a KeyedProcessFunction without timers.
+type KeyedProcessFunc[K comparable, IN, OUT any] func(v IN, ctx KeyedContext[K], out Collector[OUT]) error
+
+// ProcessElement calls f.
+func (f KeyedProcessFunc[K, IN, OUT]) ProcessElement(v IN, ctx KeyedContext[K], out Collector[OUT]) error {
+	return f(v, ctx, out)
+}
+
+// OnTimer does nothing.
+func (f KeyedProcessFunc[K, IN, OUT]) OnTimer(int64, OnTimerContext[K], Collector[OUT]) error {
+	return nil
+}
+
+// CoProcessFunction processes two connected non-keyed streams. Both methods
+// run on one goroutine, never concurrently.
+type CoProcessFunction[IN1, IN2, OUT any] interface {
+	ProcessElement1(v IN1, ctx Context, out Collector[OUT]) error
+	ProcessElement2(v IN2, ctx Context, out Collector[OUT]) error
+}
+
+// KeyedCoProcessFunction processes two connected keyed streams with keyed
+// state and timers. ProcessElement1, ProcessElement2 and OnTimer never run
+// concurrently for one instance.
+type KeyedCoProcessFunction[K comparable, IN1, IN2, OUT any] interface {
+	ProcessElement1(v IN1, ctx KeyedContext[K], out Collector[OUT]) error
+	ProcessElement2(v IN2, ctx KeyedContext[K], out Collector[OUT]) error
+	OnTimer(ts int64, ctx OnTimerContext[K], out Collector[OUT]) error
+}
+
+// RuntimeContext describes the subtask a function instance runs in.
+type RuntimeContext interface {
+	OperatorName() string
+	Subtask() int
+	Parallelism() int
+	MaxParallelism() int
+}
+
+// KeyedRuntimeContext is the RuntimeContext of a keyed function; it gives
+// access to keyed state (GetValueState and friends).
+type KeyedRuntimeContext[K comparable] interface {
+	RuntimeContext
+	keyedBackend() *istate.Backend[K]
+}
+
+// Opener is implemented by non-keyed functions that set up at start.
+type Opener interface {
+	Open(ctx RuntimeContext) error
+}
+
+// KeyedOpener is implemented by keyed functions that set up at start,
+// typically to get their state handles.
+type KeyedOpener[K comparable] interface {
+	Open(ctx KeyedRuntimeContext[K]) error
+}
+
+// Closer is implemented by functions that release resources at the end.
+type Closer interface {
+	Close() error
+}
+
+// cloneFunction gives each subtask its own copy of a function value: a
+// pointer to a struct is shallow-copied, so fields set in Open (state
+// handles) belong to one subtask, as with Flink's per-subtask function
+// instances.
+func cloneFunction[F any](f F) F {
+	v := reflect.ValueOf(f)
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return f
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	out, ok := c.Interface().(F)
+	if !ok {
+		return f
+	}
+	return out
+}
+
+type runtimeCtx struct {
+	name                      string
+	subtask, par, maxPar      int
+}
+
+func (r runtimeCtx) OperatorName() string { return r.name }
+func (r runtimeCtx) Subtask() int         { return r.subtask }
+func (r runtimeCtx) Parallelism() int     { return r.par }
+func (r runtimeCtx) MaxParallelism() int  { return r.maxPar }
+
+type keyedRuntimeCtx[K comparable] struct {
+	runtimeCtx
+	b *istate.Backend[K]
+}
+
+func (k keyedRuntimeCtx[K]) keyedBackend() *istate.Backend[K] { return k.b }
+
+func isNil(f any) bool {
+	if f == nil {
+		return true
+	}
+	v := reflect.ValueOf(f)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Interface, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+func nilFnError(what string) error { return fmt.Errorf("%s is nil", what) }

@@ -1,0 +1,295 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Partitioning says how an edge routes records to consumer subtasks.
+type Partitioning int
+
+const (
+	// PartitionDefault is forward when the parallelisms match, else rebalance.
+	PartitionDefault Partitioning = iota
+	// PartitionForward sends subtask i's records to subtask i.
+	PartitionForward
+	// PartitionRebalance sends records round-robin.
+	PartitionRebalance
+	// PartitionHash routes by key group.
+	PartitionHash
+	// PartitionBroadcast sends every record to every consumer.
+	PartitionBroadcast
+	// PartitionGlobal sends everything to subtask 0.
+	PartitionGlobal
+)
+
+func (p Partitioning) String() string {
+	switch p {
+	case PartitionForward:
+		return "FORWARD"
+	case PartitionRebalance:
+		return "REBALANCE"
+	case PartitionHash:
+		return "HASH"
+	case PartitionBroadcast:
+		return "BROADCAST"
+	case PartitionGlobal:
+		return "GLOBAL"
+	}
+	return "DEFAULT"
+}
+
+// message is one unit of work in a task's inbox.
+type message interface {
+	process() error
+}
+
+// ExchangeConfig sizes an exchange.
+type ExchangeConfig struct {
+	BatchSize int // records per batch
+	Credits   int // batches in flight per producer-consumer channel
+}
+
+// Exchange is a network edge between the subtasks of two tasks, carrying
+// batches of records and control elements. Each producer-consumer channel
+// has a fixed number of credits: a producer that has used them all blocks
+// (backpressure) until the consumer has processed a batch.
+type Exchange[T any] struct {
+	cfg       ExchangeConfig
+	kind      Partitioning
+	route     func(T) int // hash routing: the consumer index of a record
+	producers int
+	consumers []exReader[T]
+	free      chan *batchMsg[T]
+}
+
+type exReader[T any] struct {
+	gate   *Gate[T]
+	offset int
+	inbox  chan message
+}
+
+type batchMsg[T any] struct {
+	recs   []Record[T]
+	ctrls  []ctrl
+	ch     int
+	ex     *Exchange[T]
+	reader *exReader[T]
+	credit chan struct{}
+}
+
+func (m *batchMsg[T]) process() error {
+	err := m.reader.gate.deliver(m.reader.offset+m.ch, m.recs, m.ctrls)
+	<-m.credit
+	m.ex.recycle(m)
+	return err
+}
+
+// NewExchange returns an exchange between producers and consumers subtasks.
+// For PartitionHash, route maps a record to its consumer index.
+func NewExchange[T any](kind Partitioning, route func(T) int, producers, consumers int, cfg ExchangeConfig) (*Exchange[T], error) {
+	if kind == PartitionForward && producers != consumers {
+		return nil, fmt.Errorf("forward partitioning needs equal parallelism, have %d and %d", producers, consumers)
+	}
+	if kind == PartitionHash && route == nil {
+		return nil, fmt.Errorf("hash partitioning needs a key")
+	}
+	if cfg.BatchSize < 1 {
+		cfg.BatchSize = 1
+	}
+	if cfg.Credits < 1 {
+		cfg.Credits = 1
+	}
+	return &Exchange[T]{
+		cfg: cfg, kind: kind, route: route, producers: producers,
+		consumers: make([]exReader[T], consumers),
+		free:      make(chan *batchMsg[T], producers*consumers*cfg.Credits),
+	}, nil
+}
+
+// Consumers returns the number of consumer subtasks.
+func (x *Exchange[T]) Consumers() int { return len(x.consumers) }
+
+// Producers returns the number of producer subtasks.
+func (x *Exchange[T]) Producers() int { return x.producers }
+
+// Attach connects consumer subtask i: its batches go to inbox and feed the
+// gate's channels offset..offset+producers-1.
+func (x *Exchange[T]) Attach(i int, gate *Gate[T], offset int, inbox chan message) {
+	x.consumers[i] = exReader[T]{gate: gate, offset: offset, inbox: inbox}
+}
+
+func (x *Exchange[T]) recycle(m *batchMsg[T]) {
+	clear(m.recs)
+	m.recs = m.recs[:0]
+	m.ctrls = m.ctrls[:0]
+	select {
+	case x.free <- m:
+	default:
+	}
+}
+
+func (x *Exchange[T]) get() *batchMsg[T] {
+	select {
+	case m := <-x.free:
+		return m
+	default:
+		return &batchMsg[T]{recs: make([]Record[T], 0, x.cfg.BatchSize), ex: x}
+	}
+}
+
+// Writer returns the producing side of subtask p. It is an Input, so an
+// Output can target it; the task flushes it after each step.
+func (x *Exchange[T]) Writer(ctx context.Context, p int, m *TaskMetrics) *Writer[T] {
+	w := &Writer[T]{x: x, ctx: ctx, p: p, next: p, metrics: m,
+		pending: make([]*batchMsg[T], len(x.consumers)),
+		credits: make([]chan struct{}, len(x.consumers)),
+	}
+	for c := range x.consumers {
+		w.credits[c] = make(chan struct{}, x.cfg.Credits)
+	}
+	return w
+}
+
+// Writer is the producing end of an exchange for one producer subtask.
+type Writer[T any] struct {
+	x       *Exchange[T]
+	ctx     context.Context
+	p       int
+	next    int
+	pending []*batchMsg[T]
+	credits []chan struct{}
+	metrics *TaskMetrics
+}
+
+func (w *Writer[T]) buf(c int) *batchMsg[T] {
+	m := w.pending[c]
+	if m == nil {
+		m = w.x.get()
+		m.ch = w.p
+		m.reader = &w.x.consumers[c]
+		m.credit = w.credits[c]
+		w.pending[c] = m
+	}
+	return m
+}
+
+func (w *Writer[T]) add(c int, r Record[T]) error {
+	m := w.buf(c)
+	m.recs = append(m.recs, r)
+	if len(m.recs) >= w.x.cfg.BatchSize {
+		return w.send(c)
+	}
+	return nil
+}
+
+// ProcessBatch routes records to the consumers' pending batches.
+func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
+	n := len(w.x.consumers)
+	switch w.x.kind {
+	case PartitionForward:
+		c := w.p
+		for i := 0; i < len(recs); {
+			m := w.buf(c)
+			k := min(len(recs)-i, w.x.cfg.BatchSize-len(m.recs))
+			m.recs = append(m.recs, recs[i:i+k]...)
+			i += k
+			if len(m.recs) >= w.x.cfg.BatchSize {
+				if err := w.send(c); err != nil {
+					return err
+				}
+			}
+		}
+	case PartitionGlobal:
+		for _, r := range recs {
+			if err := w.add(0, r); err != nil {
+				return err
+			}
+		}
+	case PartitionHash:
+		for _, r := range recs {
+			if err := w.add(w.x.route(r.Value), r); err != nil {
+				return err
+			}
+		}
+	case PartitionBroadcast:
+		for _, r := range recs {
+			for c := 0; c < n; c++ {
+				if err := w.add(c, r); err != nil {
+					return err
+				}
+			}
+		}
+	default: // rebalance
+		for _, r := range recs {
+			c := w.next
+			w.next++
+			if w.next == n {
+				w.next = 0
+			}
+			if err := w.add(c%n, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *Writer[T]) broadcastCtrl(c ctrl) error {
+	for i := range w.x.consumers {
+		m := w.buf(i)
+		c.pos = len(m.recs)
+		m.ctrls = append(m.ctrls, c)
+	}
+	return w.Flush()
+}
+
+// ProcessWatermark sends a watermark to every consumer.
+func (w *Writer[T]) ProcessWatermark(wm int64) error {
+	return w.broadcastCtrl(ctrl{kind: ctrlWatermark, wm: wm})
+}
+
+// ProcessStatus sends a status change to every consumer.
+func (w *Writer[T]) ProcessStatus(idle bool) error {
+	return w.broadcastCtrl(ctrl{kind: ctrlStatus, idle: idle})
+}
+
+// EndInput sends the end of this producer's stream to every consumer.
+func (w *Writer[T]) EndInput() error { return w.broadcastCtrl(ctrl{kind: ctrlEnd}) }
+
+// Flush sends every non-empty pending batch.
+func (w *Writer[T]) Flush() error {
+	for c, m := range w.pending {
+		if m != nil && (len(m.recs) > 0 || len(m.ctrls) > 0) {
+			if err := w.send(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *Writer[T]) send(c int) error {
+	m := w.pending[c]
+	w.pending[c] = nil
+	select {
+	case m.credit <- struct{}{}:
+	default:
+		start := time.Now()
+		select {
+		case m.credit <- struct{}{}:
+		case <-w.ctx.Done():
+			return w.ctx.Err()
+		}
+		if w.metrics != nil {
+			w.metrics.BackPressuredNanos.Add(int64(time.Since(start)))
+		}
+	}
+	select {
+	case m.reader.inbox <- m:
+		return nil
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+}

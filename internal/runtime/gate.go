@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// Kinds of control elements carried in a batch between records.
+const (
+	ctrlWatermark uint8 = iota + 1
+	ctrlStatus
+	ctrlEnd
+)
+
+// ctrl is a control element placed in a batch before the record at pos.
+type ctrl struct {
+	pos  int
+	kind uint8
+	idle bool
+	wm   int64
+}
+
+// Gate is one logical input of a task head: it merges C channels (all
+// producer subtasks of every edge into this input) through Flink's status
+// watermark valve and feeds the head. It is a deterministic step machine:
+// the task (or a test harness) calls Records, Watermark, Status and End with
+// a channel index.
+type Gate[T any] struct {
+	sink   Input[T]
+	valve  *watermark.Valve
+	ended  []bool
+	nEnded int
+	events []watermark.Event
+	in     *atomicCounter
+}
+
+// NewGate returns a gate over the given number of channels feeding sink.
+func NewGate[T any](channels int, sink Input[T]) *Gate[T] {
+	return &Gate[T]{sink: sink, valve: watermark.NewValve(channels), ended: make([]bool, channels), in: new(atomicCounter)}
+}
+
+// Channels returns the number of channels.
+func (g *Gate[T]) Channels() int { return len(g.ended) }
+
+// Watermark returns the gate's current output watermark.
+func (g *Gate[T]) Watermark() int64 { return g.valve.Output() }
+
+// RecordsIn returns the number of records that passed the gate.
+func (g *Gate[T]) RecordsIn() int64 { return g.in.Load() }
+
+// Records delivers records of one channel.
+func (g *Gate[T]) Records(ch int, recs []Record[T]) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	g.in.Add(int64(len(recs)))
+	return g.sink.ProcessBatch(recs)
+}
+
+// Watermark delivers a watermark of one channel.
+func (g *Gate[T]) WatermarkOn(ch int, wm int64) error {
+	g.events = g.valve.Watermark(ch, wm, g.events[:0])
+	return g.dispatch()
+}
+
+// Status delivers an idle/active status of one channel.
+func (g *Gate[T]) Status(ch int, idle bool) error {
+	g.events = g.valve.Status(ch, idle, g.events[:0])
+	return g.dispatch()
+}
+
+// End marks one channel finished; when all are, the sink's input ends.
+func (g *Gate[T]) End(ch int) error {
+	if ch < 0 || ch >= len(g.ended) {
+		return fmt.Errorf("runtime: end on unknown channel %d", ch)
+	}
+	if g.ended[ch] {
+		return nil
+	}
+	g.ended[ch] = true
+	g.nEnded++
+	if g.nEnded == len(g.ended) {
+		return g.sink.EndInput()
+	}
+	return nil
+}
+
+// Ended reports whether every channel has ended.
+func (g *Gate[T]) Ended() bool { return g.nEnded == len(g.ended) }
+
+func (g *Gate[T]) dispatch() error {
+	for _, e := range g.events {
+		var err error
+		if e.IsStatus {
+			err = g.sink.ProcessStatus(e.Idle)
+		} else {
+			err = g.sink.ProcessWatermark(e.Watermark)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver feeds one batch from channel ch: record runs and the control
+// elements between them.
+func (g *Gate[T]) deliver(ch int, recs []Record[T], ctrls []ctrl) error {
+	start := 0
+	for _, c := range ctrls {
+		if err := g.Records(ch, recs[start:c.pos]); err != nil {
+			return err
+		}
+		start = c.pos
+		var err error
+		switch c.kind {
+		case ctrlWatermark:
+			err = g.WatermarkOn(ch, c.wm)
+		case ctrlStatus:
+			err = g.Status(ch, c.idle)
+		case ctrlEnd:
+			err = g.End(ch)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return g.Records(ch, recs[start:])
+}
+
+// TwoInputAdapter presents a TwoInput operator as two Inputs and combines
+// their watermarks and statuses as Flink's AbstractStreamOperator does.
+type TwoInputAdapter[A, B any] struct {
+	op    TwoInput[A, B]
+	comb  *watermark.Combiner
+	ended [2]bool
+}
+
+// NewTwoInputAdapter wraps op.
+func NewTwoInputAdapter[A, B any](op TwoInput[A, B]) *TwoInputAdapter[A, B] {
+	return &TwoInputAdapter[A, B]{op: op, comb: watermark.NewCombiner(2)}
+}
+
+// First returns the Input of the first stream.
+func (a *TwoInputAdapter[A, B]) First() Input[A] { return side[A]{a: a.common(), idx: 0, batch: a.op.ProcessBatch1} }
+
+// Second returns the Input of the second stream.
+func (a *TwoInputAdapter[A, B]) Second() Input[B] { return side[B]{a: a.common(), idx: 1, batch: a.op.ProcessBatch2} }
+
+// Combined returns the combined watermark.
+func (a *TwoInputAdapter[A, B]) Combined() int64 { return a.comb.Combined() }
+
+func (a *TwoInputAdapter[A, B]) common() *combineState {
+	return &combineState{comb: a.comb, op: a.op, ended: &a.ended, end: [2]func() error{a.op.EndInput1, a.op.EndInput2}}
+}
+
+type controlSink interface {
+	ProcessWatermark(wm int64) error
+	ProcessStatus(idle bool) error
+}
+
+type combineState struct {
+	comb  *watermark.Combiner
+	op    controlSink
+	ended *[2]bool
+	end   [2]func() error
+}
+
+type side[T any] struct {
+	a     *combineState
+	idx   int
+	batch func([]Record[T]) error
+}
+
+func (s side[T]) ProcessBatch(recs []Record[T]) error { return s.batch(recs) }
+
+func (s side[T]) ProcessWatermark(wm int64) error {
+	if s.a.comb.Watermark(s.idx, wm) {
+		return s.a.op.ProcessWatermark(s.a.comb.Combined())
+	}
+	return nil
+}
+
+func (s side[T]) ProcessStatus(idle bool) error {
+	wasIdle := s.a.comb.Idle()
+	if s.a.comb.Status(s.idx, idle) {
+		if err := s.a.op.ProcessWatermark(s.a.comb.Combined()); err != nil {
+			return err
+		}
+	}
+	if wasIdle != s.a.comb.Idle() {
+		return s.a.op.ProcessStatus(s.a.comb.Idle())
+	}
+	return nil
+}
+
+func (s side[T]) EndInput() error {
+	if s.a.ended[s.idx] {
+		return nil
+	}
+	s.a.ended[s.idx] = true
+	return s.a.end[s.idx]()
+}

@@ -1,0 +1,444 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/keygroup"
+)
+
+// NodeKind tells how many inputs a node has.
+type NodeKind int
+
+const (
+	// KindSource nodes have no inputs.
+	KindSource NodeKind = iota
+	// KindOneInput nodes have one input (possibly fed by several edges: a union).
+	KindOneInput
+	// KindTwoInput nodes have two inputs.
+	KindTwoInput
+	// KindExternal nodes stand for inputs fed from outside the plan (a test
+	// harness); they have no operator and no task.
+	KindExternal
+)
+
+// Node is one operator of the logical graph, type-erased; typed closures
+// build its operator per subtask.
+type Node struct {
+	ID          int
+	Name        string
+	UID         string
+	Kind        NodeKind
+	Parallelism int
+	Inputs      []*Edge
+	// NoChain starts a new chain at this node.
+	NoChain bool
+	// Channels is the number of channels of an external node.
+	Channels int
+	// NewOutput makes the node's main output.
+	NewOutput func(batchSize int) OutputPort
+	// Build makes the node's operator in one subtask.
+	Build func(c *BuildContext) (Built, error)
+
+	outs []*Edge
+}
+
+// Built is what a node's Build returns.
+type Built struct {
+	// Inputs holds an Input[T] per logical input (none for sources).
+	Inputs []any
+	// Life is opened and closed with the task; may be nil.
+	Life Lifecycle
+	// Source is set for source nodes.
+	Source SourceRunner
+	// Metrics optionally reads input watermarks.
+	InputWatermarks func() []int64
+}
+
+// SourceRunner is the part of a source operator the task needs.
+type SourceRunner interface {
+	Starter(inbox chan message) func(ctx context.Context, wg *sync.WaitGroup)
+	InboxCapacity() int
+	Done() bool
+}
+
+// BuildContext is what a node's Build gets for one subtask.
+type BuildContext struct {
+	Name           string
+	Subtask        int
+	Parallelism    int
+	MaxParallelism int
+	KeyGroups      keygroup.Range
+	Main           OutputPort
+	Sides          map[string]OutputPort
+	Time           ProcessingTimeService
+	Clock          clock.Clock
+	BatchSize      int
+	Credits        int
+}
+
+// Side returns the side output for tag, or nil if nobody consumes it.
+func (c *BuildContext) Side(tag string) OutputPort { return c.Sides[tag] }
+
+// Edge connects a node's main or side output to an input of another node.
+type Edge struct {
+	From      *Node
+	Tag       string // "" for the main output
+	To        *Node
+	Input     int // 0 or 1
+	Partition Partitioning
+	ops       edgeOps
+}
+
+type edgeOps interface {
+	newOutput(batchSize int) OutputPort
+	newExchange(kind Partitioning, producers, consumers, maxP int, cfg ExchangeConfig) (exchange, error)
+	newGate(channels int, sink any) (gate, error)
+}
+
+type exchange interface {
+	writer(ctx context.Context, p int, m *TaskMetrics) (interface{ Flush() error }, any)
+	attach(i int, g gate, offset int, inbox chan message)
+	producers() int
+}
+
+type gate interface {
+	Ended() bool
+	Watermark() int64
+	RecordsIn() int64
+}
+
+// NewEdge connects from (its main output, or the side output tag) to input
+// of to, for records of type T. For PartitionHash, hash gives the Java-style
+// hash code of a record's key.
+func NewEdge[T any](from *Node, tag string, to *Node, input int, p Partitioning, hash func(T) int32) *Edge {
+	e := &Edge{From: from, Tag: tag, To: to, Input: input, Partition: p, ops: typedEdge[T]{hash: hash}}
+	to.Inputs = append(to.Inputs, e)
+	return e
+}
+
+type typedEdge[T any] struct{ hash func(T) int32 }
+
+func (typedEdge[T]) newOutput(batchSize int) OutputPort { return NewOutput[T](batchSize) }
+
+func (e typedEdge[T]) newExchange(kind Partitioning, producers, consumers, maxP int, cfg ExchangeConfig) (exchange, error) {
+	var route func(T) int
+	if kind == PartitionHash {
+		h := e.hash
+		route = func(v T) int { return keygroup.OperatorIndex(keygroup.Of(h(v), maxP), consumers, maxP) }
+	}
+	x, err := NewExchange[T](kind, route, producers, consumers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return typedExchange[T]{x}, nil
+}
+
+func (typedEdge[T]) newGate(channels int, sink any) (gate, error) {
+	in, ok := sink.(Input[T])
+	if !ok {
+		var zero T
+		return nil, fmt.Errorf("input of %T cannot take records of %T", sink, zero)
+	}
+	return NewGate[T](channels, in), nil
+}
+
+type typedExchange[T any] struct{ x *Exchange[T] }
+
+func (t typedExchange[T]) writer(ctx context.Context, p int, m *TaskMetrics) (interface{ Flush() error }, any) {
+	w := t.x.Writer(ctx, p, m)
+	return w, Input[T](w)
+}
+func (t typedExchange[T]) attach(i int, g gate, offset int, inbox chan message) {
+	t.x.Attach(i, g.(*Gate[T]), offset, inbox)
+}
+func (t typedExchange[T]) producers() int { return t.x.Producers() }
+
+// Config holds the job-wide settings a plan needs.
+type Config struct {
+	MaxParallelism int
+	BatchSize      int
+	Credits        int
+	Chaining       bool
+	Clock          clock.Clock
+}
+
+// ExternalInput is an input gate fed from outside the plan (test harness).
+type ExternalInput struct {
+	Node  *Node
+	Gate  any // *Gate[T]
+	Input int
+}
+
+// Plan is the physical plan of a job: its tasks, ready to run.
+type Plan struct {
+	Tasks    []*Task
+	External []ExternalInput
+}
+
+// BuildPlan chains nodes into tasks, creates the exchanges and builds every
+// operator of every subtask. Nodes must be in topological order.
+func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
+	for _, n := range nodes {
+		n.outs = nil
+	}
+	for _, n := range nodes {
+		if n.Kind != KindExternal && (n.Parallelism < 1 || n.Parallelism > cfg.MaxParallelism) {
+			return nil, fmt.Errorf("operator %q: parallelism %d is outside [1, %d]", n.Name, n.Parallelism, cfg.MaxParallelism)
+		}
+		for _, e := range n.Inputs {
+			e.From.outs = append(e.From.outs, e)
+			pf := e.From.Parallelism
+			if e.From.Kind == KindExternal {
+				pf = n.Parallelism
+			}
+			if e.Partition == PartitionDefault {
+				if pf == n.Parallelism {
+					e.Partition = PartitionForward
+				} else {
+					e.Partition = PartitionRebalance
+				}
+			}
+			if e.Partition == PartitionForward && pf != n.Parallelism {
+				return nil, fmt.Errorf("operator %q: forward partitioning from %q needs equal parallelism (%d vs %d)", n.Name, e.From.Name, pf, n.Parallelism)
+			}
+		}
+	}
+	head := map[*Node]*Node{}
+	chained := func(e *Edge) bool {
+		return cfg.Chaining && e.Partition == PartitionForward && e.From.Kind != KindExternal &&
+			e.To.Kind == KindOneInput && len(e.To.Inputs) == 1 && !e.To.NoChain &&
+			e.From.Parallelism == e.To.Parallelism
+	}
+	var heads []*Node
+	members := map[*Node][]*Node{}
+	for _, n := range nodes {
+		if n.Kind == KindExternal {
+			continue
+		}
+		h := n
+		if len(n.Inputs) == 1 && chained(n.Inputs[0]) {
+			h = head[n.Inputs[0].From]
+		} else {
+			heads = append(heads, n)
+		}
+		head[n] = h
+		members[h] = append(members[h], n)
+	}
+	// One exchange per network edge.
+	exchanges := map[*Edge]exchange{}
+	for _, n := range nodes {
+		for _, e := range n.Inputs {
+			if chained(e) || e.From.Kind == KindExternal {
+				continue
+			}
+			x, err := e.ops.newExchange(e.Partition, e.From.Parallelism, n.Parallelism, cfg.MaxParallelism,
+				ExchangeConfig{BatchSize: cfg.BatchSize, Credits: cfg.Credits})
+			if err != nil {
+				return nil, fmt.Errorf("operator %q: %w", n.Name, err)
+			}
+			exchanges[e] = x
+		}
+	}
+	plan := &Plan{}
+	for _, h := range heads {
+		for sub := 0; sub < h.Parallelism; sub++ {
+			t, err := buildTask(ctx, h, members[h], sub, cfg, exchanges, chained, plan)
+			if err != nil {
+				return nil, err
+			}
+			plan.Tasks = append(plan.Tasks, t)
+		}
+	}
+	return plan, nil
+}
+
+func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config, exchanges map[*Edge]exchange, chained func(*Edge) bool, plan *Plan) (*Task, error) {
+	name := h.Name
+	for _, n := range chain[1:] {
+		name += " -> " + n.Name
+	}
+	t := NewTask(name, sub, cfg.Clock)
+	ports := map[*Node]map[string]OutputPort{}
+	built := map[*Node]Built{}
+	var source SourceRunner
+	for _, n := range chain {
+		main := n.NewOutput(cfg.BatchSize)
+		sides := map[string]OutputPort{}
+		for _, e := range n.outs {
+			if e.Tag != "" && sides[e.Tag] == nil {
+				sides[e.Tag] = e.ops.newOutput(cfg.BatchSize)
+			}
+		}
+		bc := &BuildContext{
+			Name: n.Name, Subtask: sub, Parallelism: n.Parallelism, MaxParallelism: cfg.MaxParallelism,
+			KeyGroups: keygroup.RangeFor(cfg.MaxParallelism, n.Parallelism, sub),
+			Main:      main, Sides: sides, Time: t, Clock: cfg.Clock,
+			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
+		}
+		b, err := n.Build(bc)
+		if err != nil {
+			return nil, fmt.Errorf("operator %q: %w", n.Name, err)
+		}
+		built[n] = b
+		p := map[string]OutputPort{"": main}
+		for k, v := range sides {
+			p[k] = v
+		}
+		ports[n] = p
+		t.AddOutput(main)
+		for _, s := range sides {
+			t.AddOutput(s)
+			main.AddSibling(s)
+		}
+		if b.Life != nil {
+			t.AddLifecycle(n.Name, b.Life)
+		}
+		if b.Source != nil {
+			source = b.Source
+		}
+		om := &OperatorMetrics{Name: n.Name, RecordsOut: main.Counted, InputWatermarks: b.InputWatermarks}
+		t.Metrics.Operators = append(t.Metrics.Operators, om)
+		// Chained inputs.
+		for _, e := range n.Inputs {
+			if chained(e) {
+				if err := ports[e.From][e.Tag].AddTarget(b.Inputs[e.Input]); err != nil {
+					return nil, fmt.Errorf("operator %q: %w", n.Name, err)
+				}
+			}
+		}
+		// Network outputs.
+		for _, e := range n.outs {
+			x, ok := exchanges[e]
+			if !ok {
+				continue
+			}
+			flusher, in := x.writer(ctx, sub, t.Metrics)
+			if err := ports[n][e.Tag].AddTarget(in); err != nil {
+				return nil, fmt.Errorf("operator %q: %w", n.Name, err)
+			}
+			t.AddWriter(flusher)
+		}
+	}
+	// The head's input gates.
+	var gates []gate
+	capacity := 0
+	hb := built[h]
+	type attachment struct {
+		x      exchange
+		g      gate
+		offset int
+	}
+	var atts []attachment
+	for input := 0; input < len(hb.Inputs); input++ {
+		var edges []*Edge
+		channels := 0
+		for _, e := range h.Inputs {
+			if e.Input != input {
+				continue
+			}
+			edges = append(edges, e)
+			if e.From.Kind == KindExternal {
+				channels += max(e.From.Channels, 1)
+			} else {
+				channels += exchanges[e].producers()
+			}
+		}
+		if len(edges) == 0 {
+			return nil, fmt.Errorf("operator %q: input %d is not connected", h.Name, input+1)
+		}
+		g, err := edges[0].ops.newGate(channels, hb.Inputs[input])
+		if err != nil {
+			return nil, fmt.Errorf("operator %q: %w", h.Name, err)
+		}
+		gates = append(gates, g)
+		offset := 0
+		for _, e := range edges {
+			if e.From.Kind == KindExternal {
+				plan.External = append(plan.External, ExternalInput{Node: e.From, Gate: g, Input: input})
+				offset += max(e.From.Channels, 1)
+				continue
+			}
+			x := exchanges[e]
+			atts = append(atts, attachment{x, g, offset})
+			offset += x.producers()
+			capacity += x.producers() * max(cfg.Credits, 1)
+		}
+	}
+	if source != nil {
+		capacity += source.InboxCapacity()
+	}
+	inbox := make(chan message, capacity+1)
+	t.SetInbox(inbox)
+	for _, a := range atts {
+		a.x.attach(sub, a.g, a.offset, inbox)
+	}
+	if source != nil {
+		t.AddStarter(source.Starter(inbox))
+		t.SetDone(source.Done)
+	} else {
+		t.SetDone(func() bool {
+			for _, g := range gates {
+				if !g.Ended() {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if len(gates) > 0 {
+		om := t.Metrics.Operators[0]
+		om.RecordsIn = func() int64 {
+			var n int64
+			for _, g := range gates {
+				n += g.RecordsIn()
+			}
+			return n
+		}
+		if om.InputWatermarks == nil {
+			om.InputWatermarks = func() []int64 {
+				w := make([]int64, len(gates))
+				for i, g := range gates {
+					w[i] = g.Watermark()
+				}
+				return w
+			}
+		}
+	}
+	return t, nil
+}
+
+// Run runs every task of the plan on its own goroutine until all finish,
+// one fails (the others are then cancelled), or ctx is cancelled.
+func (p *Plan) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(p.Tasks))
+	for _, t := range p.Tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := t.Run(ctx); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var first error
+	for err := range errs {
+		if first == nil || (errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	if first == nil && ctx.Err() != nil {
+		// Cancelled from outside before the tasks noticed anything else.
+		return nil
+	}
+	return first
+}

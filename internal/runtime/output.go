@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// OutputPort is the type-erased face of an Output, used by the plan to wire
+// outputs and by the task to flush them.
+type OutputPort interface {
+	// AddTarget connects a consumer; target must be an Input of the
+	// output's element type.
+	AddTarget(target any) error
+	// Flush hands buffered records to the targets.
+	Flush() error
+	EmitWatermark(wm int64) error
+	EmitStatus(idle bool) error
+	// End flushes and ends every target's input.
+	End() error
+	// EmitAny buffers a record given as any; it fails if v has the wrong type.
+	EmitAny(v any, ts int64) error
+	// Counted returns the number of records that left this output.
+	Counted() int64
+	// AddSibling makes this output pass its watermarks, statuses and end
+	// on to a side output of the same operator.
+	AddSibling(side OutputPort)
+}
+
+// Output buffers the records an operator emits and hands them to its
+// targets (chained operators, exchange writers, sinks) in batches. It keeps
+// Flink's output-side rule: while the output has announced IDLE, watermarks
+// are dropped. A status is forwarded only when it changes.
+type Output[T any] struct {
+	buf     []Record[T]
+	targets []Input[T]
+	idle     bool
+	err      error
+	count    atomic.Int64
+	siblings []OutputPort
+}
+
+// AddSibling implements OutputPort.
+func (o *Output[T]) AddSibling(side OutputPort) { o.siblings = append(o.siblings, side) }
+
+// NewOutput returns an output whose batches hold up to batchSize records.
+func NewOutput[T any](batchSize int) *Output[T] {
+	if batchSize < 1 {
+		batchSize = 1
+	}
+	return &Output[T]{buf: make([]Record[T], 0, batchSize)}
+}
+
+// AddTarget implements OutputPort.
+func (o *Output[T]) AddTarget(target any) error {
+	in, ok := target.(Input[T])
+	if !ok {
+		var zero T
+		return fmt.Errorf("runtime: cannot connect an output of %T to %T", zero, target)
+	}
+	o.targets = append(o.targets, in)
+	return nil
+}
+
+// Collect buffers one record. A failure of a downstream consumer is kept
+// and reported by the next Flush (or Err).
+func (o *Output[T]) Collect(v T, ts int64) {
+	if len(o.targets) == 0 {
+		return
+	}
+	o.buf = append(o.buf, Record[T]{Value: v, TS: ts})
+	if len(o.buf) == cap(o.buf) {
+		if err := o.Flush(); err != nil && o.err == nil {
+			o.err = err
+		}
+	}
+}
+
+// Err returns the first error a flush triggered by Collect met.
+func (o *Output[T]) Err() error { return o.err }
+
+// Flush implements OutputPort.
+func (o *Output[T]) Flush() error {
+	if o.err != nil {
+		return o.err
+	}
+	if len(o.buf) == 0 {
+		return nil
+	}
+	o.count.Add(int64(len(o.buf)))
+	for _, t := range o.targets {
+		if err := t.ProcessBatch(o.buf); err != nil {
+			o.err = err
+			o.buf = o.buf[:0]
+			return err
+		}
+	}
+	clear(o.buf)
+	o.buf = o.buf[:0]
+	return nil
+}
+
+// EmitWatermark implements OutputPort.
+func (o *Output[T]) EmitWatermark(wm int64) error {
+	for _, s := range o.siblings {
+		if err := s.EmitWatermark(wm); err != nil {
+			return err
+		}
+	}
+	if o.idle {
+		return nil
+	}
+	if err := o.Flush(); err != nil {
+		return err
+	}
+	for _, t := range o.targets {
+		if err := t.ProcessWatermark(wm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EmitStatus implements OutputPort.
+func (o *Output[T]) EmitStatus(idle bool) error {
+	for _, s := range o.siblings {
+		if err := s.EmitStatus(idle); err != nil {
+			return err
+		}
+	}
+	if o.idle == idle {
+		return nil
+	}
+	if err := o.Flush(); err != nil {
+		return err
+	}
+	o.idle = idle
+	for _, t := range o.targets {
+		if err := t.ProcessStatus(idle); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Idle reports whether the output has announced IDLE.
+func (o *Output[T]) Idle() bool { return o.idle }
+
+// End implements OutputPort.
+func (o *Output[T]) End() error {
+	for _, s := range o.siblings {
+		if err := s.End(); err != nil {
+			return err
+		}
+	}
+	if err := o.Flush(); err != nil {
+		return err
+	}
+	for _, t := range o.targets {
+		if err := t.EndInput(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EmitAny implements OutputPort.
+func (o *Output[T]) EmitAny(v any, ts int64) error {
+	tv, ok := v.(T)
+	if !ok {
+		var zero T
+		return fmt.Errorf("side output expects %T, got %T", zero, v)
+	}
+	o.Collect(tv, ts)
+	return o.err
+}
+
+// Counted implements OutputPort.
+func (o *Output[T]) Counted() int64 { return o.count.Load() }

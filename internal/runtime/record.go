@@ -1,0 +1,72 @@
+// Package runtime executes a physical plan: tasks (one goroutine per subtask
+// driving a deterministic step machine), the batched exchanges between them,
+// the input gates with their watermark valves, and operator chaining. It
+// knows no operator, connector or user type: operators plug in through the
+// Input, TwoInput and Lifecycle interfaces.
+package runtime
+
+import (
+	"fmt"
+	"math"
+)
+
+// NoTimestamp marks a record that carries no event timestamp.
+const NoTimestamp int64 = math.MinInt64
+
+// MaxWatermark is the watermark that ends event time (end of input).
+const MaxWatermark int64 = math.MaxInt64
+
+// Record is one stream element with its event timestamp (NoTimestamp if none).
+type Record[T any] struct {
+	Value T
+	TS    int64
+}
+
+// Input receives one stream in order: batches of records interleaved with
+// watermarks and watermark-status changes, then the end of input. The batch
+// slice belongs to the caller and must not be retained after the call.
+type Input[T any] interface {
+	ProcessBatch(recs []Record[T]) error
+	ProcessWatermark(wm int64) error
+	ProcessStatus(idle bool) error
+	// EndInput reports that no more elements arrive; the operator finishes
+	// and ends its outputs.
+	EndInput() error
+}
+
+// TwoInput is an operator with two inputs. The runtime combines the inputs'
+// watermarks and statuses (minimum over non-idle inputs, never backwards)
+// and calls ProcessWatermark and ProcessStatus with the combined values.
+type TwoInput[A, B any] interface {
+	ProcessBatch1(recs []Record[A]) error
+	ProcessBatch2(recs []Record[B]) error
+	ProcessWatermark(wm int64) error
+	ProcessStatus(idle bool) error
+	EndInput1() error
+	EndInput2() error
+}
+
+// Lifecycle is implemented by operators that hold resources or user
+// functions with Open/Close hooks.
+type Lifecycle interface {
+	Open() error
+	Close() error
+}
+
+// OperatorError is a failure inside an operator: a returned error or a
+// recovered panic, naming the operator and subtask.
+type OperatorError struct {
+	Operator string
+	Subtask  int
+	Err      error
+	Stack    string // set when the failure was a panic
+}
+
+func (e *OperatorError) Error() string {
+	if e.Stack != "" {
+		return fmt.Sprintf("operator %q (subtask %d) panicked: %v\n%s", e.Operator, e.Subtask, e.Err, e.Stack)
+	}
+	return fmt.Sprintf("operator %q (subtask %d): %v", e.Operator, e.Subtask, e.Err)
+}
+
+func (e *OperatorError) Unwrap() error { return e.Err }

@@ -1,0 +1,296 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// Split is one independently readable part of a source (a file, a
+// partition, a range of a generator).
+type Split interface {
+	SplitID() string
+}
+
+// Source creates splits and readers. Splits are assigned to the source's
+// subtasks round-robin: split i goes to subtask i mod parallelism.
+type Source[T any] interface {
+	Splits(parallelism int) ([]Split, error)
+	Reader(split Split) (SplitReader[T], error)
+}
+
+// SplitReader reads one split. Read appends records to buf and returns it,
+// blocking until at least one record is available, the context is done, or
+// the split ends (io.EOF, possibly with the last records).
+type SplitReader[T any] interface {
+	Read(ctx context.Context, buf []Record[T]) ([]Record[T], error)
+	Close() error
+}
+
+// SourceWatermarks configures event time at a source: a generator per
+// split and an optional timestamp assigner.
+type SourceWatermarks[T any] struct {
+	// NewGenerator makes one generator per split; nil means no watermarks.
+	NewGenerator func() watermark.Generator[T]
+	// Timestamp extracts the event timestamp; nil keeps the record's own.
+	Timestamp func(v T, recordTS int64) int64
+	// Interval is the periodic emission interval in ms; 0 disables it.
+	Interval int64
+}
+
+// SourceOperator runs the splits of one source subtask: reader goroutines
+// fetch batches, and the task goroutine assigns timestamps, runs the
+// per-split watermark generators and emits records and watermarks.
+type SourceOperator[T any] struct {
+	name    string
+	src     Source[T]
+	wms     SourceWatermarks[T]
+	out     *Output[T]
+	pts     ProcessingTimeService
+	splits  []Split
+	gens    []watermark.Generator[T]
+	outs    []watermark.Output
+	defs    []watermark.Output
+	mux     *watermark.Multiplexer
+	emitter *watermark.Emitter
+	ended   []bool
+	nEnded  int
+	done    bool
+	credits int
+	err     error
+}
+
+// NewSourceOperator returns the operator of subtask index of parallelism.
+func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T], out *Output[T], pts ProcessingTimeService, index, parallelism, credits int) (*SourceOperator[T], error) {
+	all, err := src.Splits(parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("source %q: %w", name, err)
+	}
+	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: pts, credits: max(credits, 1)}
+	for i, sp := range all {
+		if i%parallelism == index {
+			s.splits = append(s.splits, sp)
+		}
+	}
+	s.emitter = watermark.NewEmitter(func(e watermark.Event) {
+		var err error
+		if e.IsStatus {
+			err = out.EmitStatus(e.Idle)
+		} else {
+			err = out.EmitWatermark(e.Watermark)
+		}
+		if err != nil && s.err == nil {
+			s.err = err
+		}
+	})
+	s.mux = watermark.NewMultiplexer(s.emitter)
+	s.ended = make([]bool, len(s.splits))
+	if wms.NewGenerator != nil {
+		for _, sp := range s.splits {
+			s.gens = append(s.gens, wms.NewGenerator())
+			s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
+			s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
+		}
+	}
+	return s, nil
+}
+
+// Open schedules periodic watermark emission.
+func (s *SourceOperator[T]) Open() error {
+	if s.wms.NewGenerator != nil && s.wms.Interval > 0 {
+		s.pts.Schedule(s.pts.Now()+s.wms.Interval, s.periodic)
+	}
+	if len(s.splits) == 0 {
+		return s.finish()
+	}
+	return nil
+}
+
+// Close implements Lifecycle.
+func (s *SourceOperator[T]) Close() error { return nil }
+
+// Done reports whether every split has ended and the end was emitted.
+func (s *SourceOperator[T]) Done() bool { return s.done }
+
+func (s *SourceOperator[T]) periodic(at int64) error {
+	if s.done {
+		return nil
+	}
+	for i, g := range s.gens {
+		if !s.ended[i] {
+			g.OnPeriodicEmit(s.defs[i])
+		}
+	}
+	if s.gens != nil {
+		s.mux.OnPeriodicEmit()
+	}
+	s.pts.Schedule(at+s.wms.Interval, s.periodic)
+	return s.takeErr()
+}
+
+func (s *SourceOperator[T]) takeErr() error {
+	err := s.err
+	s.err = nil
+	return err
+}
+
+// emit processes one batch read from split i.
+func (s *SourceOperator[T]) emit(i int, recs []Record[T]) error {
+	ts := s.wms.Timestamp
+	if s.gens == nil {
+		for _, r := range recs {
+			if ts != nil {
+				r.TS = ts(r.Value, r.TS)
+			}
+			s.out.Collect(r.Value, r.TS)
+		}
+		return s.out.Err()
+	}
+	g, o := s.gens[i], s.outs[i]
+	for _, r := range recs {
+		if ts != nil {
+			r.TS = ts(r.Value, r.TS)
+		}
+		s.out.Collect(r.Value, r.TS)
+		g.OnEvent(r.Value, r.TS, o)
+	}
+	if err := s.out.Err(); err != nil {
+		return err
+	}
+	return s.takeErr()
+}
+
+func (s *SourceOperator[T]) endSplit(i int) error {
+	if s.ended[i] {
+		return nil
+	}
+	if s.gens != nil {
+		s.gens[i].OnPeriodicEmit(s.defs[i])
+		s.mux.OnPeriodicEmit()
+	}
+	s.ended[i] = true
+	s.nEnded++
+	if s.nEnded == len(s.splits) {
+		return s.finish()
+	}
+	return s.takeErr()
+}
+
+// finish ends the source: the maximum watermark, then the end of input.
+func (s *SourceOperator[T]) finish() error {
+	if err := s.takeErr(); err != nil {
+		return err
+	}
+	if err := s.out.EmitStatus(false); err != nil {
+		return err
+	}
+	if err := s.out.EmitWatermark(MaxWatermark); err != nil {
+		return err
+	}
+	s.done = true
+	return s.out.End()
+}
+
+// Starter returns the function that starts one reader goroutine per split,
+// sending batches to inbox.
+func (s *SourceOperator[T]) Starter(inbox chan message) func(ctx context.Context, wg *sync.WaitGroup) {
+	return func(ctx context.Context, wg *sync.WaitGroup) {
+		for i, sp := range s.splits {
+			credit := make(chan struct{}, s.credits)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.read(ctx, i, sp, inbox, credit)
+			}()
+		}
+	}
+}
+
+// InboxCapacity is the inbox room the source's readers need.
+func (s *SourceOperator[T]) InboxCapacity() int { return len(s.splits) * s.credits }
+
+type srcMsg[T any] struct {
+	s      *SourceOperator[T]
+	split  int
+	recs   []Record[T]
+	end    bool
+	err    error
+	credit chan struct{}
+	free   chan []Record[T]
+}
+
+func (m *srcMsg[T]) process() error {
+	defer func() {
+		<-m.credit
+		if m.recs != nil {
+			clear(m.recs)
+			select {
+			case m.free <- m.recs[:0]:
+			default:
+			}
+		}
+	}()
+	if m.err != nil {
+		return fmt.Errorf("source %q, split %s: read error: %w", m.s.name, m.s.splits[m.split].SplitID(), m.err)
+	}
+	if err := m.s.emit(m.split, m.recs); err != nil {
+		return err
+	}
+	if m.end {
+		return m.s.endSplit(m.split)
+	}
+	return nil
+}
+
+func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox chan message, credit chan struct{}) {
+	send := func(m *srcMsg[T]) bool {
+		select {
+		case credit <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		select {
+		case inbox <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	free := make(chan []Record[T], s.credits+1)
+	r, err := s.src.Reader(sp)
+	if err != nil {
+		send(&srcMsg[T]{s: s, split: i, err: err, credit: credit})
+		return
+	}
+	defer r.Close()
+	for {
+		var buf []Record[T]
+		select {
+		case buf = <-free:
+		default:
+			buf = make([]Record[T], 0, 1024)
+		}
+		recs, err := r.Read(ctx, buf)
+		if ctx.Err() != nil {
+			return
+		}
+		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free}
+		if errors.Is(err, io.EOF) {
+			m.end = true
+			send(m)
+			return
+		}
+		if err != nil {
+			m.err = err
+			send(m)
+			return
+		}
+		if !send(m) {
+			return
+		}
+	}
+}

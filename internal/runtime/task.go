@@ -1,0 +1,320 @@
+package runtime
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/internal/clock"
+)
+
+type atomicCounter = atomic.Int64
+
+// TaskMetrics are counted by a task's goroutine and read by anyone. Counters
+// are updated once per step or batch, never with an atomic per record.
+type TaskMetrics struct {
+	Name               string
+	Subtask            int
+	BusyNanos          atomic.Int64
+	IdleNanos          atomic.Int64
+	BackPressuredNanos atomic.Int64
+	// Operators lists per-operator counters in chain order.
+	Operators []*OperatorMetrics
+}
+
+// OperatorMetrics are the counters of one operator in one subtask.
+type OperatorMetrics struct {
+	Name string
+	// RecordsOut reads the operator's main output counter.
+	RecordsOut func() int64
+	// RecordsIn reads the counter of records that reached the operator, when known.
+	RecordsIn func() int64
+	// InputWatermarks reads the current input watermark per input, when known.
+	InputWatermarks func() []int64
+}
+
+// ProcessingTimeService schedules callbacks on a task's processing-time
+// clock. Callbacks run on the task goroutine, between other steps.
+type ProcessingTimeService interface {
+	Now() int64
+	// Schedule asks for f(at) once processing time has reached at.
+	Schedule(at int64, f func(at int64) error)
+}
+
+// Task is one subtask: a chain of operators with its inputs, driven as a
+// step machine. Run drives it from a goroutine; a test harness may call the
+// step methods directly instead.
+type Task struct {
+	Name    string
+	Subtask int
+	Metrics *TaskMetrics
+
+	clk      clock.Clock
+	inbox    chan message
+	wake     chan struct{}
+	outputs  []OutputPort // in topological order, flushed after each step
+	writers  []interface{ Flush() error }
+	lifes    []namedLifecycle
+	starters []func(ctx context.Context, wg *sync.WaitGroup)
+	done     func() bool
+
+	timers    callbackHeap
+	seq       uint64
+	armedAt   int64
+	armedStop func() bool
+	curOp     string
+}
+
+type namedLifecycle struct {
+	name string
+	l    Lifecycle
+}
+
+// NewTask returns an empty task. done reports when the task has finished.
+func NewTask(name string, subtask int, clk clock.Clock) *Task {
+	return &Task{
+		Name: name, Subtask: subtask, clk: clk,
+		wake:    make(chan struct{}, 1),
+		armedAt: MaxWatermark,
+		Metrics: &TaskMetrics{Name: name, Subtask: subtask},
+	}
+}
+
+// SetInbox sets the task's inbox.
+func (t *Task) SetInbox(c chan message) { t.inbox = c }
+
+// AddOutput registers an output to flush after every step (topological order).
+func (t *Task) AddOutput(o OutputPort) { t.outputs = append(t.outputs, o) }
+
+// AddWriter registers an exchange writer to flush after every step.
+func (t *Task) AddWriter(w interface{ Flush() error }) { t.writers = append(t.writers, w) }
+
+// AddLifecycle registers an operator to open before and close after running.
+func (t *Task) AddLifecycle(name string, l Lifecycle) {
+	t.lifes = append(t.lifes, namedLifecycle{name, l})
+}
+
+// AddStarter registers a function that starts helper goroutines (source
+// readers) when the task runs.
+func (t *Task) AddStarter(f func(ctx context.Context, wg *sync.WaitGroup)) {
+	t.starters = append(t.starters, f)
+}
+
+// SetDone sets the predicate that tells when the task has finished.
+func (t *Task) SetDone(f func() bool) { t.done = f }
+
+// Now implements ProcessingTimeService.
+func (t *Task) Now() int64 { return t.clk.NowMillis() }
+
+// Schedule implements ProcessingTimeService.
+func (t *Task) Schedule(at int64, f func(at int64) error) {
+	t.seq++
+	heap.Push(&t.timers, &ptCallback{at: at, seq: t.seq, f: f})
+	t.arm()
+}
+
+func (t *Task) arm() {
+	if len(t.timers) == 0 {
+		return
+	}
+	at := t.timers[0].at
+	if at >= t.armedAt {
+		return
+	}
+	if t.armedStop != nil {
+		t.armedStop()
+	}
+	t.armedAt = at
+	wake := t.wake
+	t.armedStop = t.clk.AfterFunc(at, func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// NextProcessingTime returns the earliest scheduled callback time.
+func (t *Task) NextProcessingTime() (int64, bool) {
+	if len(t.timers) == 0 {
+		return 0, false
+	}
+	return t.timers[0].at, true
+}
+
+// AdvanceProcessingTime runs every callback scheduled at or before now, in
+// time order (callbacks scheduled meanwhile with a due time run too), then
+// flushes.
+func (t *Task) AdvanceProcessingTime(now int64) error {
+	t.armedAt = MaxWatermark
+	for len(t.timers) > 0 && t.timers[0].at <= now {
+		cb := heap.Pop(&t.timers).(*ptCallback)
+		if err := t.guard(func() error { return cb.f(cb.at) }); err != nil {
+			return err
+		}
+	}
+	t.arm()
+	return t.Flush()
+}
+
+// Flush flushes every output and exchange writer of the task.
+func (t *Task) Flush() error {
+	for _, o := range t.outputs {
+		if err := o.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, w := range t.writers {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Open opens every operator, last in the chain first (as Flink does).
+func (t *Task) Open() error {
+	for i := len(t.lifes) - 1; i >= 0; i-- {
+		l := t.lifes[i]
+		t.curOp = l.name
+		if err := t.guard(l.l.Open); err != nil {
+			return err
+		}
+	}
+	t.curOp = ""
+	return nil
+}
+
+// Close closes every operator, head first, and returns the first error.
+func (t *Task) Close() error {
+	var first error
+	for _, l := range t.lifes {
+		t.curOp = l.name
+		if err := t.guard(l.l.Close); err != nil && first == nil {
+			first = err
+		}
+	}
+	t.curOp = ""
+	return first
+}
+
+// Step processes one inbox message and flushes.
+func (t *Task) Step(m message) error {
+	if err := t.guard(m.process); err != nil {
+		return err
+	}
+	return t.Flush()
+}
+
+// guard runs f and turns a panic into an OperatorError with its stack.
+func (t *Task) guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok {
+				e = fmt.Errorf("%v", r)
+			}
+			name := t.curOp
+			if name == "" {
+				name = t.Name
+			}
+			err = &OperatorError{Operator: name, Subtask: t.Subtask, Err: e, Stack: string(debug.Stack())}
+		}
+	}()
+	err = f()
+	var oe *OperatorError
+	if err != nil && !errors.As(err, &oe) && !errors.Is(err, context.Canceled) {
+		name := t.curOp
+		if name == "" {
+			name = t.Name
+		}
+		err = &OperatorError{Operator: name, Subtask: t.Subtask, Err: err}
+	}
+	return err
+}
+
+// Run opens the task, starts its helpers and processes its inbox until the
+// task is done, the context is cancelled, or a step fails.
+func (t *Task) Run(ctx context.Context) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		if t.armedStop != nil {
+			t.armedStop()
+		}
+		if cerr := t.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if err := t.Open(); err != nil {
+		return err
+	}
+	for _, s := range t.starters {
+		s(ctx, &wg)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	last := time.Now()
+	for !t.done() {
+		var m message
+		select {
+		case m = <-t.inbox:
+		default:
+			busy := time.Now()
+			t.Metrics.BusyNanos.Add(int64(busy.Sub(last)))
+			select {
+			case m = <-t.inbox:
+			case <-t.wake:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			last = time.Now()
+			t.Metrics.IdleNanos.Add(int64(last.Sub(busy)))
+		}
+		if m != nil {
+			if err := t.Step(m); err != nil {
+				return err
+			}
+		}
+		if len(t.timers) > 0 && t.timers[0].at <= t.clk.NowMillis() {
+			if err := t.AdvanceProcessingTime(t.clk.NowMillis()); err != nil {
+				return err
+			}
+		}
+	}
+	t.Metrics.BusyNanos.Add(int64(time.Since(last)))
+	return nil
+}
+
+type ptCallback struct {
+	at  int64
+	seq uint64
+	f   func(int64) error
+}
+
+type callbackHeap []*ptCallback
+
+func (h callbackHeap) Len() int { return len(h) }
+func (h callbackHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h callbackHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *callbackHeap) Push(x any)   { *h = append(*h, x.(*ptCallback)) }
+func (h *callbackHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,436 @@
+package weir
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/runtime"
+	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/timer"
+	"github.com/weirstream/weir/state"
+)
+
+type void = struct{}
+
+// keyedBase is the keyed part of a keyed operator: the current key, keyed
+// state and the "user-timers" timer service. It implements KeyedContext,
+// OnTimerContext and TimerService for the user function.
+type keyedBase[K comparable] struct {
+	opContext
+	key         K
+	kg          int
+	hash        func(K) int32
+	maxP        int
+	backend     *istate.Backend[K]
+	timers      *timer.Service[K, void]
+	pts         runtime.ProcessingTimeService
+	scheduledAt int64
+	domain      TimeDomain
+	onTimer     func(ts int64) error
+	timerTS     func(ts int64)
+}
+
+func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
+	return keyedBase[K]{
+		opContext:   newOpContext(bc),
+		hash:        hash,
+		maxP:        bc.MaxParallelism,
+		backend:     istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
+		timers:      timer.NewService[K, void](),
+		pts:         bc.Time,
+		scheduledAt: math.MaxInt64,
+	}
+}
+
+func (b *keyedBase[K]) setKey(k K) {
+	b.key = k
+	b.kg = keygroup.Of(b.hash(k), b.maxP)
+	b.backend.SetCurrentKey(k, b.kg)
+}
+
+func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
+	return keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP}, b: b.backend}
+}
+
+// CurrentKey implements KeyedContext.
+func (b *keyedBase[K]) CurrentKey() K { return b.key }
+
+// TimerService implements KeyedContext.
+func (b *keyedBase[K]) TimerService() TimerService { return b }
+
+// TimeDomain implements OnTimerContext.
+func (b *keyedBase[K]) TimeDomain() TimeDomain { return b.domain }
+
+// CurrentWatermark implements Context and TimerService.
+func (b *keyedBase[K]) CurrentWatermark() int64 { return b.timers.CurrentWatermark() }
+
+// RegisterEventTimeTimer implements TimerService.
+func (b *keyedBase[K]) RegisterEventTimeTimer(ts int64) {
+	b.timers.RegisterEventTime(b.key, b.kg, void{}, ts)
+}
+
+// DeleteEventTimeTimer implements TimerService.
+func (b *keyedBase[K]) DeleteEventTimeTimer(ts int64) { b.timers.DeleteEventTime(b.key, void{}, ts) }
+
+// RegisterProcessingTimeTimer implements TimerService.
+func (b *keyedBase[K]) RegisterProcessingTimeTimer(ts int64) {
+	b.timers.RegisterProcessingTime(b.key, b.kg, void{}, ts)
+	if ts < b.scheduledAt {
+		b.scheduledAt = ts
+		b.pts.Schedule(ts, b.onProcessingTime)
+	}
+}
+
+// DeleteProcessingTimeTimer implements TimerService.
+func (b *keyedBase[K]) DeleteProcessingTimeTimer(ts int64) {
+	b.timers.DeleteProcessingTime(b.key, void{}, ts)
+}
+
+func (b *keyedBase[K]) fire(domain TimeDomain) func(t timer.Timer[K, void]) error {
+	return func(t timer.Timer[K, void]) error {
+		b.key, b.kg = t.Key, t.KeyGroup
+		b.backend.SetCurrentKey(t.Key, t.KeyGroup)
+		b.domain = domain
+		b.ts = t.Timestamp
+		if domain == EventTime {
+			b.timerTS(t.Timestamp)
+		} else {
+			b.timerTS(NoTimestamp)
+		}
+		if err := b.onTimer(t.Timestamp); err != nil {
+			return err
+		}
+		return b.takeSideErr()
+	}
+}
+
+func (b *keyedBase[K]) onProcessingTime(at int64) (err error) {
+	defer b.catch(&err)
+	if at >= b.scheduledAt {
+		b.scheduledAt = math.MaxInt64
+	}
+	if err := b.timers.AdvanceProcessingTime(at, b.fire(ProcessingTime)); err != nil {
+		return err
+	}
+	if next, ok := b.timers.NextProcessingTime(); ok && next < b.scheduledAt {
+		b.scheduledAt = next
+		b.pts.Schedule(next, b.onProcessingTime)
+	}
+	return nil
+}
+
+func (b *keyedBase[K]) advanceWatermark(wm int64) (err error) {
+	defer b.catch(&err)
+	b.wm = wm
+	return b.timers.AdvanceWatermark(wm, b.fire(EventTime))
+}
+
+func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
+	defer b.catch(&err)
+	if op, ok := fn.(KeyedOpener[K]); ok {
+		return op.Open(b.runtimeContext())
+	}
+	return nil
+}
+
+func closeFn(fn any, b *opBase) (err error) {
+	defer b.catch(&err)
+	if c, ok := fn.(Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+type keyedProcessOp[K comparable, IN, OUT any] struct {
+	keyedBase[K]
+	fn    KeyedProcessFunction[K, IN, OUT]
+	keyFn func(IN) K
+	out   *runtime.Output[OUT]
+	col   collector[OUT]
+	par   int
+}
+
+func (o *keyedProcessOp[K, IN, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
+func (o *keyedProcessOp[K, IN, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+
+func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.setKey(o.keyFn(recs[i].Value))
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement(recs[i].Value, &o.keyedBase, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *keyedProcessOp[K, IN, OUT]) ProcessWatermark(wm int64) error {
+	if err := o.advanceWatermark(wm); err != nil {
+		return err
+	}
+	return o.out.EmitWatermark(wm)
+}
+
+func (o *keyedProcessOp[K, IN, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+func (o *keyedProcessOp[K, IN, OUT]) EndInput() error             { return o.out.End() }
+
+// Process applies a KeyedProcessFunction to a keyed stream: keyed state,
+// event- and processing-time timers, side outputs.
+func Process[K comparable, IN, OUT any](ks KeyedStream[K, IN], fn KeyedProcessFunction[K, IN, OUT]) DataStream[OUT] {
+	env := ks.ds.env
+	if isNil(fn) {
+		env.fail(fmt.Errorf("operator %q: %w", "KeyedProcess", nilFnError("keyed process function")))
+	}
+	return oneInput(ks.ds, "KeyedProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+		o := &keyedProcessOp[K, IN, OUT]{keyedBase: newKeyedBase(bc, ks.hashK), fn: cloneFunction(fn), keyFn: ks.key, out: out}
+		o.col.out = out
+		o.timerTS = func(ts int64) { o.col.ts = ts }
+		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
+		return o, o, nil
+	})
+}
+
+// ConnectedStreams are two streams processed together by one operator.
+type ConnectedStreams[A, B any] struct {
+	first  DataStream[A]
+	second DataStream[B]
+}
+
+// Connect connects two streams for CoProcess.
+func Connect[A, B any](a DataStream[A], b DataStream[B]) ConnectedStreams[A, B] {
+	if a.env != b.env {
+		a.env.fail(fmt.Errorf("connect: streams belong to different environments"))
+	}
+	return ConnectedStreams[A, B]{first: a, second: b}
+}
+
+// KeyedConnectedStreams are two keyed streams with keys of one type.
+type KeyedConnectedStreams[K comparable, A, B any] struct {
+	first  KeyedStream[K, A]
+	second KeyedStream[K, B]
+}
+
+// ConnectKeyed connects two keyed streams; records with equal keys meet in
+// one subtask.
+func ConnectKeyed[K comparable, A, B any](a KeyedStream[K, A], b KeyedStream[K, B]) KeyedConnectedStreams[K, A, B] {
+	if a.ds.env != b.ds.env {
+		a.ds.env.fail(fmt.Errorf("connect: streams belong to different environments"))
+	}
+	return KeyedConnectedStreams[K, A, B]{first: a, second: b}
+}
+
+// KeyByConnected keys both connected streams.
+func KeyByConnected[K comparable, A, B any](cs ConnectedStreams[A, B], keyA func(A) K, keyB func(B) K) KeyedConnectedStreams[K, A, B] {
+	return ConnectKeyed(KeyBy(cs.first, keyA), KeyBy(cs.second, keyB))
+}
+
+func twoInput[A, B, OUT any](a DataStream[A], b DataStream[B], name string,
+	mk func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error)) DataStream[OUT] {
+	env := a.env
+	n := newNode[OUT](env, name, runtime.KindTwoInput, env.cfg.parallelism,
+		func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error) {
+			op, life, err := mk(bc, out)
+			if err != nil {
+				return runtime.Built{}, err
+			}
+			ad := runtime.NewTwoInputAdapter(op)
+			return runtime.Built{Inputs: []any{ad.First(), ad.Second()}, Life: life}, nil
+		})
+	a.connect(n, 0)
+	b.connect(n, 1)
+	return streamOf[OUT](env, n)
+}
+
+// endBoth ends the output once both inputs have ended.
+type endBoth struct{ ended [2]bool }
+
+func (e *endBoth) end(i int, out runtime.OutputPort) error {
+	e.ended[i] = true
+	if e.ended[0] && e.ended[1] {
+		return out.End()
+	}
+	return nil
+}
+
+type coProcessOp[A, B, OUT any] struct {
+	opContext
+	endBoth
+	fn  CoProcessFunction[A, B, OUT]
+	out *runtime.Output[OUT]
+	col collector[OUT]
+	rc  runtimeCtx
+}
+
+func (o *coProcessOp[A, B, OUT]) Open() (err error) {
+	defer o.catch(&err)
+	if op, ok := o.fn.(Opener); ok {
+		return op.Open(o.rc)
+	}
+	return nil
+}
+func (o *coProcessOp[A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+
+func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement1(recs[i].Value, &o.opContext, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement2(recs[i].Value, &o.opContext, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *coProcessOp[A, B, OUT]) ProcessWatermark(wm int64) error {
+	o.wm = wm
+	return o.out.EmitWatermark(wm)
+}
+func (o *coProcessOp[A, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+func (o *coProcessOp[A, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
+func (o *coProcessOp[A, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+
+// CoProcess processes two connected non-keyed streams with one function
+// instance per subtask; its watermark is the minimum of both inputs'.
+func CoProcess[A, B, OUT any](cs ConnectedStreams[A, B], fn CoProcessFunction[A, B, OUT]) DataStream[OUT] {
+	if isNil(fn) {
+		cs.first.env.fail(fmt.Errorf("operator %q: %w", "CoProcess", nilFnError("co-process function")))
+	}
+	return twoInput(cs.first, cs.second, "CoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
+		o := &coProcessOp[A, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out}
+		o.col.out = out
+		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		return o, o, nil
+	})
+}
+
+type keyedCoProcessOp[K comparable, A, B, OUT any] struct {
+	keyedBase[K]
+	endBoth
+	fn   KeyedCoProcessFunction[K, A, B, OUT]
+	keyA func(A) K
+	keyB func(B) K
+	out  *runtime.Output[OUT]
+	col  collector[OUT]
+}
+
+func (o *keyedCoProcessOp[K, A, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
+func (o *keyedCoProcessOp[K, A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.setKey(o.keyA(recs[i].Value))
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement1(recs[i].Value, &o.keyedBase, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.setKey(o.keyB(recs[i].Value))
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement2(recs[i].Value, &o.keyedBase, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessWatermark(wm int64) error {
+	if err := o.advanceWatermark(wm); err != nil {
+		return err
+	}
+	return o.out.EmitWatermark(wm)
+}
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
+func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+
+// KeyedCoProcess processes two connected keyed streams with keyed state and
+// timers. ProcessElement1, ProcessElement2 and OnTimer of one subtask run
+// serially on one goroutine.
+func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, B], fn KeyedCoProcessFunction[K, A, B, OUT]) DataStream[OUT] {
+	if isNil(fn) {
+		ks.first.ds.env.fail(fmt.Errorf("operator %q: %w", "KeyedCoProcess", nilFnError("keyed co-process function")))
+	}
+	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
+		o := &keyedCoProcessOp[K, A, B, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK), fn: cloneFunction(fn),
+			keyA: ks.first.key, keyB: ks.second.key, out: out}
+		o.col.out = out
+		o.timerTS = func(ts int64) { o.col.ts = ts }
+		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
+		return o, o, nil
+	})
+}
+
+// GetValueState returns the value state of d for the function's current key.
+func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ValueDescriptor[V]) (state.ValueState[V], error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return istate.GetValue[K, void, V](ctx.keyedBackend(), d)
+}
+
+// GetListState returns the list state of d for the current key.
+func GetListState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ListDescriptor[V]) (state.ListState[V], error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return istate.GetList[K, void, V](ctx.keyedBackend(), d)
+}
+
+// GetMapState returns the map state of d for the current key.
+func GetMapState[K comparable, UK comparable, UV any](ctx KeyedRuntimeContext[K], d state.MapDescriptor[UK, UV]) (state.MapState[UK, UV], error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return istate.GetMap[K, void, UK, UV](ctx.keyedBackend(), d)
+}
+
+// GetReducingState returns the reducing state of d for the current key.
+func GetReducingState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ReducingDescriptor[V]) (state.ReducingState[V], error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return istate.GetReducing[K, void, V](ctx.keyedBackend(), d)
+}
+
+// GetAggregatingState returns the aggregating state of d for the current key.
+func GetAggregatingState[K comparable, IN, ACC, OUT any](ctx KeyedRuntimeContext[K], d state.AggregatingDescriptor[IN, ACC, OUT]) (state.AggregatingState[IN, OUT], error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return istate.GetAggregating[K, void, IN, ACC, OUT](ctx.keyedBackend(), d)
+}

@@ -1,0 +1,167 @@
+package weir
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// sinkOp calls a function per record; control elements end here.
+type sinkOp[T any] struct {
+	opBase
+	f     func(v T, ts int64) error
+	close func() error
+}
+
+func (o *sinkOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		if err := o.f(recs[i].Value, recs[i].TS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (o *sinkOp[T]) ProcessWatermark(int64) error { return nil }
+func (o *sinkOp[T]) ProcessStatus(bool) error     { return nil }
+func (o *sinkOp[T]) EndInput() error              { return nil }
+func (o *sinkOp[T]) Open() error                  { return nil }
+func (o *sinkOp[T]) Close() error {
+	if o.close != nil {
+		return o.close()
+	}
+	return nil
+}
+
+// Sink is the end of a stream; it can be named and sized like an operator.
+type Sink struct {
+	node *runtime.Node
+	env  *Environment
+}
+
+// Name sets the sink's name.
+func (s Sink) Name(n string) Sink { s.node.Name = n; return s }
+
+// SetParallelism sets the sink's parallelism.
+func (s Sink) SetParallelism(p int) Sink {
+	s.node.Parallelism = p
+	if p < 1 {
+		s.env.fail(fmt.Errorf("sink %q: parallelism must be at least 1, got %d", s.node.Name, p))
+	}
+	return s
+}
+
+func addSink[T any](ds DataStream[T], name string, mk func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error)) Sink {
+	n := newNode[struct{}](ds.env, name, runtime.KindOneInput, ds.env.cfg.parallelism,
+		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
+			f, closeFn, err := mk(bc)
+			if err != nil {
+				return runtime.Built{}, err
+			}
+			o := &sinkOp[T]{opBase: base(bc), f: f, close: closeFn}
+			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
+		})
+	if n.Parallelism < 1 {
+		n.Parallelism = ds.env.cfg.parallelism
+	}
+	ds.connect(n, 0)
+	return Sink{node: n, env: ds.env}
+}
+
+// SinkFunc calls f with every record; an error fails the job. Calls within
+// one subtask are serial; subtasks call f concurrently.
+func SinkFunc[T any](ds DataStream[T], f func(v T) error) Sink {
+	if f == nil {
+		ds.env.fail(fmt.Errorf("sink %q: %w", "SinkFunc", nilFnError("sink function")))
+	}
+	return addSink(ds, "SinkFunc", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
+		return func(v T, _ int64) error { return f(v) }, nil, nil
+	})
+}
+
+// Discard drops every record (for benchmarks).
+func Discard[T any](ds DataStream[T]) Sink {
+	return addSink(ds, "Discard", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
+		return func(T, int64) error { return nil }, nil, nil
+	})
+}
+
+// lockedWriter serialises whole batches of lines from parallel subtasks.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Print writes every record to the environment's stdout with fmt's %v, one
+// per line, prefixed "N> " (N = subtask+1) when the sink runs with
+// parallelism above 1, as Flink's print sink.
+func Print[T any](ds DataStream[T]) Sink {
+	lw := &lockedWriter{w: ds.env.cfg.stdout}
+	return addSink(ds, "Print", func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
+		prefix := ""
+		if bc.Parallelism > 1 {
+			prefix = strconv.Itoa(bc.Subtask+1) + "> "
+		}
+		var buf []byte
+		write := func(v T, _ int64) error {
+			buf = append(buf[:0], prefix...)
+			buf = fmt.Append(buf, v)
+			buf = append(buf, '\n')
+			lw.mu.Lock()
+			_, err := lw.w.Write(buf)
+			lw.mu.Unlock()
+			return err
+		}
+		return write, nil, nil
+	})
+}
+
+// Collected gathers a stream's records in memory (for tests and
+// embedding); read it after the job has ended.
+type Collected[T any] struct {
+	mu   sync.Mutex
+	recs []Record[T]
+}
+
+// Values returns the collected values in arrival order (per subtask).
+func (c *Collected[T]) Values() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]T, len(c.recs))
+	for i, r := range c.recs {
+		out[i] = r.Value
+	}
+	return out
+}
+
+// Records returns the collected records with their timestamps.
+func (c *Collected[T]) Records() []Record[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.recs)
+}
+
+// Len returns the number of records collected so far.
+func (c *Collected[T]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.recs)
+}
+
+// Collect gathers every record of ds in memory.
+func Collect[T any](ds DataStream[T]) *Collected[T] {
+	c := &Collected[T]{}
+	addSink(ds, "Collect", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
+		return func(v T, ts int64) error {
+			c.mu.Lock()
+			c.recs = append(c.recs, Record[T]{Value: v, TS: ts})
+			c.mu.Unlock()
+			return nil
+		}, nil, nil
+	})
+	return c
+}

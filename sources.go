@@ -1,0 +1,377 @@
+package weir
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// Split is one independently readable part of a source: a file, a
+// partition, a range of a generator.
+type Split = runtime.Split
+
+// Source is what connectors implement: it divides itself into splits and
+// reads each split. Split i goes to source subtask i mod parallelism; each
+// subtask tracks a watermark per split and combines them (minimum over
+// non-idle splits).
+type Source[T any] = runtime.Source[T]
+
+// SplitReader reads one split; see runtime.SplitReader.
+type SplitReader[T any] = runtime.SplitReader[T]
+
+// FromSource adds a source with a watermark strategy applied per split.
+func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
+	if src == nil {
+		env.fail(fmt.Errorf("source %q: %w", name, nilFnError("source")))
+	}
+	if strategy.err != nil {
+		env.fail(fmt.Errorf("source %q: %w", name, strategy.err))
+	}
+	n := newNode[T](env, name, runtime.KindSource, env.cfg.parallelism,
+		func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Built, error) {
+			op, err := runtime.NewSourceOperator(bc.Name, src, strategy.runtime(env), out, bc.Time, bc.Subtask, bc.Parallelism, bc.Credits)
+			if err != nil {
+				return runtime.Built{}, err
+			}
+			return runtime.Built{Life: op, Source: op}, nil
+		})
+	return streamOf[T](env, n)
+}
+
+type stringSplit string
+
+func (s stringSplit) SplitID() string { return string(s) }
+
+// sliceSource reads a slice as one split.
+type sliceSource[T any] struct{ recs []Record[T] }
+
+func (s sliceSource[T]) Splits(int) ([]Split, error) { return []Split{stringSplit("slice")}, nil }
+func (s sliceSource[T]) Reader(Split) (SplitReader[T], error) {
+	return &sliceReader[T]{recs: s.recs}, nil
+}
+
+type sliceReader[T any] struct {
+	recs []Record[T]
+	pos  int
+}
+
+func (r *sliceReader[T]) Read(_ context.Context, buf []Record[T]) ([]Record[T], error) {
+	n := min(cap(buf)-len(buf), len(r.recs)-r.pos)
+	if n <= 0 {
+		n = min(1024, len(r.recs)-r.pos)
+	}
+	buf = append(buf, r.recs[r.pos:r.pos+n]...)
+	r.pos += n
+	if r.pos >= len(r.recs) {
+		return buf, io.EOF
+	}
+	return buf, nil
+}
+func (r *sliceReader[T]) Close() error { return nil }
+
+// FromSlice is a bounded source of the given values (parallelism 1),
+// without timestamps; use AssignTimestampsAndWatermarks for event time.
+func FromSlice[T any](env *Environment, values []T) DataStream[T] {
+	recs := make([]Record[T], len(values))
+	for i, v := range values {
+		recs[i] = Record[T]{Value: v, TS: NoTimestamp}
+	}
+	return FromSource[T](env, sliceSource[T]{recs}, NoWatermarks[T](), "FromSlice").SetParallelism(1)
+}
+
+// FromRecords is a bounded source of values with timestamps (parallelism 1);
+// the strategy's generator sees those timestamps.
+func FromRecords[T any](env *Environment, recs []Record[T], strategy WatermarkStrategy[T]) DataStream[T] {
+	return FromSource[T](env, sliceSource[T]{append([]Record[T](nil), recs...)}, strategy, "FromRecords").SetParallelism(1)
+}
+
+// generatorSource produces f(i) for i in [0, count), or forever if count < 0.
+type generatorSource[T any] struct {
+	count int64
+	f     func(i int64) T
+	rate  float64
+	clk   clock.Clock
+}
+
+type genSplit struct {
+	index, of  int
+	start, end int64 // bounded: [start, end)
+}
+
+func (s genSplit) SplitID() string { return "gen-" + strconv.Itoa(s.index) }
+
+func (g *generatorSource[T]) Splits(p int) ([]Split, error) {
+	out := make([]Split, p)
+	for i := range p {
+		sp := genSplit{index: i, of: p}
+		if g.count >= 0 {
+			sp.start = g.count * int64(i) / int64(p)
+			sp.end = g.count * int64(i+1) / int64(p)
+		}
+		out[i] = sp
+	}
+	return out, nil
+}
+
+func (g *generatorSource[T]) Reader(s Split) (SplitReader[T], error) {
+	sp := s.(genSplit)
+	r := &genReader[T]{g: g, next: sp.start, end: sp.end, step: 1}
+	if g.count < 0 {
+		r.next, r.step, r.end = int64(sp.index), int64(sp.of), -1
+	}
+	if g.rate > 0 {
+		r.perMilli = g.rate / float64(sp.of) / 1000
+		r.startAt = g.clk.NowMillis()
+	}
+	return r, nil
+}
+
+type genReader[T any] struct {
+	g        *generatorSource[T]
+	next     int64
+	end      int64 // -1: unbounded
+	step     int64
+	perMilli float64
+	startAt  int64
+	emitted  int64
+}
+
+func (r *genReader[T]) Read(ctx context.Context, buf []Record[T]) ([]Record[T], error) {
+	n := int64(cap(buf) - len(buf))
+	if n <= 0 {
+		n = 1024
+	}
+	if r.end >= 0 {
+		n = min(n, r.end-r.next)
+	}
+	if r.perMilli > 0 {
+		// Allowed so far by the rate; wait until at least one is allowed.
+		for {
+			now := r.g.clk.NowMillis()
+			allowed := int64(float64(now-r.startAt+1)*r.perMilli) - r.emitted
+			if allowed > 0 {
+				n = min(n, allowed)
+				break
+			}
+			wait := int64(float64(r.emitted+1)/r.perMilli) + r.startAt - now
+			if err := sleep(ctx, r.g.clk, now+max(wait, 1)); err != nil {
+				return buf, err
+			}
+		}
+	}
+	f := r.g.f
+	for range n {
+		buf = append(buf, Record[T]{Value: f(r.next), TS: NoTimestamp})
+		r.next += r.step
+	}
+	r.emitted += n
+	if r.end >= 0 && r.next >= r.end {
+		return buf, io.EOF
+	}
+	return buf, nil
+}
+
+func (r *genReader[T]) Close() error { return nil }
+
+func sleep(ctx context.Context, clk clock.Clock, until int64) error {
+	ch := make(chan struct{})
+	stop := clk.AfterFunc(until, func() { close(ch) })
+	defer stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Generate is a parallel source of f(i) for i in [0, count) (split in
+// contiguous ranges over the subtasks), or without end if count < 0
+// (subtask s of p produces i = s, s+p, s+2p, ...). rate > 0 limits the total
+// records per second, measured on the environment's clock.
+func Generate[T any](env *Environment, count int64, rate float64, f func(i int64) T, strategy WatermarkStrategy[T]) DataStream[T] {
+	if f == nil {
+		env.fail(fmt.Errorf("source %q: %w", "Generator", nilFnError("generator function")))
+	}
+	if rate < 0 {
+		env.fail(fmt.Errorf("source %q: rate must not be negative, got %v", "Generator", rate))
+	}
+	return FromSource[T](env, &generatorSource[T]{count: count, f: f, rate: rate, clk: env.cfg.clock}, strategy, "Generator")
+}
+
+// fileSource reads text lines, one split per file.
+type fileSource struct{ paths []string }
+
+type fileSplit string
+
+func (f fileSplit) SplitID() string { return string(f) }
+
+func (s fileSource) Splits(int) ([]Split, error) {
+	out := make([]Split, len(s.paths))
+	for i, p := range s.paths {
+		out[i] = fileSplit(p)
+	}
+	return out, nil
+}
+
+func (s fileSource) Reader(sp Split) (SplitReader[string], error) {
+	f, err := os.Open(string(sp.(fileSplit)))
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	return &lineReader{sc: sc, c: f}, nil
+}
+
+// lineReader reads lines from a scanner.
+type lineReader struct {
+	sc *bufio.Scanner
+	c  io.Closer
+}
+
+func (r *lineReader) Read(ctx context.Context, buf []Record[string]) ([]Record[string], error) {
+	n := max(cap(buf)-len(buf), 1)
+	for range n {
+		if !r.sc.Scan() {
+			if err := r.sc.Err(); err != nil {
+				if ctx.Err() != nil {
+					return buf, ctx.Err()
+				}
+				return buf, err
+			}
+			return buf, io.EOF
+		}
+		buf = append(buf, Record[string]{Value: r.sc.Text(), TS: NoTimestamp})
+		if r.c != nil {
+			if _, isConn := r.c.(net.Conn); isConn {
+				break // deliver socket lines as they arrive
+			}
+		}
+	}
+	return buf, nil
+}
+
+func (r *lineReader) Close() error { return r.c.Close() }
+
+// ReadTextFile reads the lines of a file, or of every file matching a glob
+// pattern (one split per file), without timestamps. A file that cannot be
+// read fails the job with its name.
+func ReadTextFile(env *Environment, pattern string) DataStream[string] {
+	paths, err := filepath.Glob(pattern)
+	if err == nil && len(paths) == 0 {
+		paths = []string{pattern} // let the reader report the missing file
+	}
+	if err != nil {
+		env.fail(fmt.Errorf("source %q: bad pattern %q: %w", "TextFile", pattern, err))
+	}
+	return FromSource[string](env, fileSource{paths: paths}, NoWatermarks[string](), "TextFile")
+}
+
+// SocketOptions configures SocketTextStream.
+type SocketOptions struct {
+	// MaxRetries is how often to reconnect after the connection closes:
+	// 0 (default) ends the stream when the server closes the connection; -1
+	// retries forever.
+	MaxRetries int
+	// RetryDelay is the pause before a reconnect (default 500 ms).
+	RetryDelay time.Duration
+}
+
+type socketSource struct {
+	addr string
+	opts SocketOptions
+	clk  clock.Clock
+}
+
+func (s socketSource) Splits(int) ([]Split, error) { return []Split{stringSplit(s.addr)}, nil }
+
+func (s socketSource) Reader(Split) (SplitReader[string], error) {
+	return &socketReader{s: s}, nil
+}
+
+type socketReader struct {
+	s       socketSource
+	lr      *lineReader
+	stop    func() bool
+	retries int
+}
+
+func (r *socketReader) Read(ctx context.Context, buf []Record[string]) ([]Record[string], error) {
+	for {
+		if r.lr == nil {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", r.s.addr)
+			if err != nil {
+				return buf, fmt.Errorf("socket %s: %w", r.s.addr, err)
+			}
+			r.stop = context.AfterFunc(ctx, func() { conn.Close() })
+			sc := bufio.NewScanner(conn)
+			sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+			r.lr = &lineReader{sc: sc, c: conn}
+		}
+		out, err := r.lr.Read(ctx, buf)
+		if err == nil {
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		// The connection ended (EOF or error): reconnect if allowed.
+		r.closeConn()
+		if r.s.opts.MaxRetries == 0 || (r.s.opts.MaxRetries > 0 && r.retries >= r.s.opts.MaxRetries) {
+			if errors.Is(err, io.EOF) {
+				return out, io.EOF
+			}
+			return out, fmt.Errorf("socket %s: %w", r.s.addr, err)
+		}
+		r.retries++
+		delay := r.s.opts.RetryDelay
+		if delay <= 0 {
+			delay = 500 * time.Millisecond
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		if err := sleep(ctx, r.s.clk, r.s.clk.NowMillis()+delay.Milliseconds()); err != nil {
+			return out, err
+		}
+	}
+}
+
+func (r *socketReader) closeConn() {
+	if r.lr != nil {
+		if r.stop != nil {
+			r.stop()
+		}
+		r.lr.Close()
+		r.lr = nil
+	}
+}
+
+func (r *socketReader) Close() error {
+	r.closeConn()
+	return nil
+}
+
+// SocketTextStream reads newline-delimited text from a TCP server
+// (parallelism 1). A failure to connect fails the job; when the server
+// closes the connection the stream ends, unless opts.MaxRetries allows
+// reconnecting (after opts.RetryDelay), as Flink's socket source.
+func SocketTextStream(env *Environment, host string, port int, opts SocketOptions) DataStream[string] {
+	if port < 0 || port > 65535 {
+		env.fail(fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port))
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	return FromSource[string](env, socketSource{addr: addr, opts: opts, clk: env.cfg.clock}, NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
+}

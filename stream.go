@@ -1,0 +1,224 @@
+package weir
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// Record is a stream element with its event timestamp (NoTimestamp if none).
+type Record[T any] = runtime.Record[T]
+
+// NoTimestamp marks a record without an event timestamp.
+const NoTimestamp = runtime.NoTimestamp
+
+// origin is one upstream of a stream: an operator's main or side output,
+// with the partitioning the next edge uses.
+type origin[T any] struct {
+	node *runtime.Node
+	tag  string
+	part runtime.Partitioning
+	hash func(T) int32
+}
+
+// DataStream is a stream of T. Type-changing operations are package
+// functions (Map, Process, KeyBy, ...); settings are methods.
+type DataStream[T any] struct {
+	env     *Environment
+	origins []origin[T]
+}
+
+// Env returns the stream's environment.
+func (ds DataStream[T]) Env() *Environment { return ds.env }
+
+func (ds DataStream[T]) single(what string) *runtime.Node {
+	if len(ds.origins) != 1 || ds.origins[0].tag != "" {
+		ds.env.fail(fmt.Errorf("%s: applies to an operator's output, not to a union or side output", what))
+		return nil
+	}
+	return ds.origins[0].node
+}
+
+// Name sets the operator's name (in errors, logs and metrics).
+func (ds DataStream[T]) Name(name string) DataStream[T] {
+	if n := ds.single("Name"); n != nil {
+		n.Name = name
+	}
+	return ds
+}
+
+// UID sets the operator's stable id (kept across job changes for state).
+func (ds DataStream[T]) UID(uid string) DataStream[T] {
+	if n := ds.single("UID"); n != nil {
+		n.UID = uid
+	}
+	return ds
+}
+
+// SetParallelism sets the operator's parallelism.
+func (ds DataStream[T]) SetParallelism(p int) DataStream[T] {
+	if n := ds.single("SetParallelism"); n != nil {
+		n.Parallelism = p
+		if p < 1 {
+			ds.env.fail(fmt.Errorf("operator %q: parallelism must be at least 1, got %d", n.Name, p))
+		}
+	}
+	return ds
+}
+
+// DisableChaining starts a new task at this operator.
+func (ds DataStream[T]) DisableChaining() DataStream[T] {
+	if n := ds.single("DisableChaining"); n != nil {
+		n.NoChain = true
+	}
+	return ds
+}
+
+// Parallelism returns the operator's parallelism.
+func (ds DataStream[T]) Parallelism() int {
+	if len(ds.origins) == 0 {
+		return 0
+	}
+	return ds.origins[0].node.Parallelism
+}
+
+func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(T) int32) DataStream[T] {
+	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
+	for i, o := range ds.origins {
+		o.part, o.hash = p, hash
+		out.origins[i] = o
+	}
+	return out
+}
+
+// connect adds edges from every origin of ds to input of n.
+func (ds DataStream[T]) connect(n *runtime.Node, input int) {
+	for _, o := range ds.origins {
+		runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
+	}
+}
+
+// Rebalance distributes records round-robin to the next operator.
+func Rebalance[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionRebalance, nil)
+}
+
+// Forward sends each subtask's records to the same subtask of the next
+// operator (which must have the same parallelism).
+func Forward[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionForward, nil)
+}
+
+// BroadcastPartition sends every record to every subtask of the next operator.
+func BroadcastPartition[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionBroadcast, nil)
+}
+
+// Global sends every record to the first subtask of the next operator.
+func Global[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionGlobal, nil)
+}
+
+// Union merges streams of one type; the next operator reads them as one
+// input (one watermark valve over all their channels).
+func Union[T any](first DataStream[T], more ...DataStream[T]) DataStream[T] {
+	out := DataStream[T]{env: first.env, origins: append([]origin[T](nil), first.origins...)}
+	for _, ds := range more {
+		if ds.env != first.env {
+			first.env.fail(fmt.Errorf("union: streams belong to different environments"))
+			continue
+		}
+		out.origins = append(out.origins, ds.origins...)
+	}
+	return out
+}
+
+// KeyedStream is a stream partitioned by key: records with equal keys go to
+// the same subtask, by key group, and keyed operators see state per key.
+type KeyedStream[K comparable, T any] struct {
+	ds    DataStream[T]
+	key   func(T) K
+	hashK func(K) int32
+}
+
+// Stream returns the underlying stream, partitioned by key.
+func (ks KeyedStream[K, T]) Stream() DataStream[T] { return ks.ds }
+
+// KeySelector returns the key function.
+func (ks KeyedStream[K, T]) KeySelector() func(T) K { return ks.key }
+
+// KeyBy partitions ds by key. Key types: strings, integers, floats, bools,
+// arrays and structs of those, or types implementing keygroup.Hashable; they
+// hash as Java's hashCode does, so keys map to the same key groups as in
+// Flink.
+func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, T] {
+	if key == nil {
+		ds.env.fail(fmt.Errorf("KeyBy: key function is nil"))
+		key = func(T) K { var k K; return k }
+	}
+	h, err := keygroup.HasherFor[K]()
+	if err != nil {
+		ds.env.fail(fmt.Errorf("KeyBy: %w", err))
+		h = func(K) int32 { return 0 }
+	}
+	return KeyedStream[K, T]{
+		ds:    ds.withPartition(runtime.PartitionHash, func(v T) int32 { return h(key(v)) }),
+		key:   key,
+		hashK: h,
+	}
+}
+
+// newNode adds an operator node producing OUT.
+func newNode[OUT any](env *Environment, name string, kind runtime.NodeKind, parallelism int,
+	build func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error)) *runtime.Node {
+	n := &runtime.Node{
+		ID:          len(env.nodes) + 1,
+		Name:        name,
+		Kind:        kind,
+		Parallelism: parallelism,
+		NewOutput:   func(bs int) runtime.OutputPort { return runtime.NewOutput[OUT](bs) },
+	}
+	n.Build = func(bc *runtime.BuildContext) (runtime.Built, error) {
+		out, ok := bc.Main.(*runtime.Output[OUT])
+		if !ok {
+			return runtime.Built{}, fmt.Errorf("internal: main output has type %T", bc.Main)
+		}
+		return build(bc, out)
+	}
+	env.nodes = append(env.nodes, n)
+	return n
+}
+
+func streamOf[T any](env *Environment, n *runtime.Node) DataStream[T] {
+	return DataStream[T]{env: env, origins: []origin[T]{{node: n}}}
+}
+
+// OutputTag names a side output carrying T. Tags are equal when their ids are.
+type OutputTag[T any] struct {
+	id string
+}
+
+// NewOutputTag returns a tag; the id must be non-empty.
+func NewOutputTag[T any](id string) OutputTag[T] { return OutputTag[T]{id: id} }
+
+// TagID returns the tag's id.
+func (t OutputTag[T]) TagID() string { return t.id }
+
+// SideOutput returns the stream of records that ds's operator emitted to tag.
+func SideOutput[T, X any](ds DataStream[X], tag OutputTag[T]) DataStream[T] {
+	n := ds.single("SideOutput")
+	if n == nil {
+		return DataStream[T]{env: ds.env}
+	}
+	if tag.id == "" {
+		ds.env.fail(fmt.Errorf("operator %q: side output tag id must not be empty", n.Name))
+	}
+	typ := fmt.Sprintf("%T", *new(T))
+	key := fmt.Sprintf("%d/%s", n.ID, tag.id)
+	if prev, ok := ds.env.tagTypes[key]; ok && prev != typ {
+		ds.env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", n.Name, tag.id, prev, typ))
+	}
+	ds.env.tagTypes[key] = typ
+	return DataStream[T]{env: ds.env, origins: []origin[T]{{node: n, tag: tag.id}}}
+}

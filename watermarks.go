@@ -1,0 +1,199 @@
+package weir
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// WatermarkGenerator generates watermarks from events and on a periodic
+// tick, as Flink's WatermarkGenerator.
+type WatermarkGenerator[T any] = watermark.Generator[T]
+
+// WatermarkOutput receives a generator's watermarks and idleness.
+type WatermarkOutput = watermark.Output
+
+// MinWatermark is the watermark before any has been emitted.
+const MinWatermark = watermark.Min
+
+// MaxWatermark is the watermark that ends event time.
+const MaxWatermark = watermark.Max
+
+// WatermarkStrategy tells how to take timestamps from records and generate
+// watermarks, at a source or in AssignTimestampsAndWatermarks.
+type WatermarkStrategy[T any] struct {
+	gen  func() WatermarkGenerator[T]
+	ts   func(v T, recordTS int64) int64
+	idle time.Duration
+	err  error
+}
+
+// ForBoundedOutOfOrderness emits watermark = max timestamp - d - 1 on each
+// periodic tick, as Flink. d must not be negative.
+func ForBoundedOutOfOrderness[T any](d time.Duration) WatermarkStrategy[T] {
+	s := WatermarkStrategy[T]{gen: func() WatermarkGenerator[T] { return watermark.BoundedOutOfOrderness[T](d) }}
+	if d < 0 {
+		s.err = fmt.Errorf("bounded out-of-orderness must not be negative, got %v", d)
+	}
+	return s
+}
+
+// ForMonotonousTimestamps emits watermark = max timestamp - 1.
+func ForMonotonousTimestamps[T any]() WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{gen: func() WatermarkGenerator[T] { return watermark.Monotonous[T]() }}
+}
+
+// NoWatermarks emits no watermarks (timestamps are still assigned).
+func NoWatermarks[T any]() WatermarkStrategy[T] { return WatermarkStrategy[T]{} }
+
+// ForGenerator uses a custom generator; newGen is called once per source
+// split or subtask.
+func ForGenerator[T any](newGen func() WatermarkGenerator[T]) WatermarkStrategy[T] {
+	s := WatermarkStrategy[T]{gen: newGen}
+	if newGen == nil {
+		s.err = fmt.Errorf("watermark generator factory is nil")
+	}
+	return s
+}
+
+// WithTimestampAssigner sets how to extract the event timestamp of a record
+// (recordTS is the timestamp the record already has, or NoTimestamp).
+func (s WatermarkStrategy[T]) WithTimestampAssigner(f func(v T, recordTS int64) int64) WatermarkStrategy[T] {
+	s.ts = f
+	if f == nil && s.err == nil {
+		s.err = fmt.Errorf("timestamp assigner is nil")
+	}
+	return s
+}
+
+// WithIdleness marks the stream (or split) idle after d without records,
+// measured on the processing-time clock at periodic ticks, as Flink.
+func (s WatermarkStrategy[T]) WithIdleness(d time.Duration) WatermarkStrategy[T] {
+	s.idle = d
+	if d <= 0 && s.err == nil {
+		s.err = fmt.Errorf("idleness timeout must be positive, got %v", d)
+	}
+	return s
+}
+
+func (s WatermarkStrategy[T]) factory(clk Clock) func() WatermarkGenerator[T] {
+	if s.gen == nil {
+		return nil
+	}
+	if s.idle > 0 {
+		return func() WatermarkGenerator[T] { return watermark.WithIdleness(s.gen(), s.idle, clk) }
+	}
+	return s.gen
+}
+
+func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks[T] {
+	return runtime.SourceWatermarks[T]{
+		NewGenerator: s.factory(env.cfg.clock),
+		Timestamp:    s.ts,
+		Interval:     env.cfg.wmInterval.Milliseconds(),
+	}
+}
+
+type assignerOp[T any] struct {
+	opBase
+	out      *runtime.Output[T]
+	gen      WatermarkGenerator[T]
+	ts       func(T, int64) int64
+	emitter  *watermark.Emitter
+	pts      runtime.ProcessingTimeService
+	interval int64
+	err      error
+}
+
+func (o *assignerOp[T]) Open() error {
+	if o.interval > 0 {
+		o.pts.Schedule(o.pts.Now()+o.interval, o.tick)
+	}
+	return nil
+}
+
+func (o *assignerOp[T]) Close() error { return nil }
+
+func (o *assignerOp[T]) tick(at int64) (err error) {
+	defer o.catch(&err)
+	o.gen.OnPeriodicEmit(o.emitter)
+	o.pts.Schedule(at+o.interval, o.tick)
+	return o.takeErr()
+}
+
+func (o *assignerOp[T]) takeErr() error {
+	err := o.err
+	o.err = nil
+	return err
+}
+
+func (o *assignerOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+	defer o.catch(&err)
+	for _, r := range recs {
+		if o.ts != nil {
+			r.TS = o.ts(r.Value, r.TS)
+		}
+		o.out.Collect(r.Value, r.TS)
+		o.gen.OnEvent(r.Value, r.TS, o.emitter)
+	}
+	if err := o.out.Err(); err != nil {
+		return err
+	}
+	return o.takeErr()
+}
+
+// ProcessWatermark swallows upstream watermarks except the final one.
+func (o *assignerOp[T]) ProcessWatermark(wm int64) error {
+	if wm == MaxWatermark && o.emitter.Last() != MaxWatermark {
+		o.emitter.EmitWatermark(wm)
+		return o.takeErr()
+	}
+	return nil
+}
+
+// ProcessStatus swallows upstream statuses.
+func (o *assignerOp[T]) ProcessStatus(bool) error { return nil }
+
+func (o *assignerOp[T]) EndInput() (err error) {
+	defer o.catch(&err)
+	if o.emitter.Last() != MaxWatermark {
+		o.gen.OnPeriodicEmit(o.emitter)
+	}
+	if err := o.takeErr(); err != nil {
+		return err
+	}
+	return o.out.End()
+}
+
+// AssignTimestampsAndWatermarks assigns timestamps and generates watermarks
+// in the middle of a pipeline (as Flink's TimestampsAndWatermarksOperator:
+// each record is emitted before the generator sees it; upstream watermarks
+// are dropped except the final maximum one).
+func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[T]) DataStream[T] {
+	if s.err != nil {
+		ds.env.fail(fmt.Errorf("operator %q: %w", "Timestamps/Watermarks", s.err))
+	}
+	env := ds.env
+	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
+		o := &assignerOp[T]{opBase: base(bc), out: out, ts: s.ts, pts: bc.Time, interval: env.cfg.wmInterval.Milliseconds()}
+		if f := s.factory(env.cfg.clock); f != nil {
+			o.gen = f()
+		} else {
+			o.gen = watermark.None[T]()
+		}
+		o.emitter = watermark.NewEmitter(func(e watermark.Event) {
+			var err error
+			if e.IsStatus {
+				err = out.EmitStatus(e.Idle)
+			} else {
+				err = out.EmitWatermark(e.Watermark)
+			}
+			if err != nil && o.err == nil {
+				o.err = err
+			}
+		})
+		return o, o, nil
+	})
+}
