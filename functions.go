@@ -170,8 +170,8 @@ func cloneFunction[F any](f F) F {
 }
 
 type runtimeCtx struct {
-	name                      string
-	subtask, par, maxPar      int
+	name                 string
+	subtask, par, maxPar int
 }
 
 func (r runtimeCtx) OperatorName() string { return r.name }

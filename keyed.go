@@ -177,7 +177,7 @@ func (o *keyedProcessOp[K, IN, OUT]) ProcessWatermark(wm int64) error {
 }
 
 func (o *keyedProcessOp[K, IN, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *keyedProcessOp[K, IN, OUT]) EndInput() error             { return o.out.End() }
+func (o *keyedProcessOp[K, IN, OUT]) EndInput() error               { return o.out.End() }
 
 // Process applies a KeyedProcessFunction to a keyed stream: keyed state,
 // event- and processing-time timers, side outputs.
@@ -374,9 +374,11 @@ func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessWatermark(wm int64) error {
 	}
 	return o.out.EmitWatermark(wm)
 }
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
-func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessStatus(idle bool) error {
+	return o.out.EmitStatus(idle)
+}
+func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput1() error { return o.end(0, o.out) }
+func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
 // KeyedCoProcess processes two connected keyed streams with keyed state and
 // timers. ProcessElement1, ProcessElement2 and OnTimer of one subtask run

@@ -234,7 +234,7 @@ func (o *processOp[IN, OUT]) ProcessWatermark(wm int64) error {
 	return o.out.EmitWatermark(wm)
 }
 func (o *processOp[IN, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *processOp[IN, OUT]) EndInput() error                 { return o.out.End() }
+func (o *processOp[IN, OUT]) EndInput() error               { return o.out.End() }
 
 // ProcessStream applies a ProcessFunction to a non-keyed stream. The function may
 // emit to side outputs; it has no timers or keyed state (use KeyBy).

@@ -52,7 +52,9 @@ func (c *counter) ProcessElement(v int64, ctx weir.KeyedContext[int64], out weir
 	return nil
 }
 
-func (c *counter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[[2]int64]) error { return nil }
+func (c *counter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[[2]int64]) error {
+	return nil
+}
 
 func TestKeyedCount(t *testing.T) {
 	for _, p := range []int{1, 2, 3} {

@@ -143,10 +143,14 @@ func NewTwoInputAdapter[A, B any](op TwoInput[A, B]) *TwoInputAdapter[A, B] {
 }
 
 // First returns the Input of the first stream.
-func (a *TwoInputAdapter[A, B]) First() Input[A] { return side[A]{a: a.common(), idx: 0, batch: a.op.ProcessBatch1} }
+func (a *TwoInputAdapter[A, B]) First() Input[A] {
+	return side[A]{a: a.common(), idx: 0, batch: a.op.ProcessBatch1}
+}
 
 // Second returns the Input of the second stream.
-func (a *TwoInputAdapter[A, B]) Second() Input[B] { return side[B]{a: a.common(), idx: 1, batch: a.op.ProcessBatch2} }
+func (a *TwoInputAdapter[A, B]) Second() Input[B] {
+	return side[B]{a: a.common(), idx: 1, batch: a.op.ProcessBatch2}
+}
 
 // Combined returns the combined watermark.
 func (a *TwoInputAdapter[A, B]) Combined() int64 { return a.comb.Combined() }

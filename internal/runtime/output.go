@@ -31,8 +31,8 @@ type OutputPort interface {
 // Flink's output-side rule: while the output has announced IDLE, watermarks
 // are dropped. A status is forwarded only when it changes.
 type Output[T any] struct {
-	buf     []Record[T]
-	targets []Input[T]
+	buf      []Record[T]
+	targets  []Input[T]
 	idle     bool
 	err      error
 	count    atomic.Int64

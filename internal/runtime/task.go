@@ -203,6 +203,15 @@ func (t *Task) Close() error {
 	return first
 }
 
+// Do runs one step given as a function (a test harness feeding a gate
+// directly), turning a panic into an error, then flushes.
+func (t *Task) Do(f func() error) error {
+	if err := t.guard(f); err != nil {
+		return err
+	}
+	return t.Flush()
+}
+
 // Step processes one inbox message and flushes.
 func (t *Task) Step(m message) error {
 	if err := t.guard(m.process); err != nil {

@@ -1,0 +1,37 @@
+// Command weir is Weir's command-line tool: `weir scenario` replays
+// conformance scenario files against the engine's operators.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/weirstream/weir/internal/conformance"
+	"github.com/weirstream/weir/internal/scenario"
+)
+
+const usage = `usage: weir <command> [arguments]
+
+commands:
+  scenario [--check] FILE...   run scenario files (see ../shared/conformance/FORMAT.md)
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "scenario":
+		return scenario.Main(args[1:], conformance.Runner(), stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "weir: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
