@@ -54,8 +54,14 @@ type mapOp[IN, OUT any] struct {
 func (o *mapOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
 	defer o.catch(&err)
 	out, f := o.out, o.f
-	for i := range recs {
-		out.Collect(f(recs[i].Value), recs[i].TS)
+	for len(recs) > 0 {
+		dst := out.Space()
+		n := min(len(dst), len(recs))
+		for i, r := range recs[:n] {
+			dst[i] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
+		}
+		out.Advance(n)
+		recs = recs[n:]
 	}
 	return out.Err()
 }
@@ -79,10 +85,17 @@ type filterOp[T any] struct {
 func (o *filterOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	defer o.catch(&err)
 	out, f := o.out, o.f
-	for i := range recs {
-		if f(recs[i].Value) {
-			out.Collect(recs[i].Value, recs[i].TS)
+	for len(recs) > 0 {
+		dst := out.Space()
+		k, i := 0, 0
+		for ; i < len(recs) && k < len(dst); i++ {
+			if f(recs[i].Value) {
+				dst[k] = recs[i]
+				k++
+			}
 		}
+		out.Advance(k)
+		recs = recs[i:]
 	}
 	return out.Err()
 }

@@ -83,11 +83,24 @@ func SinkFunc[T any](ds DataStream[T], f func(v T) error) Sink {
 	})
 }
 
+type discardOp[T any] struct{ n int64 }
+
+func (d *discardOp[T]) ProcessBatch(recs []runtime.Record[T]) error {
+	d.n += int64(len(recs))
+	return nil
+}
+func (d *discardOp[T]) ProcessWatermark(int64) error { return nil }
+func (d *discardOp[T]) ProcessStatus(bool) error     { return nil }
+func (d *discardOp[T]) EndInput() error              { return nil }
+
 // Discard drops every record (for benchmarks).
 func Discard[T any](ds DataStream[T]) Sink {
-	return addSink(ds, "Discard", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
-		return func(T, int64) error { return nil }, nil, nil
-	})
+	n := newNode[struct{}](ds.env, "Discard", runtime.KindOneInput, ds.env.cfg.parallelism,
+		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
+			return runtime.Built{Inputs: []any{runtime.Input[T](&discardOp[T]{})}}, nil
+		})
+	ds.connect(n, 0)
+	return Sink{node: n, env: ds.env}
 }
 
 // lockedWriter serialises whole batches of lines from parallel subtasks.

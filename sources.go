@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -169,11 +170,15 @@ func (r *genReader[T]) Read(ctx context.Context, buf []Record[T]) ([]Record[T], 
 			}
 		}
 	}
-	f := r.g.f
-	for range n {
-		buf = append(buf, Record[T]{Value: f(r.next), TS: NoTimestamp})
-		r.next += r.step
+	f, next, step := r.g.f, r.next, r.step
+	start := len(buf)
+	buf = slices.Grow(buf, int(n))[:start+int(n)]
+	dst := buf[start:]
+	for i := range dst {
+		dst[i] = Record[T]{Value: f(next), TS: NoTimestamp}
+		next += step
 	}
+	r.next = next
 	r.emitted += n
 	if r.end >= 0 && r.next >= r.end {
 		return buf, io.EOF

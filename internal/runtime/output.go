@@ -32,6 +32,7 @@ type OutputPort interface {
 // are dropped. A status is forwarded only when it changes.
 type Output[T any] struct {
 	buf      []Record[T]
+	size     int
 	targets  []Input[T]
 	idle     bool
 	err      error
@@ -43,11 +44,10 @@ type Output[T any] struct {
 func (o *Output[T]) AddSibling(side OutputPort) { o.siblings = append(o.siblings, side) }
 
 // NewOutput returns an output whose batches hold up to batchSize records.
+// The buffer is allocated when the first target connects, so an output
+// nobody consumes costs one failed capacity check per record.
 func NewOutput[T any](batchSize int) *Output[T] {
-	if batchSize < 1 {
-		batchSize = 1
-	}
-	return &Output[T]{buf: make([]Record[T], 0, batchSize)}
+	return &Output[T]{size: max(batchSize, 1), buf: make([]Record[T], 0, 1)}
 }
 
 // AddTarget implements OutputPort.
@@ -58,19 +58,71 @@ func (o *Output[T]) AddTarget(target any) error {
 		return fmt.Errorf("runtime: cannot connect an output of %T to %T", zero, target)
 	}
 	o.targets = append(o.targets, in)
+	if cap(o.buf) < o.size {
+		o.buf = make([]Record[T], 0, o.size)
+	}
 	return nil
 }
 
 // Collect buffers one record. A failure of a downstream consumer is kept
 // and reported by the next Flush (or Err).
 func (o *Output[T]) Collect(v T, ts int64) {
-	if len(o.targets) == 0 {
-		return
+	if len(o.buf) == cap(o.buf) {
+		o.makeRoom()
 	}
 	o.buf = append(o.buf, Record[T]{Value: v, TS: ts})
+}
+
+// Space returns the free tail of the buffer, flushing first if it is full;
+// an operator writes records into it and then calls Advance with how many
+// it wrote. It is the batch form of Collect.
+func (o *Output[T]) Space() []Record[T] {
 	if len(o.buf) == cap(o.buf) {
-		if err := o.Flush(); err != nil && o.err == nil {
+		o.makeRoom()
+	}
+	return o.buf[len(o.buf):cap(o.buf)]
+}
+
+// Advance commits n records written into the slice Space returned.
+func (o *Output[T]) Advance(n int) {
+	o.buf = o.buf[:len(o.buf)+n]
+	if len(o.buf) == cap(o.buf) {
+		o.makeRoom()
+	}
+}
+
+// makeRoom empties the buffer: flushed to the targets, or dropped when
+// there are none.
+func (o *Output[T]) makeRoom() {
+	if len(o.targets) == 0 {
+		clear(o.buf)
+		o.buf = o.buf[:0]
+		return
+	}
+	if err := o.Flush(); err != nil {
+		if o.err == nil {
 			o.err = err
+		}
+		o.buf = o.buf[:0]
+	}
+}
+
+// CollectBatch emits records that keep their timestamps. When nothing is
+// buffered the batch goes to the targets as is, without a copy.
+func (o *Output[T]) CollectBatch(recs []Record[T]) {
+	if len(o.targets) == 0 || len(recs) == 0 || o.err != nil {
+		return
+	}
+	if len(o.buf) > 0 {
+		if err := o.Flush(); err != nil {
+			return
+		}
+	}
+	o.count.Add(int64(len(recs)))
+	for _, t := range o.targets {
+		if err := t.ProcessBatch(recs); err != nil {
+			o.err = err
+			return
 		}
 	}
 }
@@ -84,6 +136,11 @@ func (o *Output[T]) Flush() error {
 		return o.err
 	}
 	if len(o.buf) == 0 {
+		return nil
+	}
+	if len(o.targets) == 0 {
+		clear(o.buf)
+		o.buf = o.buf[:0]
 		return nil
 	}
 	o.count.Add(int64(len(o.buf)))

@@ -141,6 +141,10 @@ func (s *SourceOperator[T]) takeErr() error {
 // emit processes one batch read from split i.
 func (s *SourceOperator[T]) emit(i int, recs []Record[T]) error {
 	ts := s.wms.Timestamp
+	if s.gens == nil && ts == nil {
+		s.out.CollectBatch(recs)
+		return s.out.Err()
+	}
 	if s.gens == nil {
 		for _, r := range recs {
 			if ts != nil {
