@@ -1,0 +1,164 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Option configures a state descriptor.
+type Option func(*options)
+
+type options struct {
+	ttl TTLConfig
+}
+
+// WithTTL sets the time-to-live configuration of the state.
+func WithTTL(c TTLConfig) Option {
+	return func(o *options) { o.ttl = c }
+}
+
+func applyOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+func validate(kind, name string, ttl TTLConfig) error {
+	if name == "" {
+		return fmt.Errorf("%s state descriptor: name must not be empty", kind)
+	}
+	if err := ttl.Validate(); err != nil {
+		return fmt.Errorf("state %q: %w", name, err)
+	}
+	return nil
+}
+
+// ValueDescriptor describes a ValueState holding one V per key and namespace.
+type ValueDescriptor[V any] struct {
+	// Name identifies the state within its operator.
+	Name string
+	// TTL is the time-to-live configuration; the zero value means no TTL.
+	TTL TTLConfig
+}
+
+// Value returns a descriptor of a ValueState named name.
+func Value[V any](name string, opts ...Option) ValueDescriptor[V] {
+	o := applyOptions(opts)
+	return ValueDescriptor[V]{Name: name, TTL: o.ttl}
+}
+
+// Validate checks that the name is not empty and the TTL config is valid.
+func (d ValueDescriptor[V]) Validate() error { return validate("value", d.Name, d.TTL) }
+
+// ListDescriptor describes a ListState holding a list of V per key and
+// namespace.
+type ListDescriptor[V any] struct {
+	// Name identifies the state within its operator.
+	Name string
+	// TTL is the time-to-live configuration; the zero value means no TTL.
+	// TTL applies to each element separately.
+	TTL TTLConfig
+}
+
+// List returns a descriptor of a ListState named name.
+func List[V any](name string, opts ...Option) ListDescriptor[V] {
+	o := applyOptions(opts)
+	return ListDescriptor[V]{Name: name, TTL: o.ttl}
+}
+
+// Validate checks that the name is not empty and the TTL config is valid.
+func (d ListDescriptor[V]) Validate() error { return validate("list", d.Name, d.TTL) }
+
+// MapDescriptor describes a MapState holding a map from K to V per key and
+// namespace.
+type MapDescriptor[K comparable, V any] struct {
+	// Name identifies the state within its operator.
+	Name string
+	// TTL is the time-to-live configuration; the zero value means no TTL.
+	// TTL applies to each map entry separately.
+	TTL TTLConfig
+}
+
+// Map returns a descriptor of a MapState named name.
+func Map[K comparable, V any](name string, opts ...Option) MapDescriptor[K, V] {
+	o := applyOptions(opts)
+	return MapDescriptor[K, V]{Name: name, TTL: o.ttl}
+}
+
+// Validate checks that the name is not empty and the TTL config is valid.
+func (d MapDescriptor[K, V]) Validate() error { return validate("map", d.Name, d.TTL) }
+
+// ReducingDescriptor describes a ReducingState that folds added values with
+// Reduce.
+type ReducingDescriptor[V any] struct {
+	// Name identifies the state within its operator.
+	Name string
+	// TTL is the time-to-live configuration; the zero value means no TTL.
+	TTL TTLConfig
+	// Reduce combines the stored value a with a newly added value b.
+	Reduce func(a, b V) V
+}
+
+// Reducing returns a descriptor of a ReducingState named name that folds
+// values with reduce.
+func Reducing[V any](name string, reduce func(a, b V) V, opts ...Option) ReducingDescriptor[V] {
+	o := applyOptions(opts)
+	return ReducingDescriptor[V]{Name: name, TTL: o.ttl, Reduce: reduce}
+}
+
+// Validate checks the name, the TTL config and that Reduce is set.
+func (d ReducingDescriptor[V]) Validate() error {
+	if err := validate("reducing", d.Name, d.TTL); err != nil {
+		return err
+	}
+	if d.Reduce == nil {
+		return fmt.Errorf("state %q: %w", d.Name, errors.New("reduce function must not be nil"))
+	}
+	return nil
+}
+
+// AggregateFunction aggregates input values of type IN into an accumulator
+// of type ACC and produces a result of type OUT, as Flink's AggregateFunction.
+type AggregateFunction[IN, ACC, OUT any] interface {
+	// CreateAccumulator returns a new, empty accumulator.
+	CreateAccumulator() ACC
+	// Add adds v to acc and returns the updated accumulator.
+	Add(v IN, acc ACC) ACC
+	// GetResult returns the result of the aggregation in acc.
+	GetResult(acc ACC) OUT
+	// Merge merges two accumulators and returns the merged one.
+	Merge(a, b ACC) ACC
+}
+
+// AggregatingDescriptor describes an AggregatingState that aggregates values
+// with Function.
+type AggregatingDescriptor[IN, ACC, OUT any] struct {
+	// Name identifies the state within its operator.
+	Name string
+	// TTL is the time-to-live configuration; the zero value means no TTL.
+	TTL TTLConfig
+	// Function is the aggregate function.
+	Function AggregateFunction[IN, ACC, OUT]
+}
+
+// Aggregating returns a descriptor of an AggregatingState named name that
+// aggregates with fn.
+func Aggregating[IN, ACC, OUT any](name string, fn AggregateFunction[IN, ACC, OUT], opts ...Option) AggregatingDescriptor[IN, ACC, OUT] {
+	o := applyOptions(opts)
+	return AggregatingDescriptor[IN, ACC, OUT]{Name: name, TTL: o.ttl, Function: fn}
+}
+
+// Validate checks the name, the TTL config and that Function is set.
+func (d AggregatingDescriptor[IN, ACC, OUT]) Validate() error {
+	if err := validate("aggregating", d.Name, d.TTL); err != nil {
+		return err
+	}
+	if d.Function == nil {
+		return fmt.Errorf("state %q: %w", d.Name, errors.New("aggregate function must not be nil"))
+	}
+	return nil
+}
