@@ -1,0 +1,196 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir/internal/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sink records what reaches an Input.
+type sink[T any] struct {
+	recs  []Record[T]
+	wms   []int64
+	stats []bool
+	ended int
+}
+
+func (s *sink[T]) ProcessBatch(r []Record[T]) error { s.recs = append(s.recs, r...); return nil }
+func (s *sink[T]) ProcessWatermark(wm int64) error  { s.wms = append(s.wms, wm); return nil }
+func (s *sink[T]) ProcessStatus(idle bool) error    { s.stats = append(s.stats, idle); return nil }
+func (s *sink[T]) EndInput() error                  { s.ended++; return nil }
+
+func TestOutputDropsWatermarksWhileIdle(t *testing.T) {
+	o := NewOutput[int](4)
+	s := &sink[int]{}
+	side := NewOutput[int](4)
+	ss := &sink[int]{}
+	if err := o.AddTarget(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := side.AddTarget(ss); err != nil {
+		t.Fatal(err)
+	}
+	o.AddSibling(side)
+	o.Collect(1, 10)
+	must(t, o.EmitWatermark(5))
+	must(t, o.EmitStatus(true))
+	must(t, o.EmitStatus(true)) // no change: not forwarded
+	must(t, o.EmitWatermark(6)) // dropped while idle
+	must(t, o.EmitStatus(false))
+	must(t, o.EmitWatermark(7))
+	must(t, o.End())
+	if len(s.recs) != 1 || s.recs[0] != (Record[int]{1, 10}) {
+		t.Fatalf("records %v", s.recs)
+	}
+	if got := s.wms; len(got) != 2 || got[0] != 5 || got[1] != 7 {
+		t.Fatalf("watermarks %v", got)
+	}
+	if got := s.stats; len(got) != 2 || !got[0] || got[1] {
+		t.Fatalf("statuses %v", got)
+	}
+	if len(ss.wms) != 2 || len(ss.stats) != 2 || ss.ended != 1 || s.ended != 1 {
+		t.Fatalf("side output did not follow the main output: %+v", ss)
+	}
+}
+
+func TestOutputFlushesWhenFull(t *testing.T) {
+	o := NewOutput[int](3)
+	s := &sink[int]{}
+	must(t, o.AddTarget(s))
+	for i := range 7 {
+		o.Collect(i, int64(i))
+	}
+	if len(s.recs) != 6 {
+		t.Fatalf("after 7 collects with batch 3, %d records delivered", len(s.recs))
+	}
+	must(t, o.Flush())
+	if len(s.recs) != 7 {
+		t.Fatalf("after flush %d", len(s.recs))
+	}
+	if o.Counted() != 7 {
+		t.Fatalf("counted %d", o.Counted())
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExchangeHashRoutingAndControlOrder(t *testing.T) {
+	ctx := context.Background()
+	route := func(v int) int { return v % 3 }
+	x, err := NewExchange(PartitionHash, route, 2, 3, ExchangeConfig{BatchSize: 2, Credits: 10})
+	must(t, err)
+	inbox := make(chan message, 100)
+	sinks := make([]*sink[int], 3)
+	gates := make([]*Gate[int], 3)
+	for i := range sinks {
+		sinks[i] = &sink[int]{}
+		gates[i] = NewGate[int](2, sinks[i])
+		x.Attach(i, gates[i], 0, inbox)
+	}
+	w0, w1 := x.Writer(ctx, 0, nil), x.Writer(ctx, 1, nil)
+	must(t, w0.ProcessBatch([]Record[int]{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}}))
+	must(t, w0.ProcessWatermark(10))
+	must(t, w1.ProcessBatch([]Record[int]{{5, 1}}))
+	must(t, w1.ProcessWatermark(20))
+	must(t, w0.EndInput())
+	must(t, w1.EndInput())
+	close(inbox)
+	for m := range inbox {
+		must(t, m.process())
+	}
+	for i, s := range sinks {
+		for _, r := range s.recs {
+			if r.Value%3 != i {
+				t.Fatalf("record %d reached consumer %d", r.Value, i)
+			}
+		}
+		if len(s.wms) != 1 || s.wms[0] != 10 { // the valve takes the minimum of both channels
+			t.Fatalf("consumer %d watermarks %v", i, s.wms)
+		}
+		if s.ended != 1 || !gates[i].Ended() {
+			t.Fatalf("consumer %d not ended", i)
+		}
+	}
+	if n := len(sinks[0].recs) + len(sinks[1].recs) + len(sinks[2].recs); n != 6 {
+		t.Fatalf("%d records delivered, want 6", n)
+	}
+}
+
+func TestExchangeBackpressureBlocksSender(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	x, err := NewExchange[int](PartitionForward, nil, 1, 1, ExchangeConfig{BatchSize: 1, Credits: 2})
+	must(t, err)
+	inbox := make(chan message, 10)
+	s := &sink[int]{}
+	x.Attach(0, NewGate[int](1, s), 0, inbox)
+	m := &TaskMetrics{}
+	w := x.Writer(ctx, 0, m)
+	must(t, w.ProcessBatch([]Record[int]{{1, 0}, {2, 0}})) // uses both credits
+	done := make(chan error, 1)
+	go func() { done <- w.ProcessBatch([]Record[int]{{3, 0}}) }()
+	select {
+	case <-done:
+		t.Fatal("sender was not blocked with no credits left")
+	case <-time.After(50 * time.Millisecond):
+	}
+	must(t, (<-inbox).process()) // consumer frees a credit
+	must(t, <-done)
+	if len(inbox) != 2 {
+		t.Fatalf("inbox holds %d batches, want 2", len(inbox))
+	}
+	// A cancelled context releases a blocked sender.
+	go func() { done <- w.ProcessBatch([]Record[int]{{4, 0}}) }()
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("blocked sender did not see the cancellation")
+	}
+}
+
+func TestForwardNeedsEqualParallelism(t *testing.T) {
+	if _, err := NewExchange[int](PartitionForward, nil, 2, 3, ExchangeConfig{}); err == nil {
+		t.Fatal("forward 2 -> 3 accepted")
+	}
+}
+
+func TestTaskProcessingTimeCallbacksInOrder(t *testing.T) {
+	clk := clock.NewManual(0)
+	task := NewTask("t", 0, clk)
+	var got []int64
+	for _, at := range []int64{30, 10, 20} {
+		task.Schedule(at, func(at int64) error {
+			got = append(got, at)
+			if at == 10 {
+				task.Schedule(15, func(at int64) error { got = append(got, at); return nil })
+			}
+			return nil
+		})
+	}
+	must(t, task.AdvanceProcessingTime(20))
+	if len(got) != 3 || got[0] != 10 || got[1] != 15 || got[2] != 20 {
+		t.Fatalf("fired %v", got)
+	}
+	if next, ok := task.NextProcessingTime(); !ok || next != 30 {
+		t.Fatalf("next %d %v", next, ok)
+	}
+}
+
+func TestTaskGuardNamesPanics(t *testing.T) {
+	task := NewTask("chain", 3, clock.NewManual(0))
+	err := task.Do(func() error { panic("kaput") })
+	oe, ok := err.(*OperatorError)
+	if !ok || oe.Subtask != 3 || oe.Stack == "" || oe.Operator != "chain" {
+		t.Fatalf("got %#v", err)
+	}
+}
