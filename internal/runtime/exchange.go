@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -62,6 +63,7 @@ type Exchange[T any] struct {
 	producers int
 	consumers []exReader[T]
 	free      chan *batchMsg[T]
+	ptrs      bool
 }
 
 type exReader[T any] struct {
@@ -105,6 +107,7 @@ func NewExchange[T any](kind Partitioning, route func(T) int, producers, consume
 		cfg: cfg, kind: kind, route: route, producers: producers,
 		consumers: make([]exReader[T], consumers),
 		free:      make(chan *batchMsg[T], producers*consumers*cfg.Credits),
+		ptrs:      hasPointers(reflect.TypeFor[T]()),
 	}, nil
 }
 
@@ -121,7 +124,7 @@ func (x *Exchange[T]) Attach(i int, gate *Gate[T], offset int, inbox chan messag
 }
 
 func (x *Exchange[T]) recycle(m *batchMsg[T]) {
-	clear(m.recs)
+	clearRecords(m.recs, x.ptrs)
 	m.recs = m.recs[:0]
 	m.ctrls = m.ctrls[:0]
 	select {

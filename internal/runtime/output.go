@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
 )
 
@@ -33,6 +34,7 @@ type OutputPort interface {
 type Output[T any] struct {
 	buf      []Record[T]
 	size     int
+	ptrs     bool // records hold pointers: clear buffers after use
 	targets  []Input[T]
 	idle     bool
 	err      error
@@ -47,7 +49,7 @@ func (o *Output[T]) AddSibling(side OutputPort) { o.siblings = append(o.siblings
 // The buffer is allocated when the first target connects, so an output
 // nobody consumes costs one failed capacity check per record.
 func NewOutput[T any](batchSize int) *Output[T] {
-	return &Output[T]{size: max(batchSize, 1), buf: make([]Record[T], 0, 1)}
+	return &Output[T]{size: max(batchSize, 1), buf: make([]Record[T], 0, 1), ptrs: hasPointers(reflect.TypeFor[T]())}
 }
 
 // AddTarget implements OutputPort.
@@ -95,7 +97,7 @@ func (o *Output[T]) Advance(n int) {
 // there are none.
 func (o *Output[T]) makeRoom() {
 	if len(o.targets) == 0 {
-		clear(o.buf)
+		clearRecords(o.buf, o.ptrs)
 		o.buf = o.buf[:0]
 		return
 	}
@@ -139,7 +141,7 @@ func (o *Output[T]) Flush() error {
 		return nil
 	}
 	if len(o.targets) == 0 {
-		clear(o.buf)
+		clearRecords(o.buf, o.ptrs)
 		o.buf = o.buf[:0]
 		return nil
 	}
@@ -151,7 +153,7 @@ func (o *Output[T]) Flush() error {
 			return err
 		}
 	}
-	clear(o.buf)
+	clearRecords(o.buf, o.ptrs)
 	o.buf = o.buf[:0]
 	return nil
 }

@@ -8,6 +8,7 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"reflect"
 )
 
 // NoTimestamp marks a record that carries no event timestamp.
@@ -70,3 +71,35 @@ func (e *OperatorError) Error() string {
 }
 
 func (e *OperatorError) Unwrap() error { return e.Err }
+
+// hasPointers reports whether values of type t hold pointers, so buffers of
+// them must be cleared after use to let the garbage collector reclaim what
+// they referenced. Buffers of pointer-free records are reused as they are.
+func hasPointers(t reflect.Type) bool {
+	if t == nil {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// clearRecords zeroes recs if T holds pointers.
+func clearRecords[T any](recs []Record[T], needed bool) {
+	if needed {
+		clear(recs)
+	}
+}

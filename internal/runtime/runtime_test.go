@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -192,5 +193,32 @@ func TestTaskGuardNamesPanics(t *testing.T) {
 	oe, ok := err.(*OperatorError)
 	if !ok || oe.Subtask != 3 || oe.Stack == "" || oe.Operator != "chain" {
 		t.Fatalf("got %#v", err)
+	}
+}
+
+func TestHasPointers(t *testing.T) {
+	type flat struct {
+		A int64
+		B [2]float64
+	}
+	type ptr struct {
+		A int64
+		S string
+	}
+	cases := map[reflect.Type]bool{
+		reflect.TypeFor[int64]():       false,
+		reflect.TypeFor[flat]():        false,
+		reflect.TypeFor[[3]flat]():     false,
+		reflect.TypeFor[string]():      true,
+		reflect.TypeFor[ptr]():         true,
+		reflect.TypeFor[[]int]():       true,
+		reflect.TypeFor[*int]():        true,
+		reflect.TypeFor[any]():         true,
+		reflect.TypeFor[Record[ptr]](): true,
+	}
+	for typ, want := range cases {
+		if got := hasPointers(typ); got != want {
+			t.Errorf("hasPointers(%v) = %v, want %v", typ, got, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 
 	"github.com/weirstream/weir/internal/watermark"
@@ -62,6 +63,7 @@ type SourceOperator[T any] struct {
 	done    bool
 	credits int
 	err     error
+	ptrs    bool
 }
 
 // NewSourceOperator returns the operator of subtask index of parallelism.
@@ -70,7 +72,7 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 	if err != nil {
 		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
-	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: pts, credits: max(credits, 1)}
+	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: pts, credits: max(credits, 1), ptrs: hasPointers(reflect.TypeFor[T]())}
 	for i, sp := range all {
 		if i%parallelism == index {
 			s.splits = append(s.splits, sp)
@@ -231,7 +233,7 @@ func (m *srcMsg[T]) process() error {
 	defer func() {
 		<-m.credit
 		if m.recs != nil {
-			clear(m.recs)
+			clearRecords(m.recs, m.s.ptrs)
 			select {
 			case m.free <- m.recs[:0]:
 			default:
