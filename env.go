@@ -248,9 +248,11 @@ type TaskMetrics struct {
 
 // OperatorMetrics is a snapshot of one operator's counters in one subtask.
 type OperatorMetrics struct {
-	Name            string
-	RecordsIn       int64
-	RecordsOut      int64
+	Name       string
+	RecordsIn  int64
+	RecordsOut int64
+	// InputWatermarks holds the current watermark of each network input of
+	// a task's first operator (MinWatermark before the first one).
 	InputWatermarks []int64
 }
 
@@ -268,6 +270,9 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}
 			if o.RecordsIn != nil {
 				om.RecordsIn = o.RecordsIn()
+			}
+			if o.InputWatermarks != nil {
+				om.InputWatermarks = o.InputWatermarks()
 			}
 			tm.Operators = append(tm.Operators, om)
 		}

@@ -150,3 +150,38 @@ func TestBuildErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestMetricsCountRecordsAndWatermarks(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	src := weir.Generate(env, 1000, 0, func(i int64) int64 { return i },
+		weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v }))
+	kept := weir.Filter(src, func(v int64) bool { return v%4 == 0 }).Name("quarter")
+	weir.Discard(weir.KeyBy(kept, func(v int64) int64 { return v }).Stream())
+	h, err := env.ExecuteAsync(context.Background(), "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var srcOut, filterIn, filterOut, sinkIn int64
+	for _, tm := range h.Metrics() {
+		for _, om := range tm.Operators {
+			switch om.Name {
+			case "Generator":
+				srcOut += om.RecordsOut
+			case "quarter":
+				filterIn += om.RecordsIn
+				filterOut += om.RecordsOut
+			case "Discard":
+				sinkIn += om.RecordsIn
+				if len(om.InputWatermarks) != 1 || om.InputWatermarks[0] != weir.MaxWatermark {
+					t.Errorf("sink input watermarks %v, want the maximum at the end", om.InputWatermarks)
+				}
+			}
+		}
+	}
+	if srcOut != 1000 || filterIn != 1000 || filterOut != 250 || sinkIn != 250 {
+		t.Fatalf("source out %d, filter in %d out %d, sink in %d", srcOut, filterIn, filterOut, sinkIn)
+	}
+}

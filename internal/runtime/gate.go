@@ -33,18 +33,22 @@ type Gate[T any] struct {
 	nEnded int
 	events []watermark.Event
 	in     *atomicCounter
+	wm     *atomicCounter // the valve's output, published for metrics
 }
 
 // NewGate returns a gate over the given number of channels feeding sink.
 func NewGate[T any](channels int, sink Input[T]) *Gate[T] {
-	return &Gate[T]{sink: sink, valve: watermark.NewValve(channels), ended: make([]bool, channels), in: new(atomicCounter)}
+	g := &Gate[T]{sink: sink, valve: watermark.NewValve(channels), ended: make([]bool, channels), in: new(atomicCounter), wm: new(atomicCounter)}
+	g.wm.Store(watermark.Min)
+	return g
 }
 
 // Channels returns the number of channels.
 func (g *Gate[T]) Channels() int { return len(g.ended) }
 
-// Watermark returns the gate's current output watermark.
-func (g *Gate[T]) Watermark() int64 { return g.valve.Output() }
+// Watermark returns the gate's current output watermark; safe to call from
+// any goroutine.
+func (g *Gate[T]) Watermark() int64 { return g.wm.Load() }
 
 // RecordsIn returns the number of records that passed the gate.
 func (g *Gate[T]) RecordsIn() int64 { return g.in.Load() }
@@ -95,6 +99,7 @@ func (g *Gate[T]) dispatch() error {
 		if e.IsStatus {
 			err = g.sink.ProcessStatus(e.Idle)
 		} else {
+			g.wm.Store(e.Watermark)
 			err = g.sink.ProcessWatermark(e.Watermark)
 		}
 		if err != nil {

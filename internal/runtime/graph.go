@@ -305,9 +305,11 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		// Chained inputs.
 		for _, e := range n.Inputs {
 			if chained(e) {
-				if err := ports[e.From][e.Tag].AddTarget(b.Inputs[e.Input]); err != nil {
+				up := ports[e.From][e.Tag]
+				if err := up.AddTarget(b.Inputs[e.Input]); err != nil {
 					return nil, fmt.Errorf("operator %q: %w", n.Name, err)
 				}
+				om.RecordsIn = up.Counted
 			}
 		}
 		// Network outputs.
