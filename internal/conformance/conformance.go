@@ -21,13 +21,13 @@ type Rec struct {
 func Runner() *scenario.Runner {
 	return &scenario.Runner{
 		Ops: map[string]scenario.Factory{
-			"watermarks": newWatermarks,
+			"watermarks":    newWatermarks,
+			"interval-join": newIntervalJoin,
+			"window":        newWindow,
 		},
 		Unavailable: map[string]string{
-			"window":        "the window operator is not available in this build yet",
-			"interval-join": "the interval-join operator is not available in this build yet",
-			"window-join":   "the window-join operator is not available in this build yet",
-			"cogroup":       "the cogroup operator is not available in this build yet",
+			"window-join": "the window-join operator is not available in this build yet",
+			"cogroup":     "the cogroup operator is not available in this build yet",
 		},
 	}
 }
