@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"iter"
 )
 
 // Option configures a state descriptor.
@@ -161,4 +162,32 @@ func (d AggregatingDescriptor[IN, ACC, OUT]) Validate() error {
 		return fmt.Errorf("state %q: %w", d.Name, errors.New("aggregate function must not be nil"))
 	}
 	return nil
+}
+
+// StateName returns the descriptor's name.
+func (d MapDescriptor[K, V]) StateName() string { return d.Name }
+
+// Named is a descriptor that has a name; broadcast streams declare their
+// broadcast states with map descriptors.
+type Named interface {
+	StateName() string
+}
+
+// BroadcastState is the read-write broadcast state of one subtask: a map,
+// given to the broadcast side of a broadcast-connected operator. Every
+// subtask must change its copy in the same way (no communication between
+// them).
+type BroadcastState[K comparable, V any] interface {
+	ReadOnlyBroadcastState[K, V]
+	Put(k K, v V)
+	Remove(k K)
+	Clear()
+}
+
+// ReadOnlyBroadcastState is the broadcast state as the element side sees it.
+type ReadOnlyBroadcastState[K comparable, V any] interface {
+	Get(k K) (V, bool)
+	Contains(k K) bool
+	All() iter.Seq2[K, V]
+	Len() int
 }

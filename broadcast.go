@@ -1,0 +1,363 @@
+package weir
+
+import (
+	"fmt"
+	"iter"
+	"maps"
+
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/state"
+)
+
+// BroadcastStream is a stream sent whole to every subtask of the operator
+// it is connected to, with the broadcast states it may write.
+type BroadcastStream[T any] struct {
+	ds    DataStream[T]
+	names map[string]bool
+}
+
+// Broadcast turns ds into a broadcast stream declaring its broadcast
+// states (map descriptors).
+func Broadcast[T any](ds DataStream[T], descs ...state.Named) BroadcastStream[T] {
+	names := map[string]bool{}
+	for _, d := range descs {
+		if d == nil || d.StateName() == "" {
+			ds.env.fail(fmt.Errorf("Broadcast: a broadcast state descriptor has no name"))
+			continue
+		}
+		names[d.StateName()] = true
+	}
+	return BroadcastStream[T]{ds: ds.withPartition(runtime.PartitionBroadcast, nil), names: names}
+}
+
+// broadcastStore is the broadcast state of one subtask: one typed map per
+// declared descriptor.
+type broadcastStore struct {
+	declared map[string]bool
+	maps     map[string]any
+}
+
+type bcastMap[K comparable, V any] struct{ m map[K]V }
+
+func (b *bcastMap[K, V]) Get(k K) (V, bool)    { v, ok := b.m[k]; return v, ok }
+func (b *bcastMap[K, V]) Contains(k K) bool    { _, ok := b.m[k]; return ok }
+func (b *bcastMap[K, V]) All() iter.Seq2[K, V] { return maps.All(b.m) }
+func (b *bcastMap[K, V]) Len() int             { return len(b.m) }
+func (b *bcastMap[K, V]) Put(k K, v V)         { b.m[k] = v }
+func (b *bcastMap[K, V]) Remove(k K)           { delete(b.m, k) }
+func (b *bcastMap[K, V]) Clear()               { clear(b.m) }
+
+func storeMap[K comparable, V any](s *broadcastStore, d state.MapDescriptor[K, V]) (*bcastMap[K, V], error) {
+	if !s.declared[d.Name] {
+		return nil, fmt.Errorf("broadcast state %q was not declared in Broadcast(...)", d.Name)
+	}
+	if m, ok := s.maps[d.Name]; ok {
+		bm, ok := m.(*bcastMap[K, V])
+		if !ok {
+			return nil, fmt.Errorf("broadcast state %q is used with two different types", d.Name)
+		}
+		return bm, nil
+	}
+	bm := &bcastMap[K, V]{m: map[K]V{}}
+	s.maps[d.Name] = bm
+	return bm, nil
+}
+
+// BroadcastStates is implemented by every context of a broadcast-connected
+// operator; ReadOnlyBroadcastStateOf reads through it.
+type BroadcastStates interface {
+	broadcastStore() *broadcastStore
+}
+
+// WritableBroadcastStates is implemented by the contexts of the broadcast
+// side, which may write broadcast state.
+type WritableBroadcastStates interface {
+	BroadcastStates
+	writable()
+}
+
+// ReadOnlyBroadcastStateOf returns the broadcast state d as the element
+// side (or a timer) sees it.
+func ReadOnlyBroadcastStateOf[K comparable, V any](ctx BroadcastStates, d state.MapDescriptor[K, V]) (state.ReadOnlyBroadcastState[K, V], error) {
+	return storeMap(ctx.broadcastStore(), d)
+}
+
+// BroadcastStateOf returns the read-write broadcast state d on the
+// broadcast side.
+func BroadcastStateOf[K comparable, V any](ctx WritableBroadcastStates, d state.MapDescriptor[K, V]) (state.BroadcastState[K, V], error) {
+	return storeMap(ctx.broadcastStore(), d)
+}
+
+// ReadOnlyBroadcastContext is the element-side context of a non-keyed
+// broadcast-connected operator.
+type ReadOnlyBroadcastContext interface {
+	Context
+	BroadcastStates
+}
+
+// BroadcastContext is the broadcast-side context: read-write broadcast state.
+type BroadcastContext interface {
+	Context
+	WritableBroadcastStates
+}
+
+// KeyedReadOnlyBroadcastContext is the element-side context of a keyed
+// broadcast-connected operator: keyed state, timers, read-only broadcast state.
+type KeyedReadOnlyBroadcastContext[K comparable] interface {
+	KeyedContext[K]
+	BroadcastStates
+}
+
+// KeyedBroadcastOnTimerContext is the timer context of a keyed
+// broadcast-connected operator.
+type KeyedBroadcastOnTimerContext[K comparable] interface {
+	OnTimerContext[K]
+	BroadcastStates
+}
+
+// KeyedBroadcastContext is the broadcast-side context of a keyed operator:
+// read-write broadcast state and ApplyToKeyedState; no current key, no timers.
+type KeyedBroadcastContext[K comparable] interface {
+	Context
+	WritableBroadcastStates
+	// ApplyToKeyedState calls fn once for every key of this subtask that has
+	// keyed state under stateName, with that key as the current key, so
+	// the function's state handles read and write that key's state.
+	ApplyToKeyedState(stateName string, fn func(key K) error) error
+}
+
+// BroadcastProcessFunction processes a non-keyed stream connected with a
+// broadcast stream.
+type BroadcastProcessFunction[IN, B, OUT any] interface {
+	ProcessElement(v IN, ctx ReadOnlyBroadcastContext, out Collector[OUT]) error
+	ProcessBroadcastElement(v B, ctx BroadcastContext, out Collector[OUT]) error
+}
+
+// KeyedBroadcastProcessFunction processes a keyed stream connected with a
+// broadcast stream.
+type KeyedBroadcastProcessFunction[K comparable, IN, B, OUT any] interface {
+	ProcessElement(v IN, ctx KeyedReadOnlyBroadcastContext[K], out Collector[OUT]) error
+	ProcessBroadcastElement(v B, ctx KeyedBroadcastContext[K], out Collector[OUT]) error
+	OnTimer(ts int64, ctx KeyedBroadcastOnTimerContext[K], out Collector[OUT]) error
+}
+
+// BroadcastConnectedStreams is a non-keyed stream connected with a broadcast stream.
+type BroadcastConnectedStreams[IN, B any] struct {
+	in DataStream[IN]
+	bs BroadcastStream[B]
+}
+
+// ConnectBroadcast connects a non-keyed stream with a broadcast stream.
+func ConnectBroadcast[IN, B any](ds DataStream[IN], bs BroadcastStream[B]) BroadcastConnectedStreams[IN, B] {
+	return BroadcastConnectedStreams[IN, B]{in: ds, bs: bs}
+}
+
+// KeyedBroadcastConnectedStreams is a keyed stream connected with a broadcast stream.
+type KeyedBroadcastConnectedStreams[K comparable, IN, B any] struct {
+	in KeyedStream[K, IN]
+	bs BroadcastStream[B]
+}
+
+// ConnectKeyedBroadcast connects a keyed stream with a broadcast stream.
+func ConnectKeyedBroadcast[K comparable, IN, B any](ks KeyedStream[K, IN], bs BroadcastStream[B]) KeyedBroadcastConnectedStreams[K, IN, B] {
+	return KeyedBroadcastConnectedStreams[K, IN, B]{in: ks, bs: bs}
+}
+
+// bcastSide is the context of the broadcast side (and, read-only, of the
+// element side in the non-keyed variant).
+type bcastSide struct {
+	*opContext
+	store *broadcastStore
+}
+
+func (b bcastSide) broadcastStore() *broadcastStore { return b.store }
+func (b bcastSide) writable()                       {}
+
+type bcastReadOnly struct {
+	*opContext
+	store *broadcastStore
+}
+
+func (b bcastReadOnly) broadcastStore() *broadcastStore { return b.store }
+
+type broadcastOp[IN, B, OUT any] struct {
+	opContext
+	endBoth
+	fn    BroadcastProcessFunction[IN, B, OUT]
+	store *broadcastStore
+	out   *runtime.Output[OUT]
+	col   collector[OUT]
+	rc    runtimeCtx
+	ro    bcastReadOnly
+	rw    bcastSide
+}
+
+func (o *broadcastOp[IN, B, OUT]) Open() (err error) {
+	defer o.catch(&err)
+	if op, ok := o.fn.(Opener); ok {
+		return op.Open(o.rc)
+	}
+	return nil
+}
+func (o *broadcastOp[IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+
+func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement(recs[i].Value, o.ro, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessBroadcastElement(recs[i].Value, o.rw, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *broadcastOp[IN, B, OUT]) ProcessWatermark(wm int64) error {
+	o.wm = wm
+	return o.out.EmitWatermark(wm)
+}
+func (o *broadcastOp[IN, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+func (o *broadcastOp[IN, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
+func (o *broadcastOp[IN, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+
+// ProcessBroadcast processes a non-keyed stream (input 1) with a broadcast
+// stream (input 2): the element side reads the broadcast state, the
+// broadcast side writes it. No timers.
+func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn BroadcastProcessFunction[IN, B, OUT]) DataStream[OUT] {
+	if isNil(fn) {
+		cs.in.env.fail(fmt.Errorf("operator %q: %w", "BroadcastProcess", nilFnError("broadcast process function")))
+	}
+	names := cs.bs.names
+	return twoInput(cs.in, cs.bs.ds, "BroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
+		o := &broadcastOp[IN, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out,
+			store: &broadcastStore{declared: names, maps: map[string]any{}}}
+		o.col.out = out
+		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		o.ro = bcastReadOnly{&o.opContext, o.store}
+		o.rw = bcastSide{&o.opContext, o.store}
+		return o, o, nil
+	})
+}
+
+// keyedBcastElem is the element-side context of the keyed variant.
+type keyedBcastElem[K comparable] struct {
+	*keyedBase[K]
+	store *broadcastStore
+}
+
+func (k keyedBcastElem[K]) broadcastStore() *broadcastStore { return k.store }
+
+type keyedBcastSide[K comparable] struct {
+	*keyedBase[K]
+	store *broadcastStore
+}
+
+func (k keyedBcastSide[K]) broadcastStore() *broadcastStore { return k.store }
+func (k keyedBcastSide[K]) writable()                       {}
+func (k keyedBcastSide[K]) Timestamp() (int64, bool)        { return k.opContext.Timestamp() }
+func (k keyedBcastSide[K]) CurrentWatermark() int64         { return k.keyedBase.CurrentWatermark() }
+func (k keyedBcastSide[K]) ApplyToKeyedState(name string, fn func(key K) error) error {
+	b := k.backend
+	for key := range b.Keys(name) {
+		k.setKey(key)
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type keyedBroadcastOp[K comparable, IN, B, OUT any] struct {
+	keyedBase[K]
+	endBoth
+	fn    KeyedBroadcastProcessFunction[K, IN, B, OUT]
+	keyFn func(IN) K
+	store *broadcastStore
+	out   *runtime.Output[OUT]
+	col   collector[OUT]
+	elem  keyedBcastElem[K]
+	side  keyedBcastSide[K]
+}
+
+func (o *keyedBroadcastOp[K, IN, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
+func (o *keyedBroadcastOp[K, IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.setKey(o.keyFn(recs[i].Value))
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessElement(recs[i].Value, o.elem, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.ts, o.col.ts = recs[i].TS, recs[i].TS
+		if err := o.fn.ProcessBroadcastElement(recs[i].Value, o.side, &o.col); err != nil {
+			return err
+		}
+		if o.sideErr != nil {
+			return o.takeSideErr()
+		}
+	}
+	return o.out.Err()
+}
+
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessWatermark(wm int64) error {
+	if err := o.advanceWatermark(wm); err != nil {
+		return err
+	}
+	return o.out.EmitWatermark(wm)
+}
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessStatus(idle bool) error {
+	return o.out.EmitStatus(idle)
+}
+func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }
+func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput2() error { return o.end(1, o.out) }
+
+// ProcessKeyedBroadcast processes a keyed stream (input 1) with a broadcast
+// stream (input 2): keyed state and timers on the element side, read-write
+// broadcast state and ApplyToKeyedState on the broadcast side. The order in
+// which the two inputs' elements arrive is not coordinated, as in Flink: an
+// element may arrive before the broadcast element it needs.
+func ProcessKeyedBroadcast[K comparable, IN, B, OUT any](cs KeyedBroadcastConnectedStreams[K, IN, B], fn KeyedBroadcastProcessFunction[K, IN, B, OUT]) DataStream[OUT] {
+	if isNil(fn) {
+		cs.in.ds.env.fail(fmt.Errorf("operator %q: %w", "KeyedBroadcastProcess", nilFnError("keyed broadcast process function")))
+	}
+	names := cs.bs.names
+	return twoInput(cs.in.ds, cs.bs.ds, "KeyedBroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
+		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK), fn: cloneFunction(fn), keyFn: cs.in.key, out: out,
+			store: &broadcastStore{declared: names, maps: map[string]any{}}}
+		o.col.out = out
+		o.elem = keyedBcastElem[K]{&o.keyedBase, o.store}
+		o.side = keyedBcastSide[K]{&o.keyedBase, o.store}
+		o.timerTS = func(ts int64) { o.col.ts = ts }
+		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, o.elem, &o.col) }
+		return o, o, nil
+	})
+}
