@@ -79,10 +79,26 @@ type batchMsg[T any] struct {
 	ex     *Exchange[T]
 	reader *exReader[T]
 	credit chan struct{}
+	r, c   int // resume position after a blocking barrier
 }
 
+// process delivers the batch, or what is left of it. A batch of a channel
+// blocked by checkpoint alignment is held by the aligner, keeping its
+// credit, and processed again when the alignment ends.
 func (m *batchMsg[T]) process() error {
-	err := m.reader.gate.deliver(m.reader.offset+m.ch, m.recs, m.ctrls)
+	g := m.reader.gate
+	ch := m.reader.offset + m.ch
+	if g.align != nil && g.align.blocked(g.index, ch) {
+		g.align.hold(g.index, ch, m)
+		return nil
+	}
+	r, c, paused, err := g.deliverFrom(ch, m.recs, m.ctrls, m.r, m.c)
+	if paused && err == nil {
+		m.r, m.c = r, c
+		g.align.hold(g.index, ch, m)
+		return nil
+	}
+	m.r, m.c = 0, 0
 	<-m.credit
 	m.ex.recycle(m)
 	return err
@@ -256,6 +272,11 @@ func (w *Writer[T]) ProcessWatermark(wm int64) error {
 // ProcessStatus sends a status change to every consumer.
 func (w *Writer[T]) ProcessStatus(idle bool) error {
 	return w.broadcastCtrl(ctrl{kind: ctrlStatus, idle: idle})
+}
+
+// Barrier sends checkpoint barrier id to every consumer.
+func (w *Writer[T]) Barrier(id int64) error {
+	return w.broadcastCtrl(ctrl{kind: ctrlBarrier, wm: id})
 }
 
 // EndInput sends the end of this producer's stream to every consumer.

@@ -11,9 +11,11 @@ const (
 	ctrlWatermark uint8 = iota + 1
 	ctrlStatus
 	ctrlEnd
+	ctrlBarrier
 )
 
 // ctrl is a control element placed in a batch before the record at pos.
+// A barrier carries its checkpoint id in wm.
 type ctrl struct {
 	pos  int
 	kind uint8
@@ -34,6 +36,14 @@ type Gate[T any] struct {
 	events []watermark.Event
 	in     *atomicCounter
 	wm     *atomicCounter // the valve's output, published for metrics
+	align  *Aligner       // nil without checkpointing
+	index  int            // the gate's index within its task
+}
+
+// SetAligner makes the gate report barriers and ends to a task's aligner.
+func (g *Gate[T]) SetAligner(a *Aligner, index int) {
+	g.align, g.index = a, index
+	a.addChannels(index, len(g.ended))
 }
 
 // NewGate returns a gate over the given number of channels feeding sink.
@@ -109,29 +119,50 @@ func (g *Gate[T]) dispatch() error {
 	return nil
 }
 
-// deliver feeds one batch from channel ch: record runs and the control
-// elements between them.
+// deliver feeds one whole batch from channel ch.
 func (g *Gate[T]) deliver(ch int, recs []Record[T], ctrls []ctrl) error {
-	start := 0
-	for _, c := range ctrls {
-		if err := g.Records(ch, recs[start:c.pos]); err != nil {
-			return err
+	_, _, _, err := g.deliverFrom(ch, recs, ctrls, 0, 0)
+	return err
+}
+
+// deliverFrom feeds a batch from channel ch starting at record r and
+// control element c: record runs and the control elements between them.
+// When a barrier blocks the channel (exactly-once alignment) it stops right
+// after the barrier and returns the position to resume from.
+func (g *Gate[T]) deliverFrom(ch int, recs []Record[T], ctrls []ctrl, r, c int) (int, int, bool, error) {
+	for ; c < len(ctrls); c++ {
+		x := ctrls[c]
+		if err := g.Records(ch, recs[r:x.pos]); err != nil {
+			return r, c, false, err
 		}
-		start = c.pos
+		r = x.pos
 		var err error
-		switch c.kind {
+		switch x.kind {
 		case ctrlWatermark:
-			err = g.WatermarkOn(ch, c.wm)
+			err = g.WatermarkOn(ch, x.wm)
 		case ctrlStatus:
-			err = g.Status(ch, c.idle)
+			err = g.Status(ch, x.idle)
 		case ctrlEnd:
 			err = g.End(ch)
+			if err == nil && g.align != nil {
+				err = g.align.channelEnded(g.index, ch)
+			}
+		case ctrlBarrier:
+			if g.align != nil {
+				block, err := g.align.barrier(g.index, ch, x.wm)
+				if err != nil {
+					return r, c, false, err
+				}
+				if block {
+					return r, c + 1, true, nil
+				}
+			}
 		}
 		if err != nil {
-			return err
+			return r, c, false, err
 		}
 	}
-	return g.Records(ch, recs[start:])
+	return len(recs), len(ctrls), false, g.Records(ch, recs[r:])
 }
 
 // TwoInputAdapter presents a TwoInput operator as two Inputs and combines

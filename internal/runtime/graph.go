@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/weirstream/weir/internal/clock"
@@ -78,6 +79,10 @@ type BuildContext struct {
 	Clock          clock.Clock
 	BatchSize      int
 	Credits        int
+	// UID identifies the operator's state across runs.
+	UID string
+	// Restored is the state to restore from, or nil.
+	Restored *Restored
 }
 
 // Side returns the side output for tag, or nil if nobody consumes it.
@@ -100,12 +105,13 @@ type edgeOps interface {
 }
 
 type exchange interface {
-	writer(ctx context.Context, p int, m *TaskMetrics) (interface{ Flush() error }, any)
+	writer(ctx context.Context, p int, m *TaskMetrics) (barrierWriter, any)
 	attach(i int, g gate, offset int, inbox chan message)
 	producers() int
 }
 
 type gate interface {
+	SetAligner(a *Aligner, index int)
 	Ended() bool
 	Watermark() int64
 	RecordsIn() int64
@@ -148,7 +154,7 @@ func (typedEdge[T]) newGate(channels int, sink any) (gate, error) {
 
 type typedExchange[T any] struct{ x *Exchange[T] }
 
-func (t typedExchange[T]) writer(ctx context.Context, p int, m *TaskMetrics) (interface{ Flush() error }, any) {
+func (t typedExchange[T]) writer(ctx context.Context, p int, m *TaskMetrics) (barrierWriter, any) {
 	w := t.x.Writer(ctx, p, m)
 	return w, Input[T](w)
 }
@@ -164,6 +170,36 @@ type Config struct {
 	Credits        int
 	Chaining       bool
 	Clock          clock.Clock
+	// Checkpoint enables checkpoints; nil disables them.
+	Checkpoint *CheckpointConfig
+	// Restore holds the state to start from: per operator UID, the
+	// snapshots of its old subtasks by index.
+	Restore map[string][]OperatorSnapshot
+}
+
+// UIDOf returns a node's state id: its UID, or one derived from its
+// position in the graph.
+func UIDOf(n *Node) string {
+	if n.UID != "" {
+		return n.UID
+	}
+	return fmt.Sprintf("node-%d", n.ID)
+}
+
+func restoredFor(old []OperatorSnapshot, sub int, r keygroup.Range) *Restored {
+	if len(old) == 0 {
+		return nil
+	}
+	rs := &Restored{KeyGroups: map[int][]byte{}, State: old[sub%len(old)].State}
+	for _, o := range old {
+		rs.All = append(rs.All, o.State)
+		for kg, data := range o.KeyGroups {
+			if r.Contains(kg) {
+				rs.KeyGroups[kg] = data
+			}
+		}
+	}
+	return rs
 }
 
 // ExternalInput is an input gate fed from outside the plan (test harness).
@@ -177,6 +213,8 @@ type ExternalInput struct {
 type Plan struct {
 	Tasks    []*Task
 	External []ExternalInput
+	cfg      Config
+	acks     chan TaskAck
 }
 
 // BuildPlan chains nodes into tasks, creates the exchanges and builds every
@@ -243,7 +281,7 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 			exchanges[e] = x
 		}
 	}
-	plan := &Plan{}
+	plan := &Plan{cfg: cfg}
 	for _, h := range heads {
 		for sub := 0; sub < h.Parallelism; sub++ {
 			t, err := buildTask(ctx, h, members[h], sub, cfg, exchanges, chained, plan)
@@ -251,6 +289,12 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 				return nil, err
 			}
 			plan.Tasks = append(plan.Tasks, t)
+		}
+	}
+	if cfg.Checkpoint != nil {
+		plan.acks = make(chan TaskAck, 2*len(plan.Tasks)+2)
+		for _, t := range plan.Tasks {
+			t.SetAcks(plan.acks)
 		}
 	}
 	return plan, nil
@@ -273,11 +317,13 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 				sides[e.Tag] = e.ops.newOutput(cfg.BatchSize)
 			}
 		}
+		kgs := keygroup.RangeFor(cfg.MaxParallelism, n.Parallelism, sub)
 		bc := &BuildContext{
 			Name: n.Name, Subtask: sub, Parallelism: n.Parallelism, MaxParallelism: cfg.MaxParallelism,
-			KeyGroups: keygroup.RangeFor(cfg.MaxParallelism, n.Parallelism, sub),
+			KeyGroups: kgs,
 			Main:      main, Sides: sides, Time: t, Clock: cfg.Clock,
 			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
+			UID: UIDOf(n), Restored: restoredFor(cfg.Restore[UIDOf(n)], sub, kgs),
 		}
 		b, err := n.Build(bc)
 		if err != nil {
@@ -296,6 +342,12 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		}
 		if b.Life != nil {
 			t.AddLifecycle(n.Name, b.Life)
+			if s, ok := b.Life.(Snapshotter); ok {
+				t.AddSnapshotter(UIDOf(n), s)
+			}
+			if l, ok := b.Life.(CheckpointListener); ok {
+				t.AddListener(l)
+			}
 		}
 		if b.Source != nil {
 			source = b.Source
@@ -372,8 +424,15 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 	}
 	if source != nil {
 		capacity += source.InboxCapacity()
+		t.source = true
 	}
-	inbox := make(chan message, capacity+1)
+	if cfg.Checkpoint != nil && len(gates) > 0 {
+		t.aligner = NewAligner(cfg.Checkpoint.ExactlyOnce, t.Checkpoint, nil)
+		for i, g := range gates {
+			g.SetAligner(t.aligner, i)
+		}
+	}
+	inbox := make(chan message, capacity+8) // room for control messages
 	t.SetInbox(inbox)
 	for _, a := range atts {
 		a.x.attach(sub, a.g, a.offset, inbox)
@@ -420,6 +479,18 @@ func (p *Plan) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(p.Tasks))
+	if p.cfg.Checkpoint != nil {
+		log := p.cfg.Checkpoint.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		c := &coordinator{cfg: *p.cfg.Checkpoint, clk: p.cfg.Clock, tasks: p.Tasks, acks: p.acks, log: log}
+		cctx, stop := context.WithCancel(ctx)
+		var cwg sync.WaitGroup
+		cwg.Add(1)
+		go func() { defer cwg.Done(); c.run(cctx) }()
+		defer func() { stop(); cwg.Wait() }()
+	}
 	for _, t := range p.Tasks {
 		wg.Add(1)
 		go func() {

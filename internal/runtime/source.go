@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime/debug"
 	"sync"
 
 	"github.com/weirstream/weir/internal/watermark"
@@ -64,6 +65,7 @@ type SourceOperator[T any] struct {
 	credits int
 	err     error
 	ptrs    bool
+	index   int
 }
 
 // NewSourceOperator returns the operator of subtask index of parallelism.
@@ -72,7 +74,7 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 	if err != nil {
 		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
-	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: pts, credits: max(credits, 1), ptrs: hasPointers(reflect.TypeFor[T]())}
+	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: pts, credits: max(credits, 1), ptrs: hasPointers(reflect.TypeFor[T]()), index: index}
 	for i, sp := range all {
 		if i%parallelism == index {
 			s.splits = append(s.splits, sp)
@@ -241,6 +243,10 @@ func (m *srcMsg[T]) process() error {
 		}
 	}()
 	if m.err != nil {
+		var oe *OperatorError
+		if errors.As(m.err, &oe) {
+			return m.err
+		}
 		return fmt.Errorf("source %q, split %s: read error: %w", m.s.name, m.s.splits[m.split].SplitID(), m.err)
 	}
 	if err := m.s.emit(m.split, m.recs); err != nil {
@@ -267,6 +273,17 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 		}
 	}
 	free := make(chan []Record[T], s.credits+1)
+	defer func() {
+		// A panic in a connector's reader fails the job, never the process.
+		if p := recover(); p != nil {
+			e, ok := p.(error)
+			if !ok {
+				e = fmt.Errorf("%v", p)
+			}
+			send(&srcMsg[T]{s: s, split: i, credit: credit, err: &OperatorError{
+				Operator: s.name, Subtask: s.index, Err: fmt.Errorf("split %s reader panicked: %w", sp.SplitID(), e), Stack: string(debug.Stack())}})
+		}
+	}()
 	r, err := s.src.Reader(sp)
 	if err != nil {
 		send(&srcMsg[T]{s: s, split: i, err: err, credit: credit})

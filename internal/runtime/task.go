@@ -58,7 +58,7 @@ type Task struct {
 	inbox    chan message
 	wake     chan struct{}
 	outputs  []OutputPort // in topological order, flushed after each step
-	writers  []interface{ Flush() error }
+	writers  []barrierWriter
 	lifes    []namedLifecycle
 	starters []func(ctx context.Context, wg *sync.WaitGroup)
 	done     func() bool
@@ -68,6 +68,13 @@ type Task struct {
 	armedAt   int64
 	armedStop func() bool
 	curOp     string
+
+	snaps     []namedSnapshotter
+	listeners []CheckpointListener
+	acks      chan<- TaskAck
+	aligner   *Aligner
+	source    bool
+	finished  atomic.Bool
 }
 
 type namedLifecycle struct {
@@ -92,7 +99,7 @@ func (t *Task) SetInbox(c chan message) { t.inbox = c }
 func (t *Task) AddOutput(o OutputPort) { t.outputs = append(t.outputs, o) }
 
 // AddWriter registers an exchange writer to flush after every step.
-func (t *Task) AddWriter(w interface{ Flush() error }) { t.writers = append(t.writers, w) }
+func (t *Task) AddWriter(w barrierWriter) { t.writers = append(t.writers, w) }
 
 // AddLifecycle registers an operator to open before and close after running.
 func (t *Task) AddLifecycle(name string, l Lifecycle) {
@@ -252,6 +259,7 @@ func (t *Task) guard(f func() error) (err error) {
 func (t *Task) Run(ctx context.Context) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer t.finished.Store(true)
 	defer func() {
 		cancel()
 		wg.Wait()

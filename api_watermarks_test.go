@@ -1,0 +1,246 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// wmProbe drives a job whose source is a chanSource, observed by an
+// observeWM function on ch, on a manual clock. tick moves the clock to t
+// and returns the watermark the observer has once every processing-time
+// callback due by t (the periodic watermark ticks) has run: the task checks
+// due callbacks after each element, so after two probe elements the
+// second one sees their effect. Probes carry no timestamp, so they do not
+// move a generator's maximum timestamp (they do count as split activity).
+type wmProbe struct {
+	t     *testing.T
+	h     *weir.JobHandle
+	clk   *weir.ManualClock
+	src   *chanSource[string]
+	ch    chan seenWM
+	split int // the split probes go to
+}
+
+func (p *wmProbe) element(split int, v string, ts int64) seenWM {
+	p.t.Helper()
+	p.src.send(p.t, p.h, split, rec(v, ts))
+	got := recv(p.t, p.h, p.ch)
+	if got.V != v {
+		p.t.Fatalf("observer saw %v, want %s", got, v)
+	}
+	return got
+}
+
+func (p *wmProbe) tick(t int64) int64 {
+	p.t.Helper()
+	p.clk.Set(t)
+	p.element(p.split, "probe", weir.NoTimestamp)
+	return p.element(p.split, "probe", weir.NoTimestamp).WM
+}
+
+// TestBoundedOutOfOrdernessPeriodic runs vector V12 of the Flink reference
+// end to end: a source with ForBoundedOutOfOrderness(3 ms), one periodic
+// tick (every 200 ms of a manual clock) after each element; the
+// downstream watermark is max timestamp - 3 - 1 and never goes back.
+func TestBoundedOutOfOrdernessPeriodic(t *testing.T) {
+	clk := weir.NewManualClock(0)
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
+	src := newChanSource[string](1)
+	in := weir.FromSource[string](env, src, weir.ForBoundedOutOfOrderness[string](3*time.Millisecond), "events")
+	ch := make(chan seenWM, 16)
+	weir.Collect(weir.ProcessStream(in, weir.ProcessFunction[string, string](observeWM(ch))))
+	h := start(t, env)
+	p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch}
+
+	if wm := p.tick(200); wm != weir.MinWatermark {
+		t.Fatalf("watermark before any event: %d, want MIN", wm)
+	}
+	steps := []struct{ ts, wm int64 }{{10, 6}, {7, 6}, {15, 11}, {12, 11}}
+	at := int64(200)
+	for _, s := range steps {
+		p.element(0, fmt.Sprint(s.ts), s.ts)
+		at += 200
+		if wm := p.tick(at); wm != s.wm {
+			t.Fatalf("after event %d and a tick: watermark %d, want %d", s.ts, wm, s.wm)
+		}
+	}
+	src.close()
+	if err := wait(t, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wmTimers registers an event-time timer at each element's timestamp and
+// reports, when it fires, the watermark that fired it.
+type wmTimers struct{}
+
+func (wmTimers) ProcessElement(v int64, ctx weir.KeyedContext[int64], _ weir.Collector[string]) error {
+	ts, _ := ctx.Timestamp()
+	ctx.TimerService().RegisterEventTimeTimer(ts)
+	return nil
+}
+
+func (wmTimers) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir.Collector[string]) error {
+	wm := fmt.Sprint(ctx.CurrentWatermark())
+	if ctx.CurrentWatermark() == weir.MaxWatermark {
+		wm = "MAX"
+	}
+	out.Collect(fmt.Sprintf("%d@%s", ts, wm))
+	return nil
+}
+
+// TestBoundedOutOfOrdernessLastWatermark checks watermark = max - d - 1 with
+// no periodic emission: at the end of its input a source emits its
+// generator's watermark once (11 for max 15, d = 3), then MAX. Timers at 7
+// and 10 fire at 11; the timer at 12 does not (it would with max - d).
+func TestBoundedOutOfOrdernessLastWatermark(t *testing.T) {
+	for _, p := range []int{1, 2} {
+		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithAutoWatermarkInterval(0))
+		recs := []weir.Record[int64]{rec[int64](0, 10), rec[int64](0, 7), rec[int64](0, 15), rec[int64](0, 12)}
+		src := weir.FromRecords(env, recs, weir.ForBoundedOutOfOrderness[int64](3*time.Millisecond))
+		res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), weir.KeyedProcessFunction[int64, int64, string](wmTimers{})))
+		mustRun(t, env)
+		if got, want := res.Values(), []string{"7@11", "10@11", "12@MAX", "15@MAX"}; !slices.Equal(got, want) {
+			t.Fatalf("p=%d: timers fired %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestMonotonousTimestampsWithAssigner checks max - 1 with a timestamp
+// assigner at the source.
+func TestMonotonousTimestampsWithAssigner(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithAutoWatermarkInterval(0))
+	strat := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v })
+	src := weir.FromSource[int64](env, sliceSrc([]int64{3, 5, 9}), strat, "values")
+	res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), weir.KeyedProcessFunction[int64, int64, string](wmTimers{})))
+	mustRun(t, env)
+	if got, want := res.Values(), []string{"3@8", "5@8", "9@MAX"}; !slices.Equal(got, want) {
+		t.Fatalf("timers fired %v, want %v", got, want)
+	}
+}
+
+// sliceSrc is a one-split source of values without timestamps.
+func sliceSrc[T any](vs []T) weir.Source[T] {
+	recs := make([]weir.Record[T], len(vs))
+	for i, v := range vs {
+		recs[i] = rec(v, weir.NoTimestamp)
+	}
+	return &preloaded[T]{recs: recs}
+}
+
+// preloaded is a one-split source that reads a fixed batch.
+type preloaded[T any] struct{ recs []weir.Record[T] }
+
+func (p *preloaded[T]) Splits(int) ([]weir.Split, error) { return []weir.Split{chanSplit(0)}, nil }
+func (p *preloaded[T]) Reader(weir.Split) (weir.SplitReader[T], error) {
+	return &preloadedReader[T]{recs: p.recs}, nil
+}
+
+type preloadedReader[T any] struct{ recs []weir.Record[T] }
+
+func (r *preloadedReader[T]) Read(_ context.Context, buf []weir.Record[T]) ([]weir.Record[T], error) {
+	buf = append(buf, r.recs...)
+	r.recs = nil
+	return buf, io.EOF
+}
+func (r *preloadedReader[T]) Close() error { return nil }
+
+// TestWithIdlenessIdleSplit runs a source subtask with two splits, each with
+// its own ForBoundedOutOfOrderness(0).WithIdleness(1 s) generator, on a
+// manual clock with 200 ms ticks. Split 1 gets one element at 5 and then
+// nothing; split 0 is at 100. The watermark is min(99, 4) until split 1 is
+// idle: the first quiet tick (400) starts its timer, and it is idle at the
+// first tick strictly more than 1000 ms later (1600). Then the watermark
+// follows split 0 alone; split 1 rejoins once it has events again, without
+// pulling the watermark back. Without WithIdleness the watermark stays 4.
+func TestWithIdlenessIdleSplit(t *testing.T) {
+	for _, idleness := range []bool{true, false} {
+		t.Run(fmt.Sprintf("idleness=%v", idleness), func(t *testing.T) {
+			clk := weir.NewManualClock(0)
+			env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
+			src := newChanSource[string](2)
+			strat := weir.ForBoundedOutOfOrderness[string](0)
+			if idleness {
+				strat = strat.WithIdleness(time.Second)
+			}
+			in := weir.FromSource[string](env, src, strat, "events")
+			ch := make(chan seenWM, 16)
+			weir.Collect(weir.ProcessStream(in, weir.ProcessFunction[string, string](observeWM(ch))))
+			h := start(t, env)
+			p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch, split: 0}
+
+			p.element(1, "b5", 5)
+			p.element(0, "a100", 100)
+			for at := int64(200); at <= 1400; at += 200 {
+				if wm := p.tick(at); wm != 4 {
+					t.Fatalf("tick %d: watermark %d, want 4", at, wm)
+				}
+			}
+			want := int64(99)
+			if !idleness {
+				want = 4
+			}
+			if wm := p.tick(1600); wm != want {
+				t.Fatalf("tick 1600: watermark %d, want %d", wm, want)
+			}
+			if !idleness {
+				src.close()
+				if err := wait(t, h); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			// Split 1 wakes up at 300: the watermark stays at 99 (min of
+			// 299 and 99); split 0 moves to 500: now 299.
+			p.element(1, "b300", 300)
+			if wm := p.tick(1800); wm != 99 {
+				t.Fatalf("tick 1800: watermark %d, want 99", wm)
+			}
+			p.element(0, "a500", 500)
+			if wm := p.tick(2000); wm != 299 {
+				t.Fatalf("tick 2000: watermark %d, want 299", wm)
+			}
+			src.close()
+			if err := wait(t, h); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestAssignTimestampsAndWatermarksMidPipeline checks that the assigner
+// replaces timestamps, drops upstream watermarks (except the final MAX) and
+// generates its own.
+func TestAssignTimestampsAndWatermarksMidPipeline(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithAutoWatermarkInterval(0))
+	recs := []weir.Record[int64]{rec[int64](1, 100), rec[int64](2, 200), rec[int64](30, 300)}
+	up := weir.FromRecords(env, recs, punctuatedStrategy[int64]()) // watermarks 100, 200, 300 upstream
+	assigned := weir.AssignTimestampsAndWatermarks(up,
+		weir.ForBoundedOutOfOrderness[int64](0).WithTimestampAssigner(func(v int64, ts int64) int64 { return v*10 + ts/100 }))
+	seen := weir.ProcessStream(assigned, weir.ProcessFunction[int64, string](weir.ProcessFunc[int64, string](
+		func(v int64, ctx weir.Context, out weir.Collector[string]) error {
+			ts, _ := ctx.Timestamp()
+			out.Collect(fmt.Sprintf("%d@%d wm=%d", v, ts, ctx.CurrentWatermark()))
+			return nil
+		})))
+	res := weir.Collect(seen)
+	timers := weir.Collect(weir.Process(weir.KeyBy(assigned, func(int64) int64 { return 0 }), weir.KeyedProcessFunction[int64, int64, string](wmTimers{})))
+	mustRun(t, env)
+	min := weir.MinWatermark
+	want := []string{fmt.Sprintf("1@11 wm=%d", min), fmt.Sprintf("2@22 wm=%d", min), fmt.Sprintf("30@303 wm=%d", min)}
+	if got := res.Values(); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// Upstream watermarks 100..300 would fire the timers at 11 and 22; they
+	// are dropped. The upstream MAX is forwarded first, as in Flink, so the
+	// assigner's last periodic watermark (302) at the end is suppressed.
+	if got, want := timers.Values(), []string{"11@MAX", "22@MAX", "303@MAX"}; !slices.Equal(got, want) {
+		t.Fatalf("timers %v, want %v", got, want)
+	}
+}
