@@ -51,6 +51,7 @@ type config struct {
 	clock          Clock
 	stdout         io.Writer
 	logger         *slog.Logger
+	restart        RestartStrategy
 }
 
 // Option configures an Environment.
@@ -92,8 +93,9 @@ type Environment struct {
 	cfg      config
 	nodes    []*runtime.Node
 	errs     []error
-	tagTypes map[string]string
-	executed bool
+	tagTypes   map[string]string
+	executed   bool
+	checkpoint *checkpointConfig
 }
 
 // NewEnvironment returns an environment with the given options. Invalid
@@ -157,13 +159,25 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 		return nil, fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
-	p, err := runtime.BuildPlan(ctx, e.nodes, runtime.Config{
+	return e.buildPlan(ctx, nil)
+}
+
+// buildPlan builds the physical plan, restoring from cp if it is not nil.
+func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.Plan, error) {
+	cfg := runtime.Config{
 		MaxParallelism: e.cfg.maxParallelism,
 		BatchSize:      e.cfg.batchSize,
 		Credits:        e.cfg.credits,
 		Chaining:       e.cfg.chaining,
 		Clock:          e.cfg.clock,
-	})
+	}
+	var first int64
+	if cp != nil {
+		cfg.Restore = cp.Operators
+		first = cp.ID
+	}
+	cfg.Checkpoint = e.runtimeCheckpointConfig(first, nil)
+	p, err := runtime.BuildPlan(ctx, e.nodes, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("weir: invalid job: %w", err)
 	}
@@ -189,13 +203,14 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		cancel()
 		return nil, err
 	}
-	h := &JobHandle{name: name, plan: p, cancel: cancel, done: make(chan struct{})}
+	h := &JobHandle{name: name, cancel: cancel, done: make(chan struct{})}
+	h.setPlan(p)
 	log := e.cfg.logger.With("job", name)
 	log.Debug("job starting", "tasks", len(p.Tasks))
 	go func() {
 		defer close(h.done)
 		defer cancel()
-		err := p.Run(jctx)
+		err := e.run(jctx, h, p, log)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -209,14 +224,52 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	return h, nil
 }
 
+// run runs the plan and, after a failure, restarts the job from its latest
+// completed checkpoint as the restart strategy allows.
+func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, log *slog.Logger) error {
+	for attempt := 1; ; attempt++ {
+		err := p.Run(ctx)
+		if err == nil || ctx.Err() != nil || e.cfg.restart == nil {
+			return err
+		}
+		delay, ok := e.cfg.restart.Next(attempt)
+		if !ok {
+			return fmt.Errorf("weir: giving up after %d restarts: %w", attempt-1, err)
+		}
+		log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", err)
+		if err := sleep(ctx, e.cfg.clock, e.cfg.clock.NowMillis()+delay.Milliseconds()); err != nil {
+			return err
+		}
+		var cp *Checkpoint
+		if e.checkpoint != nil {
+			if cp, err = e.checkpoint.store.Latest(ctx); err != nil {
+				return fmt.Errorf("weir: reading the latest checkpoint: %w", err)
+			}
+		}
+		if cp != nil {
+			log.Info("restoring from checkpoint", "checkpoint", cp.ID)
+		}
+		if p, err = e.buildPlan(ctx, cp); err != nil {
+			return err
+		}
+		h.setPlan(p)
+	}
+}
+
 // JobHandle controls a running job.
 type JobHandle struct {
 	name   string
-	plan   *runtime.Plan
+	plan   *runtime.Plan // guarded by mu
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	err    error
+}
+
+func (h *JobHandle) setPlan(p *runtime.Plan) {
+	h.mu.Lock()
+	h.plan = p
+	h.mu.Unlock()
 }
 
 // Name returns the job's name.
@@ -258,8 +311,11 @@ type OperatorMetrics struct {
 
 // Metrics returns a snapshot of every subtask's counters.
 func (h *JobHandle) Metrics() []TaskMetrics {
+	h.mu.Lock()
+	plan := h.plan
+	h.mu.Unlock()
 	var out []TaskMetrics
-	for _, t := range h.plan.Tasks {
+	for _, t := range plan.Tasks {
 		m := t.Metrics
 		tm := TaskMetrics{
 			Task: m.Name, Subtask: m.Subtask,

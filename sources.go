@@ -3,6 +3,7 @@ package weir
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +41,7 @@ func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrate
 	}
 	n := newNode[T](env, name, runtime.KindSource, env.cfg.parallelism,
 		func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Built, error) {
-			op, err := runtime.NewSourceOperator(bc.Name, src, strategy.runtime(env), out, bc.Time, bc.Subtask, bc.Parallelism, bc.Credits)
+			op, err := runtime.NewSourceOperator(bc.Name, src, strategy.runtime(env), out, bc.Time, bc.Subtask, bc.Parallelism, bc.Credits, bc.Restored)
 			if err != nil {
 				return runtime.Built{}, err
 			}
@@ -79,6 +80,26 @@ func (r *sliceReader[T]) Read(_ context.Context, buf []Record[T]) ([]Record[T], 
 	return buf, nil
 }
 func (r *sliceReader[T]) Close() error { return nil }
+
+// Position implements runtime.PositionedReader: the index of the next record.
+func (r *sliceReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, int64(r.pos)), nil }
+
+// ReaderAt resumes the slice at a position.
+func (s sliceSource[T]) ReaderAt(_ Split, pos []byte) (SplitReader[T], error) {
+	p, err := decodePosition(pos)
+	if err != nil || p < 0 || p > int64(len(s.recs)) {
+		return nil, fmt.Errorf("bad slice position %v", pos)
+	}
+	return &sliceReader[T]{recs: s.recs, pos: int(p)}, nil
+}
+
+func decodePosition(pos []byte) (int64, error) {
+	v, n := binary.Varint(pos)
+	if n <= 0 {
+		return 0, fmt.Errorf("bad position %x", pos)
+	}
+	return v, nil
+}
 
 // FromSlice is a bounded source of the given values (parallelism 1),
 // without timestamps; use AssignTimestampsAndWatermarks for event time.
@@ -188,6 +209,23 @@ func (r *genReader[T]) Read(ctx context.Context, buf []Record[T]) ([]Record[T], 
 
 func (r *genReader[T]) Close() error { return nil }
 
+// Position implements runtime.PositionedReader: the next index.
+func (r *genReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
+
+// ReaderAt resumes a split of the generator at an index.
+func (g *generatorSource[T]) ReaderAt(s Split, pos []byte) (SplitReader[T], error) {
+	next, err := decodePosition(pos)
+	if err != nil {
+		return nil, err
+	}
+	sr, err := g.Reader(s)
+	if err != nil {
+		return nil, err
+	}
+	sr.(*genReader[T]).next = next
+	return sr, nil
+}
+
 func sleep(ctx context.Context, clk clock.Clock, until int64) error {
 	ch := make(chan struct{})
 	stop := clk.AfterFunc(until, func() { close(ch) })
@@ -230,20 +268,48 @@ func (s fileSource) Splits(int) ([]Split, error) {
 }
 
 func (s fileSource) Reader(sp Split) (SplitReader[string], error) {
+	return s.ReaderAt(sp, binary.AppendVarint(nil, 0))
+}
+
+// ReaderAt reopens a file at a byte offset (the start of a line).
+func (s fileSource) ReaderAt(sp Split, pos []byte) (SplitReader[string], error) {
+	off, err := decodePosition(pos)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(string(sp.(fileSplit)))
 	if err != nil {
 		return nil, err
 	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	lr := &lineReader{c: f, offset: off}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	return &lineReader{sc: sc, c: f}, nil
+	sc.Split(lr.scanLines)
+	lr.sc = sc
+	return lr, nil
 }
 
-// lineReader reads lines from a scanner.
+// lineReader reads lines from a scanner, counting the bytes consumed so
+// its position is the offset of the next line.
 type lineReader struct {
-	sc *bufio.Scanner
-	c  io.Closer
+	sc     *bufio.Scanner
+	c      io.Closer
+	offset int64
 }
+
+func (r *lineReader) scanLines(data []byte, atEOF bool) (int, []byte, error) {
+	adv, tok, err := bufio.ScanLines(data, atEOF)
+	r.offset += int64(adv)
+	return adv, tok, err
+}
+
+// Position implements runtime.PositionedReader: the byte offset of the
+// next line.
+func (r *lineReader) Position() ([]byte, error) { return binary.AppendVarint(nil, r.offset), nil }
 
 func (r *lineReader) Read(ctx context.Context, buf []Record[string]) ([]Record[string], error) {
 	n := max(cap(buf)-len(buf), 1)

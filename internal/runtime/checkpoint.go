@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
+	"encoding/gob"
 	"fmt"
 )
 
@@ -50,6 +53,8 @@ type TaskAck struct {
 type barrierWriter interface {
 	Flush() error
 	Barrier(id int64) error
+	// SetContext sets the context whose end releases a blocked send.
+	SetContext(ctx context.Context)
 }
 
 type namedSnapshotter struct {
@@ -159,4 +164,16 @@ func (t *Task) Notify(id int64) bool {
 	default:
 		return false
 	}
+}
+
+func encodeGob(v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func decodeGob(data []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
 }

@@ -109,7 +109,7 @@ func (c *coordinator) run(ctx context.Context) {
 
 func (c *coordinator) allRunning() bool {
 	for _, t := range c.tasks {
-		if t.Finished() || t.done == nil || t.done() {
+		if t.Finished() {
 			return false
 		}
 	}

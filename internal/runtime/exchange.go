@@ -282,6 +282,10 @@ func (w *Writer[T]) Barrier(id int64) error {
 // EndInput sends the end of this producer's stream to every consumer.
 func (w *Writer[T]) EndInput() error { return w.broadcastCtrl(ctrl{kind: ctrlEnd}) }
 
+// SetContext sets the context whose cancellation releases a send blocked
+// on credits: the running task's.
+func (w *Writer[T]) SetContext(ctx context.Context) { w.ctx = ctx }
+
 // Flush sends every non-empty pending batch.
 func (w *Writer[T]) Flush() error {
 	for c, m := range w.pending {

@@ -33,6 +33,18 @@ type SplitReader[T any] interface {
 	Close() error
 }
 
+// PositionedReader is a SplitReader that can tell its position: where it
+// would resume after the records it has returned so far. Sources whose
+// readers implement it take part in checkpoints.
+type PositionedReader interface {
+	Position() ([]byte, error)
+}
+
+// RestorableSource reopens a split at a position its reader reported.
+type RestorableSource[T any] interface {
+	ReaderAt(split Split, pos []byte) (SplitReader[T], error)
+}
+
 // SourceWatermarks configures event time at a source: a generator per
 // split and an optional timestamp assigner.
 type SourceWatermarks[T any] struct {
@@ -66,10 +78,61 @@ type SourceOperator[T any] struct {
 	err     error
 	ptrs    bool
 	index   int
+
+	positions   map[string][]byte // split -> position after the last emitted batch
+	restoredPos map[string][]byte
+	restoredEnd map[string]bool
+}
+
+// sourceState is a source subtask's checkpointed state.
+type sourceState struct {
+	Positions map[string][]byte
+	Ended     []string
+}
+
+// SnapshotState records the position of every split after the records
+// emitted so far, and which splits have ended.
+func (s *SourceOperator[T]) SnapshotState(int64) (OperatorSnapshot, error) {
+	st := sourceState{Positions: map[string][]byte{}}
+	for id, p := range s.positions {
+		st.Positions[id] = p
+	}
+	for i, sp := range s.splits {
+		if s.ended[i] {
+			st.Ended = append(st.Ended, sp.SplitID())
+		} else if _, ok := st.Positions[sp.SplitID()]; !ok {
+			if p, ok := s.restoredPos[sp.SplitID()]; ok {
+				st.Positions[sp.SplitID()] = p // restored, nothing read since
+			}
+		}
+	}
+	data, err := encodeGob(st)
+	return OperatorSnapshot{State: data}, err
+}
+
+// restore takes the split positions of every old subtask.
+func (s *SourceOperator[T]) restore(r *Restored) error {
+	s.restoredPos, s.restoredEnd = map[string][]byte{}, map[string]bool{}
+	for _, data := range r.All {
+		if len(data) == 0 {
+			continue
+		}
+		var st sourceState
+		if err := decodeGob(data, &st); err != nil {
+			return fmt.Errorf("source %q: restoring split positions: %w", s.name, err)
+		}
+		for id, p := range st.Positions {
+			s.restoredPos[id] = p
+		}
+		for _, id := range st.Ended {
+			s.restoredEnd[id] = true
+		}
+	}
+	return nil
 }
 
 // NewSourceOperator returns the operator of subtask index of parallelism.
-func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T], out *Output[T], pts ProcessingTimeService, index, parallelism, credits int) (*SourceOperator[T], error) {
+func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T], out *Output[T], pts ProcessingTimeService, index, parallelism, credits int, restored *Restored) (*SourceOperator[T], error) {
 	all, err := src.Splits(parallelism)
 	if err != nil {
 		return nil, fmt.Errorf("source %q: %w", name, err)
@@ -93,6 +156,18 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 	})
 	s.mux = watermark.NewMultiplexer(s.emitter)
 	s.ended = make([]bool, len(s.splits))
+	s.positions = map[string][]byte{}
+	if restored != nil {
+		if err := s.restore(restored); err != nil {
+			return nil, err
+		}
+		for i, sp := range s.splits {
+			if s.restoredEnd[sp.SplitID()] {
+				s.ended[i] = true
+				s.nEnded++
+			}
+		}
+	}
 	if wms.NewGenerator != nil {
 		for _, sp := range s.splits {
 			s.gens = append(s.gens, wms.NewGenerator())
@@ -108,7 +183,7 @@ func (s *SourceOperator[T]) Open() error {
 	if s.wms.NewGenerator != nil && s.wms.Interval > 0 {
 		s.pts.Schedule(s.pts.Now()+s.wms.Interval, s.periodic)
 	}
-	if len(s.splits) == 0 {
+	if s.nEnded == len(s.splits) {
 		return s.finish()
 	}
 	return nil
@@ -208,6 +283,9 @@ func (s *SourceOperator[T]) finish() error {
 func (s *SourceOperator[T]) Starter(inbox chan message) func(ctx context.Context, wg *sync.WaitGroup) {
 	return func(ctx context.Context, wg *sync.WaitGroup) {
 		for i, sp := range s.splits {
+			if s.ended[i] {
+				continue
+			}
 			credit := make(chan struct{}, s.credits)
 			wg.Add(1)
 			go func() {
@@ -225,6 +303,7 @@ type srcMsg[T any] struct {
 	s      *SourceOperator[T]
 	split  int
 	recs   []Record[T]
+	pos    []byte // the reader's position after recs
 	end    bool
 	err    error
 	credit chan struct{}
@@ -251,6 +330,9 @@ func (m *srcMsg[T]) process() error {
 	}
 	if err := m.s.emit(m.split, m.recs); err != nil {
 		return err
+	}
+	if m.pos != nil {
+		m.s.positions[m.s.splits[m.split].SplitID()] = m.pos
 	}
 	if m.end {
 		return m.s.endSplit(m.split)
@@ -284,12 +366,24 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 				Operator: s.name, Subtask: s.index, Err: fmt.Errorf("split %s reader panicked: %w", sp.SplitID(), e), Stack: string(debug.Stack())}})
 		}
 	}()
-	r, err := s.src.Reader(sp)
+	var r SplitReader[T]
+	var err error
+	if pos, ok := s.restoredPos[sp.SplitID()]; ok {
+		rs, can := s.src.(RestorableSource[T])
+		if !can {
+			err = fmt.Errorf("source cannot resume split %s from a checkpoint", sp.SplitID())
+		} else {
+			r, err = rs.ReaderAt(sp, pos)
+		}
+	} else {
+		r, err = s.src.Reader(sp)
+	}
 	if err != nil {
 		send(&srcMsg[T]{s: s, split: i, err: err, credit: credit})
 		return
 	}
 	defer r.Close()
+	pr, positioned := r.(PositionedReader)
 	for {
 		var buf []Record[T]
 		select {
@@ -302,6 +396,15 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 			return
 		}
 		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free}
+		if positioned && (err == nil || errors.Is(err, io.EOF)) {
+			p, perr := pr.Position()
+			if perr != nil {
+				m.err = perr
+				send(m)
+				return
+			}
+			m.pos = p
+		}
 		if errors.Is(err, io.EOF) {
 			m.end = true
 			send(m)

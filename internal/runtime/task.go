@@ -270,6 +270,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
+	for _, w := range t.writers {
+		w.SetContext(ctx)
+	}
 	if err := t.Open(); err != nil {
 		return err
 	}

@@ -1,0 +1,95 @@
+package weir_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// TestExactlyOnceAfterFailure runs generator -> map -> exactly-once file
+// sink with checkpoints, fails the job once midway, restarts it from the
+// latest checkpoint, and checks that every record was committed exactly once.
+func TestExactlyOnceAfterFailure(t *testing.T) {
+	for _, p := range []int{1, 2} {
+		t.Run("p="+strconv.Itoa(p), func(t *testing.T) {
+			dir := t.TempDir()
+			const n = 20000
+			store := weir.NewMemoryCheckpointStore()
+			env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64),
+				weir.WithRestartStrategy(weir.FixedDelayRestart(2, time.Millisecond)))
+			env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store))
+			var failed atomic.Bool
+			var seen atomic.Int64
+			src := weir.Generate(env, n, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
+			m := weir.Map(src, func(v int64) int64 {
+				// Fail once, after some checkpoints have completed.
+				if seen.Add(1) > n/2 && len(store.IDs()) > 0 && failed.CompareAndSwap(false, true) {
+					panic("injected failure")
+				}
+				return v
+			})
+			weir.FileSink(weir.Rebalance(m), dir, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
+			if err := env.Execute(t.Context(), "exactly-once"); err != nil {
+				t.Fatal(err)
+			}
+			if !failed.Load() {
+				t.Skip("no checkpoint completed before the end of the input; nothing was tested")
+			}
+			lines, err := weir.ReadCommittedLines(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int, 0, len(lines))
+			for _, l := range lines {
+				v, _ := strconv.Atoi(l)
+				got = append(got, v)
+			}
+			slices.Sort(got)
+			if len(got) != n {
+				t.Fatalf("%d records committed, want %d (first ones %v)", len(got), n, got[:min(10, len(got))])
+			}
+			for i, v := range got {
+				if v != i {
+					t.Fatalf("record %d missing or repeated (at position %d: %d)", i, i, v)
+				}
+			}
+		})
+	}
+}
+
+func TestRestartGivesUp(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithRestartStrategy(weir.FixedDelayRestart(2, 0)))
+	var runs atomic.Int64
+	src := weir.FromSlice(env, []int{1, 2, 3})
+	weir.SinkFunc(src, func(v int) error {
+		if v == 2 {
+			runs.Add(1)
+			return errors.New("always failing")
+		}
+		return nil
+	})
+	err := env.Execute(t.Context(), "give-up")
+	if err == nil || runs.Load() != 3 {
+		t.Fatalf("err %v after %d runs, want a failure after 3 runs", err, runs.Load())
+	}
+	if want := fmt.Sprint("giving up after 2 restarts"); !containsStr(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+func containsStr(s, sub string) bool { return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0) }
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}

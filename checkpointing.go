@@ -1,0 +1,208 @@
+package weir
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// CheckpointOption configures checkpointing.
+type CheckpointOption func(*checkpointConfig)
+
+type checkpointConfig struct {
+	interval    time.Duration
+	timeout     time.Duration
+	minPause    time.Duration
+	exactlyOnce bool
+	store       CheckpointStore
+	retain      int
+}
+
+// CheckpointTimeout sets how long a checkpoint may take before it is
+// abandoned (default 10 minutes, as Flink).
+func CheckpointTimeout(d time.Duration) CheckpointOption {
+	return func(c *checkpointConfig) { c.timeout = d }
+}
+
+// MinPauseBetweenCheckpoints sets the pause between the end of one
+// checkpoint and the start of the next (default 0).
+func MinPauseBetweenCheckpoints(d time.Duration) CheckpointOption {
+	return func(c *checkpointConfig) { c.minPause = d }
+}
+
+// AtLeastOnce makes barriers pass without alignment: no input is blocked,
+// and records after a barrier may be in the snapshot's past.
+func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.exactlyOnce = false } }
+
+// WithCheckpointStore sets where completed checkpoints are kept (default:
+// in memory, which survives task failures within one process only).
+func WithCheckpointStore(s CheckpointStore) CheckpointOption {
+	return func(c *checkpointConfig) { c.store = s }
+}
+
+// RetainCheckpoints keeps the last n completed checkpoints (default 1).
+func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig) { c.retain = n } }
+
+// EnableCheckpointing takes a checkpoint every interval: barriers flow from
+// the sources with the data, tasks with several inputs align them
+// (exactly-once unless AtLeastOnce), every operator snapshots its state at
+// the barrier, and a restart resumes from the latest completed checkpoint.
+func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...CheckpointOption) {
+	c := &checkpointConfig{interval: interval, timeout: 10 * time.Minute, exactlyOnce: true, retain: 1}
+	for _, o := range opts {
+		o(c)
+	}
+	if interval <= 0 {
+		e.fail(fmt.Errorf("checkpoint interval must be positive, got %v", interval))
+	}
+	if c.timeout <= 0 || c.minPause < 0 || c.retain < 1 {
+		e.fail(fmt.Errorf("invalid checkpoint settings: timeout %v, min pause %v, retained %d", c.timeout, c.minPause, c.retain))
+	}
+	if c.store == nil {
+		c.store = NewMemoryCheckpointStore()
+	}
+	e.checkpoint = c
+}
+
+// OperatorSnapshot is one operator's state in one subtask at a checkpoint.
+type OperatorSnapshot = runtime.OperatorSnapshot
+
+// Checkpoint is a completed checkpoint: every operator's snapshot by
+// subtask.
+type Checkpoint struct {
+	ID        int64
+	Operators map[string][]OperatorSnapshot
+}
+
+// CheckpointStore keeps completed checkpoints.
+type CheckpointStore interface {
+	// Save stores a completed checkpoint.
+	Save(ctx context.Context, cp *Checkpoint) error
+	// Latest returns the newest intact checkpoint, or nil if there is none.
+	Latest(ctx context.Context) (*Checkpoint, error)
+	// Retain keeps the newest n checkpoints.
+	Retain(ctx context.Context, n int) error
+}
+
+// MemoryCheckpointStore keeps checkpoints in memory.
+type MemoryCheckpointStore struct {
+	mu  sync.Mutex
+	cps []*Checkpoint
+}
+
+// NewMemoryCheckpointStore returns an empty in-memory store.
+func NewMemoryCheckpointStore() *MemoryCheckpointStore { return &MemoryCheckpointStore{} }
+
+// Save implements CheckpointStore.
+func (m *MemoryCheckpointStore) Save(_ context.Context, cp *Checkpoint) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cps = append(m.cps, cp)
+	sort.Slice(m.cps, func(i, j int) bool { return m.cps[i].ID < m.cps[j].ID })
+	return nil
+}
+
+// Latest implements CheckpointStore.
+func (m *MemoryCheckpointStore) Latest(context.Context) (*Checkpoint, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.cps) == 0 {
+		return nil, nil
+	}
+	return m.cps[len(m.cps)-1], nil
+}
+
+// Retain implements CheckpointStore.
+func (m *MemoryCheckpointStore) Retain(_ context.Context, n int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.cps) > n {
+		m.cps = append([]*Checkpoint(nil), m.cps[len(m.cps)-n:]...)
+	}
+	return nil
+}
+
+// IDs returns the ids of the stored checkpoints, oldest first.
+func (m *MemoryCheckpointStore) IDs() []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]int64, len(m.cps))
+	for i, c := range m.cps {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// RestartStrategy decides whether and when a failed job restarts from its
+// latest completed checkpoint.
+type RestartStrategy interface {
+	// Next returns the delay before restart number attempt (1, 2, ...), or
+	// false to give up.
+	Next(attempt int) (time.Duration, bool)
+}
+
+type fixedDelay struct {
+	attempts int
+	delay    time.Duration
+}
+
+func (f fixedDelay) Next(attempt int) (time.Duration, bool) { return f.delay, attempt <= f.attempts }
+
+// FixedDelayRestart restarts up to attempts times, waiting delay each time.
+func FixedDelayRestart(attempts int, delay time.Duration) RestartStrategy {
+	return fixedDelay{attempts, delay}
+}
+
+type expDelay struct {
+	initial, max time.Duration
+	attempts     int
+}
+
+func (e expDelay) Next(attempt int) (time.Duration, bool) {
+	d := e.initial
+	for i := 1; i < attempt && d < e.max; i++ {
+		d *= 2
+	}
+	return min(d, e.max), attempt <= e.attempts
+}
+
+// ExponentialDelayRestart restarts up to attempts times, waiting initial,
+// then twice as long each time, at most max.
+func ExponentialDelayRestart(initial, max time.Duration, attempts int) RestartStrategy {
+	return expDelay{initial, max, attempts}
+}
+
+// WithRestartStrategy sets how a failed job restarts (default: it does not).
+func WithRestartStrategy(s RestartStrategy) Option { return func(c *config) { c.restart = s } }
+
+func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int64)) *runtime.CheckpointConfig {
+	c := e.checkpoint
+	if c == nil {
+		return nil
+	}
+	return &runtime.CheckpointConfig{
+		Interval: c.interval, Timeout: c.timeout, MinPause: c.minPause, ExactlyOnce: c.exactlyOnce,
+		FirstID: firstID, Logger: e.cfg.logger, OnComplete: onComplete,
+		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
+			cp := &Checkpoint{ID: id, Operators: map[string][]OperatorSnapshot{}}
+			for _, a := range acks {
+				for _, op := range a.Ops {
+					subs := cp.Operators[op.UID]
+					for len(subs) <= a.Subtask {
+						subs = append(subs, runtime.OperatorSnapshot{UID: op.UID})
+					}
+					subs[a.Subtask] = op
+					cp.Operators[op.UID] = subs
+				}
+			}
+			if err := c.store.Save(ctx, cp); err != nil {
+				return err
+			}
+			return c.store.Retain(ctx, c.retain)
+		},
+	}
+}

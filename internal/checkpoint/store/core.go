@@ -1,0 +1,523 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// backend is what differs between the local and the S3 store: where bytes
+// go. core implements the Store semantics once on top of it.
+//
+// A checkpoint lives in a "directory" (a key prefix on S3) named by dirName;
+// it is complete exactly when its manifest exists.
+type backend interface {
+	// location describes dir for messages (a path or an s3:// URL).
+	location(dir string) string
+	// list returns every checkpoint directory, complete or not.
+	list(ctx context.Context) ([]dirState, error)
+	// stat reports whether dir exists and whether it holds a manifest.
+	stat(ctx context.Context, dir string) (dirState, error)
+	// prepare makes dir empty and ready for put.
+	prepare(ctx context.Context, dir string) error
+	// put durably stores a data file in dir.
+	put(ctx context.Context, dir, name string, data []byte) error
+	// publish durably and atomically stores dir's manifest, after every
+	// data file put so far is durable.
+	publish(ctx context.Context, dir string, manifest []byte) error
+	// open reads a file (or the manifest) of dir; a missing file is
+	// reported with an error matching fs.ErrNotExist.
+	open(ctx context.Context, dir, name string) (io.ReadCloser, error)
+	// remove deletes dir, its manifest first (durably) and then the rest.
+	remove(ctx context.Context, dir string) error
+}
+
+// dirState describes one checkpoint directory.
+type dirState struct {
+	id        int64
+	kind      Kind
+	exists    bool
+	committed bool
+}
+
+func dirName(kind Kind, id int64) string {
+	if kind == Savepoint {
+		return "savepoint-" + strconv.FormatInt(id, 10)
+	}
+	return "chk-" + strconv.FormatInt(id, 10)
+}
+
+// parseDir parses a checkpoint directory name; names that dirName does not
+// produce (other files, leading zeros) are not checkpoint directories.
+func parseDir(name string) (id int64, kind Kind, ok bool) {
+	var digits string
+	switch {
+	case strings.HasPrefix(name, "chk-"):
+		kind, digits = Checkpoint, name[len("chk-"):]
+	case strings.HasPrefix(name, "savepoint-"):
+		kind, digits = Savepoint, name[len("savepoint-"):]
+	default:
+		return 0, 0, false
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || id < 0 || strconv.FormatInt(id, 10) != digits {
+		return 0, 0, false
+	}
+	return id, kind, true
+}
+
+type core struct {
+	b   backend
+	log *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[int64]bool // ids with an open Writer
+}
+
+func newCore(b backend, log *slog.Logger) *core {
+	return &core{b: b, log: log, inflight: make(map[int64]bool)}
+}
+
+func (c *core) isInflight(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight[id]
+}
+
+func (c *core) release(id int64) {
+	c.mu.Lock()
+	delete(c.inflight, id)
+	c.mu.Unlock()
+}
+
+func (c *core) begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
+	if !kind.valid() {
+		return nil, fmt.Errorf("checkpoint store: begin %d: invalid kind %d", id, uint8(kind))
+	}
+	if id < 0 {
+		return nil, fmt.Errorf("checkpoint store: begin: negative checkpoint id %d", id)
+	}
+	c.mu.Lock()
+	if c.inflight[id] {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: checkpoint %d already has an open writer", ErrInProgress, id)
+	}
+	c.inflight[id] = true
+	c.mu.Unlock()
+	dir := dirName(kind, id)
+	if err := c.clearForBegin(ctx, id, kind); err != nil {
+		c.release(id)
+		return nil, err
+	}
+	if err := c.b.prepare(ctx, dir); err != nil {
+		c.release(id)
+		return nil, fmt.Errorf("checkpoint store: begin %s %d in %s: %w", kind, id, c.b.location(dir), err)
+	}
+	return &writer{c: c, id: id, kind: kind, dir: dir, files: make(map[string]FileInfo), busy: make(map[string]bool)}, nil
+}
+
+// clearForBegin fails if id is complete (as either kind) and removes
+// leftovers of an incomplete attempt of the other kind.
+func (c *core) clearForBegin(ctx context.Context, id int64, kind Kind) error {
+	for _, k := range []Kind{Checkpoint, Savepoint} {
+		dir := dirName(k, id)
+		st, err := c.b.stat(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("checkpoint store: begin %s %d: %w", kind, id, err)
+		}
+		if st.committed {
+			return fmt.Errorf("%w: %s %d (%s)", ErrExists, k, id, c.b.location(dir))
+		}
+		if st.exists && k != kind {
+			if err := c.b.remove(ctx, dir); err != nil {
+				return fmt.Errorf("checkpoint store: begin %s %d: removing incomplete %s: %w", kind, id, c.b.location(dir), err)
+			}
+		}
+	}
+	return nil
+}
+
+// readManifest reads and decodes the manifest of dir, checking that it
+// describes that directory.
+func (c *core) readManifest(ctx context.Context, id int64, kind Kind) (*Manifest, error) {
+	dir := dirName(kind, id)
+	loc := c.b.location(dir)
+	rc, err := c.b.open(ctx, dir, manifestName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s %d (%s) has no manifest", ErrIncomplete, kind, id, loc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: reading manifest of %s: %w", loc, err)
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: reading manifest of %s: %w", loc, err)
+	}
+	m, err := decodeManifest(data, loc)
+	if err != nil {
+		return nil, err
+	}
+	if m.ID != id || m.Kind != kind {
+		return nil, fmt.Errorf("%w: %s: manifest describes %s %d", ErrCorrupt, loc, m.Kind, m.ID)
+	}
+	return m, nil
+}
+
+func (c *core) open(ctx context.Context, id int64) (*Manifest, error) {
+	var found []Kind
+	for _, k := range []Kind{Checkpoint, Savepoint} {
+		st, err := c.b.stat(ctx, dirName(k, id))
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint store: open %d: %w", id, err)
+		}
+		if st.committed {
+			return c.readManifest(ctx, id, k)
+		}
+		if st.exists {
+			found = append(found, k)
+		}
+	}
+	if len(found) > 0 {
+		loc := c.b.location(dirName(found[0], id))
+		if c.isInflight(id) {
+			return nil, fmt.Errorf("%w: %s %d (%s)", ErrInProgress, found[0], id, loc)
+		}
+		return nil, fmt.Errorf("%w: %s %d (%s) has no manifest: it was never committed", ErrIncomplete, found[0], id, loc)
+	}
+	return nil, fmt.Errorf("%w: checkpoint %d: neither %s nor %s exists", ErrNotFound, id,
+		c.b.location(dirName(Checkpoint, id)), c.b.location(dirName(Savepoint, id)))
+}
+
+// check reads file name of m and verifies its size and checksum, keeping
+// the contents if keep is set.
+func (c *core) check(ctx context.Context, m *Manifest, name string, keep bool) ([]byte, error) {
+	dir := dirName(m.Kind, m.ID)
+	loc := c.b.location(dir)
+	fi, ok := m.Files[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: file %q is not part of %s %d (%s)", ErrNotFound, name, m.Kind, m.ID, loc)
+	}
+	rc, err := c.b.open(ctx, dir, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: file %q is listed in the manifest but missing", ErrCorrupt, loc, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: reading %q of %s: %w", name, loc, err)
+	}
+	defer rc.Close()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	var buf []byte
+	var w io.Writer = h
+	if keep {
+		buf = make([]byte, 0, min(fi.Size, 64<<20))
+		w = io.MultiWriter(h, (*sliceWriter)(&buf))
+	}
+	// Read one byte more than recorded to detect a file that grew.
+	n, err := io.Copy(w, io.LimitReader(rc, fi.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: reading %q of %s: %w", name, loc, err)
+	}
+	if n != fi.Size {
+		what := "truncated"
+		if n > fi.Size {
+			what = "longer than recorded"
+		}
+		return nil, fmt.Errorf("%w: %s: file %q is %s: manifest records %d bytes, read %d", ErrCorrupt, loc, name, what, fi.Size, n)
+	}
+	if got := h.Sum32(); got != fi.CRC32C {
+		return nil, fmt.Errorf("%w: %s: file %q fails its checksum: crc32c %08x, manifest records %08x", ErrCorrupt, loc, name, got, fi.CRC32C)
+	}
+	return buf, nil
+}
+
+type sliceWriter []byte
+
+// Write appends p.
+func (s *sliceWriter) Write(p []byte) (int, error) {
+	*s = append(*s, p...)
+	return len(p), nil
+}
+
+func (c *core) readFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("checkpoint store: ReadFile with a nil manifest")
+	}
+	return c.check(ctx, m, name, true)
+}
+
+// sortedDirs lists the checkpoint directories, newest first.
+func (c *core) sortedDirs(ctx context.Context) ([]dirState, error) {
+	dirs, err := c.b.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: listing %s: %w", c.b.location(""), err)
+	}
+	slices.SortFunc(dirs, func(a, b dirState) int { return cmp.Or(cmp.Compare(b.id, a.id), cmp.Compare(a.kind, b.kind)) })
+	return dirs, nil
+}
+
+func (c *core) latest(ctx context.Context) (*Manifest, error) {
+	dirs, err := c.sortedDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if d.kind != Checkpoint || c.isInflight(d.id) {
+			continue
+		}
+		loc := c.b.location(dirName(d.kind, d.id))
+		if !d.committed {
+			// The listing may predate a Commit that has finished since
+			// (it releases the id only after publishing): look again.
+			st, err := c.b.stat(ctx, dirName(d.kind, d.id))
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint store: %s: %w", loc, err)
+			}
+			d.committed = st.committed
+			if !st.exists {
+				continue
+			}
+		}
+		if !d.committed {
+			c.log.Warn("checkpoint store: skipping incomplete checkpoint (no manifest: the writer crashed or failed before commit)",
+				"checkpoint", d.id, "location", loc)
+			continue
+		}
+		m, err := c.readManifest(ctx, d.id, d.kind)
+		if err == nil {
+			err = c.verify(ctx, m)
+		}
+		if err == nil {
+			return m, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncomplete) {
+			return nil, err
+		}
+		c.log.Warn("checkpoint store: skipping damaged checkpoint, falling back to an older one",
+			"checkpoint", d.id, "location", loc, "reason", err.Error())
+	}
+	return nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, c.b.location(""))
+}
+
+// verify checks every data file of m.
+func (c *core) verify(ctx context.Context, m *Manifest) error {
+	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
+		if _, err := c.check(ctx, m, name, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *core) list(ctx context.Context) ([]Entry, error) {
+	dirs, err := c.sortedDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, d := range slices.Backward(dirs) {
+		if d.committed {
+			out = append(out, Entry{ID: d.id, Kind: d.kind})
+		}
+	}
+	return out, nil
+}
+
+func (c *core) retain(ctx context.Context, n int) error {
+	if n < 1 {
+		return fmt.Errorf("checkpoint store: retain %d: must keep at least one checkpoint", n)
+	}
+	dirs, err := c.sortedDirs(ctx)
+	if err != nil {
+		return err
+	}
+	kept, cut := 0, int64(-1)
+	for _, d := range dirs {
+		if d.kind != Checkpoint || !d.committed {
+			continue
+		}
+		_, err := c.readManifest(ctx, d.id, d.kind)
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrIncomplete) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint store: retain: %w", err)
+		}
+		if kept++; kept == n {
+			cut = d.id
+			break
+		}
+	}
+	if cut < 0 {
+		return nil
+	}
+	var errs []error
+	for _, d := range dirs {
+		if d.kind != Checkpoint || d.id >= cut || c.isInflight(d.id) {
+			continue
+		}
+		dir := dirName(d.kind, d.id)
+		if err := c.b.remove(ctx, dir); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint store: retain: deleting %s: %w", c.b.location(dir), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *core) delete(ctx context.Context, id int64) error {
+	if c.isInflight(id) {
+		return fmt.Errorf("%w: cannot delete checkpoint %d", ErrInProgress, id)
+	}
+	deleted := false
+	for _, k := range []Kind{Checkpoint, Savepoint} {
+		dir := dirName(k, id)
+		st, err := c.b.stat(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("checkpoint store: delete %d: %w", id, err)
+		}
+		if !st.exists {
+			continue
+		}
+		if err := c.b.remove(ctx, dir); err != nil {
+			return fmt.Errorf("checkpoint store: delete %s: %w", c.b.location(dir), err)
+		}
+		deleted = true
+	}
+	if !deleted {
+		return fmt.Errorf("%w: checkpoint %d: neither %s nor %s exists", ErrNotFound, id,
+			c.b.location(dirName(Checkpoint, id)), c.b.location(dirName(Savepoint, id)))
+	}
+	return nil
+}
+
+// writer implements Writer for both stores.
+type writer struct {
+	c    *core
+	id   int64
+	kind Kind
+	dir  string
+
+	mu      sync.Mutex
+	state   writerState
+	files   map[string]FileInfo // written
+	busy    map[string]bool     // being written
+	pending sync.WaitGroup      // WriteFile calls in progress
+}
+
+type writerState uint8
+
+const (
+	writerOpen writerState = iota
+	writerCommitting
+	writerFailed // commit failed: only Abort is allowed
+	writerCommitted
+	writerAborted
+)
+
+// WriteFile implements Writer.
+func (w *writer) WriteFile(ctx context.Context, name string, data []byte) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.state != writerOpen {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: WriteFile %q on %s %d", ErrClosed, name, w.kind, w.id)
+	}
+	if _, ok := w.files[name]; ok || w.busy[name] {
+		w.mu.Unlock()
+		return fmt.Errorf("checkpoint store: %s %d: file %q written twice", w.kind, w.id, name)
+	}
+	w.busy[name] = true
+	w.pending.Add(1)
+	w.mu.Unlock()
+	defer w.pending.Done()
+
+	err := w.c.b.put(ctx, w.dir, name, data)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.busy, name)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: writing %q of %s: %w", name, w.c.b.location(w.dir), err)
+	}
+	w.files[name] = FileInfo{Size: int64(len(data)), CRC32C: checksum(data)}
+	return nil
+}
+
+// Commit implements Writer.
+func (w *writer) Commit(ctx context.Context, m Manifest) (*Manifest, error) {
+	w.mu.Lock()
+	if w.state != writerOpen {
+		w.mu.Unlock()
+		return nil, fmt.Errorf("%w: Commit of %s %d", ErrClosed, w.kind, w.id)
+	}
+	w.state = writerCommitting
+	w.mu.Unlock()
+	w.pending.Wait()
+
+	m.ID, m.Kind = w.id, w.kind
+	m.Files = make(map[string]FileInfo, len(w.files))
+	for name, fi := range w.files {
+		m.Files[name] = fi
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now()
+	}
+	m.CreatedAt = m.CreatedAt.UTC().Round(0)
+	data, err := encodeManifest(&m)
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		w.setState(writerOpen)
+		return nil, err
+	}
+	if err := w.c.b.publish(ctx, w.dir, data); err != nil {
+		w.setState(writerFailed)
+		return nil, fmt.Errorf("checkpoint store: committing %s: %w", w.c.b.location(w.dir), err)
+	}
+	w.setState(writerCommitted)
+	w.c.release(w.id)
+	return decodeManifest(data, w.c.b.location(w.dir))
+}
+
+func (w *writer) setState(s writerState) {
+	w.mu.Lock()
+	w.state = s
+	w.mu.Unlock()
+}
+
+// Abort implements Writer.
+func (w *writer) Abort(ctx context.Context) error {
+	w.mu.Lock()
+	switch w.state {
+	case writerCommitted, writerAborted:
+		w.mu.Unlock()
+		return nil
+	case writerCommitting:
+		w.mu.Unlock()
+		return fmt.Errorf("checkpoint store: Abort of %s %d during its Commit", w.kind, w.id)
+	}
+	w.state = writerAborted
+	w.mu.Unlock()
+	w.pending.Wait()
+	defer w.c.release(w.id)
+	if err := w.c.b.remove(ctx, w.dir); err != nil {
+		return fmt.Errorf("checkpoint store: aborting %s: %w", w.c.b.location(w.dir), err)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+)
+
+// Local is a Store in a local directory: one subdirectory per checkpoint
+// (chk-<id>) or savepoint (savepoint-<id>) holding its data files and its
+// manifest, which is written last with write-temp, fsync, rename, fsync-dir.
+// See FORMAT.md.
+type Local struct {
+	c *core
+}
+
+var _ Store = (*Local)(nil)
+
+// NewLocal returns a Store in directory dir. The directory must exist
+// unless WithCreateDir is given. Options: WithLogger, WithFS, WithCreateDir.
+func NewLocal(dir string, opts ...Option) (*Local, error) {
+	o := buildOptions(opts)
+	if o.region != "" {
+		return nil, errors.New("checkpoint store: WithRegion does not apply to a local store")
+	}
+	fsys := o.fs
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	if dir == "" {
+		return nil, errors.New("checkpoint store: empty checkpoint directory")
+	}
+	root := filepath.Clean(dir)
+	if o.createDir {
+		if err := fsys.MkdirAll(root); err != nil {
+			return nil, fmt.Errorf("checkpoint store: creating checkpoint directory: %w", err)
+		}
+		if err := fsys.SyncDir(filepath.Dir(root)); err != nil {
+			return nil, fmt.Errorf("checkpoint store: creating checkpoint directory: %w", err)
+		}
+	}
+	info, err := fsys.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint store: checkpoint directory %s does not exist: %w", root, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: checkpoint directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("checkpoint store: checkpoint directory %s is not a directory", root)
+	}
+	return &Local{c: newCore(&localBackend{fs: fsys, root: root}, o.logger)}, nil
+}
+
+// Begin implements Store.
+func (l *Local) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
+	return l.c.begin(ctx, id, kind)
+}
+
+// Latest implements Store.
+func (l *Local) Latest(ctx context.Context) (*Manifest, error) { return l.c.latest(ctx) }
+
+// Open implements Store.
+func (l *Local) Open(ctx context.Context, id int64) (*Manifest, error) { return l.c.open(ctx, id) }
+
+// ReadFile implements Store.
+func (l *Local) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return l.c.readFile(ctx, m, name)
+}
+
+// List implements Store.
+func (l *Local) List(ctx context.Context) ([]Entry, error) { return l.c.list(ctx) }
+
+// Retain implements Store.
+func (l *Local) Retain(ctx context.Context, n int) error { return l.c.retain(ctx, n) }
+
+// Delete implements Store.
+func (l *Local) Delete(ctx context.Context, id int64) error { return l.c.delete(ctx, id) }
+
+// localBackend stores checkpoints as directories under root.
+type localBackend struct {
+	fs   FS
+	root string
+}
+
+// tmpManifest is the manifest's name while it is written (names starting
+// with '.' are never data files).
+const tmpManifest = ".manifest.json.tmp"
+
+func (b *localBackend) path(elem ...string) string {
+	return filepath.Join(append([]string{b.root}, elem...)...)
+}
+
+func (b *localBackend) location(dir string) string { return b.path(dir) }
+
+func (b *localBackend) list(ctx context.Context) ([]dirState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := b.fs.ReadDir(b.root)
+	if err != nil {
+		return nil, err
+	}
+	var out []dirState
+	for _, e := range entries {
+		id, kind, ok := parseDir(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		st, err := b.stat(ctx, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if st.exists { // else removed since ReadDir
+			st.id, st.kind = id, kind
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+func (b *localBackend) stat(ctx context.Context, dir string) (dirState, error) {
+	if err := ctx.Err(); err != nil {
+		return dirState{}, err
+	}
+	var st dirState
+	info, err := b.fs.Stat(b.path(dir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return st, nil
+	case err != nil:
+		return st, err
+	case !info.IsDir():
+		return st, fmt.Errorf("%s is not a directory", b.path(dir))
+	}
+	st.exists = true
+	_, err = b.fs.Stat(b.path(dir, manifestName))
+	switch {
+	case err == nil:
+		st.committed = true
+	case !errors.Is(err, fs.ErrNotExist):
+		return st, err
+	}
+	return st, nil
+}
+
+func (b *localBackend) prepare(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := b.path(dir)
+	if err := b.fs.RemoveAll(p); err != nil {
+		return err
+	}
+	return b.fs.Mkdir(p)
+}
+
+// writeFile creates (or truncates) name, writes data and fsyncs it.
+func (b *localBackend) writeFile(name string, data []byte) (err error) {
+	f, err := b.fs.Create(name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = b.fs.Remove(name) // best effort: the file is unreferenced anyway
+		}
+	}()
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = fmt.Errorf("%w: wrote %d of %d bytes", io.ErrShortWrite, n, len(data))
+	}
+	if err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func (b *localBackend) put(ctx context.Context, dir, name string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.writeFile(b.path(dir, name), data)
+}
+
+// publish makes the data files' directory entries durable, writes the
+// manifest to a temporary file, fsyncs it, renames it into place and
+// fsyncs the checkpoint directory and the root, in that order: the manifest
+// can only appear once everything it describes is durable.
+func (b *localBackend) publish(ctx context.Context, dir string, manifest []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := b.path(dir)
+	if err := b.fs.SyncDir(p); err != nil {
+		return err
+	}
+	tmp := b.path(dir, tmpManifest)
+	if err := b.writeFile(tmp, manifest); err != nil {
+		return err
+	}
+	if err := b.fs.Rename(tmp, b.path(dir, manifestName)); err != nil {
+		return err
+	}
+	if err := b.fs.SyncDir(p); err != nil {
+		return err
+	}
+	return b.fs.SyncDir(b.root)
+}
+
+func (b *localBackend) open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return b.fs.Open(b.path(dir, name))
+}
+
+// remove deletes the manifest and makes that durable before removing the
+// rest, so a crash part way leaves an incomplete checkpoint.
+func (b *localBackend) remove(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := b.path(dir)
+	err := b.fs.Remove(b.path(dir, manifestName))
+	switch {
+	case err == nil:
+		if err := b.fs.SyncDir(p); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := b.fs.RemoveAll(p); err != nil {
+		return err
+	}
+	return b.fs.SyncDir(b.root)
+}

@@ -1,0 +1,312 @@
+package weir
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// TwoPhaseCommitSink writes records in transactions that become visible
+// only when the checkpoint that covers them completes, so a restarted job
+// neither loses nor repeats output (Flink's TwoPhaseCommitSinkFunction).
+// TXN must be encodable with encoding/gob (exported fields): pre-committed
+// transactions are part of the checkpoint.
+type TwoPhaseCommitSink[T, TXN any] interface {
+	// BeginTransaction starts a transaction of subtask.
+	BeginTransaction(subtask int) (TXN, error)
+	// Write adds a record to the transaction.
+	Write(txn TXN, v T, ts int64) error
+	// PreCommit makes the transaction durable; it runs at the checkpoint barrier.
+	PreCommit(txn TXN) error
+	// Commit makes a pre-committed transaction visible. It must be
+	// idempotent: after a restore, transactions of the restored checkpoint
+	// are committed again.
+	Commit(txn TXN) error
+	// Abort discards a transaction.
+	Abort(txn TXN) error
+}
+
+type pendingTxn[TXN any] struct {
+	Checkpoint int64
+	Txn        TXN
+}
+
+type twoPhaseOp[T, TXN any] struct {
+	opBase
+	sink    TwoPhaseCommitSink[T, TXN]
+	cur     TXN
+	open    bool
+	pending []pendingTxn[TXN]
+	restore *runtime.Restored
+	par     int
+}
+
+func (o *twoPhaseOp[T, TXN]) begin() error {
+	t, err := o.sink.BeginTransaction(o.subtask)
+	if err != nil {
+		return err
+	}
+	o.cur, o.open = t, true
+	return nil
+}
+
+// Open commits the transactions pre-committed in the restored checkpoint
+// (this subtask's, and those of old subtasks that no longer exist), then
+// begins a transaction.
+func (o *twoPhaseOp[T, TXN]) Open() (err error) {
+	defer o.catch(&err)
+	if o.restore != nil {
+		for i, data := range o.restore.All {
+			if i%o.par != o.subtask || len(data) == 0 {
+				continue
+			}
+			var pend []pendingTxn[TXN]
+			if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&pend); err != nil {
+				return fmt.Errorf("restoring pending transactions: %w", err)
+			}
+			for _, p := range pend {
+				if err := o.sink.Commit(p.Txn); err != nil {
+					return fmt.Errorf("committing a restored transaction: %w", err)
+				}
+			}
+		}
+	}
+	return o.begin()
+}
+
+func (o *twoPhaseOp[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		if err := o.sink.Write(o.cur, recs[i].Value, recs[i].TS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *twoPhaseOp[T, TXN]) ProcessWatermark(int64) error { return nil }
+func (o *twoPhaseOp[T, TXN]) ProcessStatus(bool) error     { return nil }
+
+// EndInput commits the last transaction: a bounded job's output is
+// complete when the job ends.
+func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
+	defer o.catch(&err)
+	if !o.open {
+		return nil
+	}
+	o.open = false
+	if err := o.sink.PreCommit(o.cur); err != nil {
+		return err
+	}
+	for _, p := range o.pending {
+		if err := o.sink.Commit(p.Txn); err != nil {
+			return err
+		}
+	}
+	o.pending = nil
+	return o.sink.Commit(o.cur)
+}
+
+// SnapshotState pre-commits the current transaction, keeps it pending
+// under the checkpoint's id, and begins the next one.
+func (o *twoPhaseOp[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
+	defer o.catch(&err)
+	if o.open {
+		if err := o.sink.PreCommit(o.cur); err != nil {
+			return runtime.OperatorSnapshot{}, err
+		}
+		o.pending = append(o.pending, pendingTxn[TXN]{id, o.cur})
+		if err := o.begin(); err != nil {
+			return runtime.OperatorSnapshot{}, err
+		}
+	}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(o.pending); err != nil {
+		return runtime.OperatorSnapshot{}, fmt.Errorf("encoding pending transactions: %w", err)
+	}
+	return runtime.OperatorSnapshot{State: b.Bytes()}, nil
+}
+
+// NotifyCheckpointComplete commits every transaction pending up to id.
+func (o *twoPhaseOp[T, TXN]) NotifyCheckpointComplete(id int64) (err error) {
+	defer o.catch(&err)
+	keep := o.pending[:0]
+	for _, p := range o.pending {
+		if p.Checkpoint <= id {
+			if err := o.sink.Commit(p.Txn); err != nil {
+				return err
+			}
+			continue
+		}
+		keep = append(keep, p)
+	}
+	o.pending = keep
+	return nil
+}
+
+// Close aborts a transaction left open (a failed or cancelled run).
+func (o *twoPhaseOp[T, TXN]) Close() error {
+	if o.open {
+		o.open = false
+		return o.sink.Abort(o.cur)
+	}
+	return nil
+}
+
+// AddTwoPhaseCommitSink writes ds exactly once through sink: with
+// checkpointing, output becomes visible when the checkpoint covering it
+// completes; at the end of a bounded job, when the job ends.
+func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink[T, TXN]) Sink {
+	if isNil(sink) {
+		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
+	}
+	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", runtime.KindOneInput, ds.env.cfg.parallelism,
+		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
+			o := &twoPhaseOp[T, TXN]{opBase: base(bc), sink: sink, restore: bc.Restored, par: bc.Parallelism}
+			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
+		})
+	ds.connect(n, 0)
+	return Sink{node: n, env: ds.env}
+}
+
+// FileTxn is a transaction of the exactly-once file sink: one part file.
+type FileTxn struct {
+	Dir  string
+	Name string
+	f    *os.File
+}
+
+// fileSink writes lines to part files: ".inprogress-NAME" while open,
+// ".pending-NAME" once pre-committed, NAME once committed.
+type fileSink[T any] struct {
+	dir    string
+	format func(T) []byte
+	mu     sync.Mutex
+	seq    map[int]int // per subtask: the next part number
+}
+
+// FileSink writes each record as a line (format's bytes plus a newline) to
+// part files in dir, exactly once: a part file appears under its final
+// name ("part-<subtask>-<n>") only when the checkpoint covering it has
+// completed (or the bounded job ended). Files of failed attempts are
+// removed or overwritten; readers should ignore names starting with ".".
+func FileSink[T any](ds DataStream[T], dir string, format func(T) []byte) Sink {
+	if format == nil {
+		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", nilFnError("format function")))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", err))
+	}
+	return AddTwoPhaseCommitSink[T, *FileTxn](ds, &fileSink[T]{dir: dir, format: format, seq: map[int]int{}}).Name("FileSink")
+}
+
+func (s *fileSink[T]) BeginTransaction(subtask int) (*FileTxn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, started := s.seq[subtask]
+	if !started {
+		// Files an earlier attempt of this subtask left uncommitted
+		// (restored pending ones were committed before this call).
+		prefix := "part-" + strconv.Itoa(subtask) + "-"
+		for _, pat := range []string{".inprogress-" + prefix + "*", ".pending-" + prefix + "*"} {
+			stale, _ := filepath.Glob(filepath.Join(s.dir, pat))
+			for _, f := range stale {
+				if err := os.Remove(f); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	// Skip names a previous attempt already committed or pre-committed.
+	for {
+		name := "part-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(n)
+		_, e1 := os.Stat(filepath.Join(s.dir, name))
+		_, e2 := os.Stat(filepath.Join(s.dir, ".pending-"+name))
+		if os.IsNotExist(e1) && os.IsNotExist(e2) {
+			break
+		}
+		n++
+	}
+	s.seq[subtask] = n + 1
+	name := "part-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(n)
+	f, err := os.Create(filepath.Join(s.dir, ".inprogress-"+name))
+	if err != nil {
+		return nil, err
+	}
+	return &FileTxn{Dir: s.dir, Name: name, f: f}, nil
+}
+
+func (s *fileSink[T]) Write(t *FileTxn, v T, _ int64) error {
+	line := append(s.format(v), '\n')
+	_, err := t.f.Write(line)
+	return err
+}
+
+func (s *fileSink[T]) PreCommit(t *FileTxn) error {
+	if t.f == nil {
+		return nil
+	}
+	if err := t.f.Sync(); err != nil {
+		return err
+	}
+	if err := t.f.Close(); err != nil {
+		return err
+	}
+	t.f = nil
+	return os.Rename(filepath.Join(t.Dir, ".inprogress-"+t.Name), filepath.Join(t.Dir, ".pending-"+t.Name))
+}
+
+func (s *fileSink[T]) Commit(t *FileTxn) error {
+	err := os.Rename(filepath.Join(t.Dir, ".pending-"+t.Name), filepath.Join(t.Dir, t.Name))
+	if os.IsNotExist(err) {
+		if _, serr := os.Stat(filepath.Join(t.Dir, t.Name)); serr == nil {
+			return nil // committed before
+		}
+	}
+	return err
+}
+
+func (s *fileSink[T]) Abort(t *FileTxn) error {
+	if t.f != nil {
+		t.f.Close()
+		t.f = nil
+	}
+	for _, n := range []string{".inprogress-" + t.Name, ".pending-" + t.Name} {
+		if err := os.Remove(filepath.Join(t.Dir, n)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadCommittedLines returns the lines of every committed part file in dir
+// (names not starting with "."), part files in name order.
+func ReadCommittedLines(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+			if l != "" {
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
