@@ -90,9 +90,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // Environment builds and runs one job.
 type Environment struct {
-	cfg      config
-	nodes    []*runtime.Node
-	errs     []error
+	cfg        config
+	nodes      []*runtime.Node
+	errs       []error
 	tagTypes   map[string]string
 	executed   bool
 	checkpoint *checkpointConfig

@@ -82,7 +82,9 @@ func (r *sliceReader[T]) Read(_ context.Context, buf []Record[T]) ([]Record[T], 
 func (r *sliceReader[T]) Close() error { return nil }
 
 // Position implements runtime.PositionedReader: the index of the next record.
-func (r *sliceReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, int64(r.pos)), nil }
+func (r *sliceReader[T]) Position() ([]byte, error) {
+	return binary.AppendVarint(nil, int64(r.pos)), nil
+}
 
 // ReaderAt resumes the slice at a position.
 func (s sliceSource[T]) ReaderAt(_ Split, pos []byte) (SplitReader[T], error) {
