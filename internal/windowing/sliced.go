@@ -3,6 +3,7 @@ package windowing
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
@@ -38,15 +39,17 @@ type SlicedConfig[K comparable, IN, ACC any] struct {
 // the same firings (on time, at once for late-but-allowed elements), the
 // same per-window lateness and late output, the same cleanup.
 //
-// Timers are per window, as in Operator: when a key's slice gets its first
-// element, the timers of every window covering the slice that is not late
-// are registered (the window's max timestamp, if the watermark has not
-// passed it, and its cleanup time). A slice is dropped when the last window
-// covering it is cleaned up.
+// The partials of a key are one state value, a list ordered by slice
+// start (no state entry per slice, so adding is one lookup and firing
+// reads a contiguous range). Timers are per window, as in Operator: when a
+// key's slice gets its first element, the timers of every window covering
+// the slice that is not late are registered (the window's max timestamp, if
+// the watermark has not passed it, and its cleanup time). A slice is
+// dropped when the last window covering it is cleaned up.
 type Sliced[K comparable, IN, ACC any] struct {
 	cfg         SlicedConfig[K, IN, ACC]
 	g           int64
-	slices      *istate.Value[K, window.TimeWindow, ACC]
+	lists       *istate.Value[K, void, *sliceList[ACC]]
 	timers      *timer.Service[K, window.TimeWindow]
 	key         K
 	kg          int
@@ -68,11 +71,11 @@ func NewSliced[K comparable, IN, ACC any](cfg SlicedConfig[K, IN, ACC]) (*Sliced
 	if cfg.Lateness < 0 {
 		return nil, errors.New("allowed lateness must not be negative")
 	}
-	s, err := istate.GetValue[K, window.TimeWindow, ACC](cfg.Backend, state.Value[ACC]("window-slices"))
+	l, err := istate.GetValue[K, void, *sliceList[ACC]](cfg.Backend, state.Value[*sliceList[ACC]]("window-slices"))
 	if err != nil {
 		return nil, err
 	}
-	return &Sliced[K, IN, ACC]{cfg: cfg, g: gcd(cfg.Size, cfg.Slide), slices: s, timers: timer.NewService[K, window.TimeWindow]()}, nil
+	return &Sliced[K, IN, ACC]{cfg: cfg, g: gcd(cfg.Size, cfg.Slide), lists: l, timers: timer.NewService[K, window.TimeWindow]()}, nil
 }
 
 // SetCurrentKey makes k the current key.
@@ -126,11 +129,28 @@ func (s *Sliced[K, IN, ACC]) ProcessElement(v IN, ts int64) error {
 		return nil
 	}
 	ss := window.StartWithOffset(ts, s.cfg.Offset, s.g)
-	s.slices.SetNamespace(window.TimeWindow{Start: ss, End: ss + s.g})
-	acc, has := s.slices.Value()
-	s.slices.Update(s.cfg.Add(v, acc, has))
-	if !has {
-		for start := first; start <= last; start += slide {
+	l, ok := s.lists.Value()
+	if !ok {
+		l = &sliceList[ACC]{}
+		s.lists.Update(l)
+	}
+	i, found := l.find(ss)
+	if found {
+		l.parts[i].acc = s.cfg.Add(v, l.parts[i].acc, true)
+	} else {
+		var zero ACC
+		l.parts = slices.Insert(l.parts, i, slicePart[ACC]{start: ss, acc: s.cfg.Add(v, zero, false)})
+		// Windows that also cover the previous slice got their timers when
+		// it was created, if it exists; then only a window starting in
+		// this slice is new.
+		from := first
+		if i > 0 && l.parts[i-1].start == ss-s.g {
+			from = last // the only window that can start in [ss, ts]
+			if last < ss {
+				from = last + slide // none does
+			}
+		}
+		for start := from; start <= last; start += slide {
 			w := window.TimeWindow{Start: start, End: start + size}
 			m := w.End - 1
 			if m > wm {
@@ -157,16 +177,18 @@ func (s *Sliced[K, IN, ACC]) ProcessElement(v IN, ts int64) error {
 
 // fire emits the merge of the slices of w, if any has data.
 func (s *Sliced[K, IN, ACC]) fire(w window.TimeWindow) error {
+	l, ok := s.lists.Value()
+	if !ok {
+		return nil
+	}
+	i, _ := l.find(w.Start)
 	var acc ACC
 	have := false
-	for ss := w.Start; ss < w.End; ss += s.g {
-		s.slices.SetNamespace(window.TimeWindow{Start: ss, End: ss + s.g})
-		if p, ok := s.slices.Value(); ok {
-			if have {
-				acc = s.cfg.Merge(acc, p)
-			} else {
-				acc, have = p, true
-			}
+	for ; i < len(l.parts) && l.parts[i].start < w.End; i++ {
+		if have {
+			acc = s.cfg.Merge(acc, l.parts[i].acc)
+		} else {
+			acc, have = l.parts[i].acc, true
 		}
 	}
 	if !have {
@@ -190,11 +212,43 @@ func (s *Sliced[K, IN, ACC]) onTimer(t timer.Timer[K, window.TimeWindow]) error 
 		}
 	}
 	if t.Timestamp == s.cleanupTime(w.MaxTimestamp()) {
-		// The slices no later window covers: [start, start+slide).
-		for ss := w.Start; ss < w.Start+s.cfg.Slide; ss += s.g {
-			s.slices.SetNamespace(window.TimeWindow{Start: ss, End: ss + s.g})
-			s.slices.Clear()
+		// Drop the slices no later window covers: [start, start+slide).
+		if l, ok := s.lists.Value(); ok {
+			i, _ := l.find(w.Start)
+			j, _ := l.find(w.Start + s.cfg.Slide)
+			l.parts = slices.Delete(l.parts, i, j)
+			if len(l.parts) == 0 {
+				s.lists.Clear()
+			}
 		}
 	}
 	return nil
+}
+
+// sliceList holds the partials of one key, ordered by slice start.
+type sliceList[ACC any] struct {
+	parts []slicePart[ACC]
+}
+
+type slicePart[ACC any] struct {
+	start int64
+	acc   ACC
+}
+
+// find returns the index of the first slice starting at or after start,
+// and whether it starts exactly there. New slices usually go last.
+func (l *sliceList[ACC]) find(start int64) (int, bool) {
+	n := len(l.parts)
+	if n == 0 || l.parts[n-1].start < start {
+		return n, false
+	}
+	return slices.BinarySearchFunc(l.parts, start, func(p slicePart[ACC], t int64) int {
+		switch {
+		case p.start < t:
+			return -1
+		case p.start > t:
+			return 1
+		}
+		return 0
+	})
 }
