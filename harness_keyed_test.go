@@ -209,15 +209,24 @@ func TestHarnessProcessStream(t *testing.T) {
 	}
 }
 
-// TestHarnessRejectsMultiTaskBuild checks that the harness refuses operators
-// that do not chain into one task.
-func TestHarnessRejectsMultiTaskBuild(t *testing.T) {
-	_, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
-		return weir.Map(weir.Rebalance(weir.Map(in, func(v int64) int64 { return v })), func(v int64) int64 { return v })
+// TestHarnessRunsMultiTaskPlans checks that the harness drives a pipeline
+// of several tasks (here a keyed process after a rebalance and a keyBy) on
+// the caller's goroutine: what one task emits reaches the next within the
+// same step, watermarks included.
+func TestHarnessRunsMultiTaskPlans(t *testing.T) {
+	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
+		doubled := weir.Map(weir.Rebalance(weir.Map(in, func(v int64) int64 { return v })), func(v int64) int64 { return 2 * v })
+		return weir.Process(weir.KeyBy(doubled, func(v int64) int64 { return v % 2 }),
+			weir.KeyedProcessFunc[int64, int64, int64](func(v int64, _ weir.KeyedContext[int64], out weir.Collector[int64]) error {
+				out.Collect(v + 1)
+				return nil
+			}))
 	})
-	if err == nil {
-		t.Fatal("a two-task build was accepted")
-	}
+	ok(t, err)
+	defer h.Close()
+	ok(t, h.ProcessElement(3, 10))
+	ok(t, h.ProcessWatermark(12))
+	wantEvents(t, "pipeline", h.TakeEvents(), "7@10", "wm 12")
 }
 
 // timerOps registers an event-time timer at each element's timestamp (or

@@ -13,7 +13,7 @@ go build ./...
 echo "== conformance scenarios"
 shared=../shared/conformance
 files=(testdata/scenarios/*/*.scn)
-for dir in watermarks window interval-join; do
+for dir in watermarks window interval-join two-input-window; do
   if [ -d "$shared/$dir" ]; then files+=("$shared/$dir"/*.scn); fi
 done
 go run ./cmd/weir scenario --check "${files[@]}"

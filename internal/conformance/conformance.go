@@ -24,11 +24,10 @@ func Runner() *scenario.Runner {
 			"watermarks":    newWatermarks,
 			"interval-join": newIntervalJoin,
 			"window":        newWindow,
+			"window-join":   newWindowJoin,
+			"cogroup":       newCoGroup,
 		},
-		Unavailable: map[string]string{
-			"window-join": "the window-join operator is not available in this build yet",
-			"cogroup":     "the cogroup operator is not available in this build yet",
-		},
+		Unavailable: map[string]string{},
 	}
 }
 

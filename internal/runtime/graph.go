@@ -207,6 +207,7 @@ type ExternalInput struct {
 	Node  *Node
 	Gate  any // *Gate[T]
 	Input int
+	Task  *Task
 }
 
 // Plan is the physical plan of a job: its tasks, ready to run.
@@ -412,7 +413,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		offset := 0
 		for _, e := range edges {
 			if e.From.Kind == KindExternal {
-				plan.External = append(plan.External, ExternalInput{Node: e.From, Gate: g, Input: input})
+				plan.External = append(plan.External, ExternalInput{Node: e.From, Gate: g, Input: input, Task: t})
 				offset += max(e.From.Channels, 1)
 				continue
 			}

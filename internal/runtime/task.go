@@ -219,6 +219,24 @@ func (t *Task) Do(f func() error) error {
 	return t.Flush()
 }
 
+// Drain processes every message waiting in the inbox without blocking and
+// reports how many it processed (a test harness running a multi-task plan
+// on one goroutine uses it).
+func (t *Task) Drain() (int, error) {
+	n := 0
+	for {
+		select {
+		case m := <-t.inbox:
+			n++
+			if err := t.Step(m); err != nil {
+				return n, err
+			}
+		default:
+			return n, nil
+		}
+	}
+}
+
 // Step processes one inbox message and flushes.
 func (t *Task) Step(m message) error {
 	if err := t.guard(m.process); err != nil {
