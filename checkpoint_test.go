@@ -95,3 +95,59 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+// TestResumeInNewProcessFromDirStore fails a job for good, then starts the
+// same job in a new environment from the latest checkpoint in a directory:
+// together the two runs commit every record exactly once.
+func TestResumeInNewProcessFromDirStore(t *testing.T) {
+	out, cps := t.TempDir(), t.TempDir()
+	const n = 20000
+	build := func(fail bool) (*weir.Environment, *atomic.Bool) {
+		st, err := weir.NewDirCheckpointStore(cps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(64))
+		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(2))
+		var failed atomic.Bool
+		var seen atomic.Int64
+		src := weir.Generate(env, n, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
+		m := weir.Map(src, func(v int64) int64 {
+			if fail && seen.Add(1) > n/2 {
+				if latest, _ := st.Latest(t.Context()); latest != nil {
+					failed.Store(true)
+					panic("the first process dies")
+				}
+			}
+			return v
+		})
+		weir.FileSink(m, out, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
+		return env, &failed
+	}
+	env, failed := build(true)
+	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
+		t.Skipf("the first run did not fail after a checkpoint (err %v); nothing to resume", err)
+	}
+	env, _ = build(false)
+	if err := env.Execute(t.Context(), "second"); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := weir.ReadCommittedLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int, 0, len(lines))
+	for _, l := range lines {
+		v, _ := strconv.Atoi(l)
+		got = append(got, v)
+	}
+	slices.Sort(got)
+	if len(got) != n {
+		t.Fatalf("%d records committed over both runs, want %d", len(got), n)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("record %d missing or repeated", i)
+		}
+	}
+}

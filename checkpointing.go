@@ -20,7 +20,12 @@ type checkpointConfig struct {
 	exactlyOnce bool
 	store       CheckpointStore
 	retain      int
+	restore     bool
 }
+
+// RestoreFromLatest starts the job from the latest completed checkpoint in
+// the store, if there is one (as a restarted process resumes a job).
+func RestoreFromLatest() CheckpointOption { return func(c *checkpointConfig) { c.restore = true } }
 
 // CheckpointTimeout sets how long a checkpoint may take before it is
 // abandoned (default 10 minutes, as Flink).

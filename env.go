@@ -159,7 +159,17 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 		return nil, fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
-	return e.buildPlan(ctx, nil)
+	var cp *Checkpoint
+	if e.checkpoint != nil && e.checkpoint.restore {
+		var err error
+		if cp, err = e.checkpoint.store.Latest(ctx); err != nil {
+			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
+		}
+		if cp != nil {
+			e.cfg.logger.Info("restoring from checkpoint", "checkpoint", cp.ID)
+		}
+	}
+	return e.buildPlan(ctx, cp)
 }
 
 // buildPlan builds the physical plan, restoring from cp if it is not nil.
@@ -175,6 +185,15 @@ func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.P
 	if cp != nil {
 		cfg.Restore = cp.Operators
 		first = cp.ID
+	} else if e.checkpoint != nil {
+		// Number new checkpoints after any already in the store.
+		latest, err := e.checkpoint.store.Latest(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("weir: reading the checkpoint store: %w", err)
+		}
+		if latest != nil {
+			first = latest.ID
+		}
 	}
 	cfg.Checkpoint = e.runtimeCheckpointConfig(first, nil)
 	p, err := runtime.BuildPlan(ctx, e.nodes, cfg)
