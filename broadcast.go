@@ -1,6 +1,8 @@
 package weir
 
 import (
+	"bytes"
+	"encoding/gob"
 	"fmt"
 	"iter"
 	"maps"
@@ -35,6 +37,47 @@ func Broadcast[T any](ds DataStream[T], descs ...state.Named) BroadcastStream[T]
 type broadcastStore struct {
 	declared map[string]bool
 	maps     map[string]any
+	restored map[string][]byte // encoded maps from a checkpoint, decoded on first use
+}
+
+type encodedMap interface{ encode() ([]byte, error) }
+
+func (b *bcastMap[K, V]) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	err := gob.NewEncoder(&buf).Encode(b.m)
+	return buf.Bytes(), err
+}
+
+// snapshot encodes every broadcast state (and restored ones not used yet).
+func (s *broadcastStore) snapshot() (runtime.OperatorSnapshot, error) {
+	all := map[string][]byte{}
+	for name, data := range s.restored {
+		all[name] = data
+	}
+	for name, m := range s.maps {
+		data, err := m.(encodedMap).encode()
+		if err != nil {
+			return runtime.OperatorSnapshot{}, fmt.Errorf("broadcast state %q: %w", name, err)
+		}
+		all[name] = data
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(all); err != nil {
+		return runtime.OperatorSnapshot{}, err
+	}
+	return runtime.OperatorSnapshot{State: buf.Bytes()}, nil
+}
+
+// newBroadcastStore makes a subtask's store, restoring the copy of old
+// subtask i mod the old parallelism (every copy is the same), as Flink.
+func newBroadcastStore(names map[string]bool, r *runtime.Restored) (*broadcastStore, error) {
+	s := &broadcastStore{declared: names, maps: map[string]any{}}
+	if r != nil && len(r.State) > 0 {
+		if err := gob.NewDecoder(bytes.NewReader(r.State)).Decode(&s.restored); err != nil {
+			return nil, fmt.Errorf("restoring broadcast state: %w", err)
+		}
+	}
+	return s, nil
 }
 
 type bcastMap[K comparable, V any] struct{ m map[K]V }
@@ -59,6 +102,12 @@ func storeMap[K comparable, V any](s *broadcastStore, d state.MapDescriptor[K, V
 		return bm, nil
 	}
 	bm := &bcastMap[K, V]{m: map[K]V{}}
+	if data, ok := s.restored[d.Name]; ok {
+		if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&bm.m); err != nil {
+			return nil, fmt.Errorf("restoring broadcast state %q: %w", d.Name, err)
+		}
+		delete(s.restored, d.Name)
+	}
 	s.maps[d.Name] = bm
 	return bm, nil
 }
@@ -201,6 +250,11 @@ func (o *broadcastOp[IN, B, OUT]) Open() (err error) {
 }
 func (o *broadcastOp[IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
+// SnapshotState snapshots the broadcast state.
+func (o *broadcastOp[IN, B, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+	return o.store.snapshot()
+}
+
 func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
@@ -246,8 +300,11 @@ func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn Br
 	}
 	names := cs.bs.names
 	return twoInput(cs.in, cs.bs.ds, "BroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
-		o := &broadcastOp[IN, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out,
-			store: &broadcastStore{declared: names, maps: map[string]any{}}}
+		st, err := newBroadcastStore(names, bc.Restored)
+		if err != nil {
+			return nil, nil, err
+		}
+		o := &broadcastOp[IN, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out, store: st}
 		o.col.out = out
 		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
 		o.ro = bcastReadOnly{&o.opContext, o.store}
@@ -351,8 +408,11 @@ func ProcessKeyedBroadcast[K comparable, IN, B, OUT any](cs KeyedBroadcastConnec
 	}
 	names := cs.bs.names
 	return twoInput(cs.in.ds, cs.bs.ds, "KeyedBroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
-		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK), fn: cloneFunction(fn), keyFn: cs.in.key, out: out,
-			store: &broadcastStore{declared: names, maps: map[string]any{}}}
+		st, err := newBroadcastStore(names, bc.Restored)
+		if err != nil {
+			return nil, nil, err
+		}
+		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK), fn: cloneFunction(fn), keyFn: cs.in.key, out: out, store: st}
 		o.col.out = out
 		o.elem = keyedBcastElem[K]{&o.keyedBase, o.store}
 		o.side = keyedBcastSide[K]{&o.keyedBase, o.store}
