@@ -10,7 +10,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	ttl TTLConfig
+	ttl      TTLConfig
+	codec    any // Codec[T] of the stored values, from WithCodec
+	keyCodec any // Codec[T] of map keys, from WithKeyCodec
 }
 
 // WithTTL sets the time-to-live configuration of the state.
@@ -28,12 +30,17 @@ func applyOptions(opts []Option) options {
 	return o
 }
 
-func validate(kind, name string, ttl TTLConfig) error {
+func validate(kind, name string, ttl TTLConfig, codecs ...any) error {
 	if name == "" {
 		return fmt.Errorf("%s state descriptor: name must not be empty", kind)
 	}
 	if err := ttl.Validate(); err != nil {
 		return fmt.Errorf("state %q: %w", name, err)
+	}
+	for _, c := range codecs {
+		if err := codecError(c); err != nil {
+			return fmt.Errorf("state %q: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -44,16 +51,20 @@ type ValueDescriptor[V any] struct {
 	Name string
 	// TTL is the time-to-live configuration; the zero value means no TTL.
 	TTL TTLConfig
+	// Codec serializes the value in snapshots; nil picks one from the type
+	// (see Codec).
+	Codec Codec[V]
 }
 
 // Value returns a descriptor of a ValueState named name.
 func Value[V any](name string, opts ...Option) ValueDescriptor[V] {
 	o := applyOptions(opts)
-	return ValueDescriptor[V]{Name: name, TTL: o.ttl}
+	return ValueDescriptor[V]{Name: name, TTL: o.ttl, Codec: codecOf[V](o.codec, "WithCodec")}
 }
 
-// Validate checks that the name is not empty and the TTL config is valid.
-func (d ValueDescriptor[V]) Validate() error { return validate("value", d.Name, d.TTL) }
+// Validate checks that the name is not empty, the TTL config is valid and
+// no codec of another type was given.
+func (d ValueDescriptor[V]) Validate() error { return validate("value", d.Name, d.TTL, d.Codec) }
 
 // ListDescriptor describes a ListState holding a list of V per key and
 // namespace.
@@ -63,16 +74,20 @@ type ListDescriptor[V any] struct {
 	// TTL is the time-to-live configuration; the zero value means no TTL.
 	// TTL applies to each element separately.
 	TTL TTLConfig
+	// Codec serializes the elements in snapshots; nil picks one from the type
+	// (see Codec).
+	Codec Codec[V]
 }
 
 // List returns a descriptor of a ListState named name.
 func List[V any](name string, opts ...Option) ListDescriptor[V] {
 	o := applyOptions(opts)
-	return ListDescriptor[V]{Name: name, TTL: o.ttl}
+	return ListDescriptor[V]{Name: name, TTL: o.ttl, Codec: codecOf[V](o.codec, "WithCodec")}
 }
 
-// Validate checks that the name is not empty and the TTL config is valid.
-func (d ListDescriptor[V]) Validate() error { return validate("list", d.Name, d.TTL) }
+// Validate checks that the name is not empty, the TTL config is valid and
+// no codec of another type was given.
+func (d ListDescriptor[V]) Validate() error { return validate("list", d.Name, d.TTL, d.Codec) }
 
 // MapDescriptor describes a MapState holding a map from K to V per key and
 // namespace.
@@ -82,16 +97,26 @@ type MapDescriptor[K comparable, V any] struct {
 	// TTL is the time-to-live configuration; the zero value means no TTL.
 	// TTL applies to each map entry separately.
 	TTL TTLConfig
+	// Codec serializes the values in snapshots; nil picks one from the type
+	// (see Codec).
+	Codec Codec[V]
+	// KeyCodec serializes the map keys in snapshots; nil picks one from the
+	// type.
+	KeyCodec Codec[K]
 }
 
 // Map returns a descriptor of a MapState named name.
 func Map[K comparable, V any](name string, opts ...Option) MapDescriptor[K, V] {
 	o := applyOptions(opts)
-	return MapDescriptor[K, V]{Name: name, TTL: o.ttl}
+	return MapDescriptor[K, V]{Name: name, TTL: o.ttl,
+		Codec: codecOf[V](o.codec, "WithCodec"), KeyCodec: codecOf[K](o.keyCodec, "WithKeyCodec")}
 }
 
-// Validate checks that the name is not empty and the TTL config is valid.
-func (d MapDescriptor[K, V]) Validate() error { return validate("map", d.Name, d.TTL) }
+// Validate checks that the name is not empty, the TTL config is valid and
+// no codec of another type was given.
+func (d MapDescriptor[K, V]) Validate() error {
+	return validate("map", d.Name, d.TTL, d.Codec, d.KeyCodec)
+}
 
 // ReducingDescriptor describes a ReducingState that folds added values with
 // Reduce.
@@ -100,6 +125,9 @@ type ReducingDescriptor[V any] struct {
 	Name string
 	// TTL is the time-to-live configuration; the zero value means no TTL.
 	TTL TTLConfig
+	// Codec serializes the value in snapshots; nil picks one from the type
+	// (see Codec).
+	Codec Codec[V]
 	// Reduce combines the stored value a with a newly added value b.
 	Reduce func(a, b V) V
 }
@@ -108,12 +136,12 @@ type ReducingDescriptor[V any] struct {
 // values with reduce.
 func Reducing[V any](name string, reduce func(a, b V) V, opts ...Option) ReducingDescriptor[V] {
 	o := applyOptions(opts)
-	return ReducingDescriptor[V]{Name: name, TTL: o.ttl, Reduce: reduce}
+	return ReducingDescriptor[V]{Name: name, TTL: o.ttl, Reduce: reduce, Codec: codecOf[V](o.codec, "WithCodec")}
 }
 
-// Validate checks the name, the TTL config and that Reduce is set.
+// Validate checks the name, the TTL config, the codec and that Reduce is set.
 func (d ReducingDescriptor[V]) Validate() error {
-	if err := validate("reducing", d.Name, d.TTL); err != nil {
+	if err := validate("reducing", d.Name, d.TTL, d.Codec); err != nil {
 		return err
 	}
 	if d.Reduce == nil {
@@ -142,6 +170,9 @@ type AggregatingDescriptor[IN, ACC, OUT any] struct {
 	Name string
 	// TTL is the time-to-live configuration; the zero value means no TTL.
 	TTL TTLConfig
+	// Codec serializes the accumulator in snapshots; nil picks one from
+	// the type (see Codec).
+	Codec Codec[ACC]
 	// Function is the aggregate function.
 	Function AggregateFunction[IN, ACC, OUT]
 }
@@ -150,12 +181,12 @@ type AggregatingDescriptor[IN, ACC, OUT any] struct {
 // aggregates with fn.
 func Aggregating[IN, ACC, OUT any](name string, fn AggregateFunction[IN, ACC, OUT], opts ...Option) AggregatingDescriptor[IN, ACC, OUT] {
 	o := applyOptions(opts)
-	return AggregatingDescriptor[IN, ACC, OUT]{Name: name, TTL: o.ttl, Function: fn}
+	return AggregatingDescriptor[IN, ACC, OUT]{Name: name, TTL: o.ttl, Function: fn, Codec: codecOf[ACC](o.codec, "WithCodec")}
 }
 
-// Validate checks the name, the TTL config and that Function is set.
+// Validate checks the name, the TTL config, the codec and that Function is set.
 func (d AggregatingDescriptor[IN, ACC, OUT]) Validate() error {
-	if err := validate("aggregating", d.Name, d.TTL); err != nil {
+	if err := validate("aggregating", d.Name, d.TTL, d.Codec); err != nil {
 		return err
 	}
 	if d.Function == nil {

@@ -1,10 +1,12 @@
 // Package state is Weir's heap keyed-state backend: the keyed state of one
 // operator in one subtask, held as plain Go values in Go maps.
 //
-// State is stored per key group, so whole key groups can later be
-// snapshotted and moved between subtasks. Each registered state is a table
+// State is stored per key group, so whole key groups can be snapshotted
+// and moved between subtasks (SnapshotKeyGroup, RestoreKeyGroup; the
+// binary format is in FORMAT.md). Each registered state is a table
 // with one Go map per key group, keyed by (namespace, key) and holding a
-// pointer to a cell with the user value. No value is serialized or boxed.
+// pointer to a cell with the user value. No value is serialized or boxed
+// while records are processed; only snapshots serialize (snapshot.go).
 //
 // The operator sets the current key (and its key group) before each record
 // or timer with SetCurrentKey; the typed handles returned by GetValue,
@@ -44,6 +46,11 @@ type Backend[K comparable] struct {
 
 	states      map[string]*registration[K]
 	everyRecord []tableOps[K] // tables with TTL cleanup on every record
+
+	// Snapshots and restores (snapshot.go).
+	keyCodec state.Codec[K]           // nil until first needed
+	pending  map[string]*pendingState // restored, not yet registered states
+	restored []bool                   // key groups restored, by index
 }
 
 // NewBackend returns an empty backend for the key groups firstKeyGroup to
@@ -100,7 +107,8 @@ func (b *Backend[K]) CurrentKeyGroup() int { return b.kg }
 
 // Keys iterates over the distinct keys that currently have state under name,
 // in any namespace, as Flink's getKeys for applyToKeyedState. Keys of
-// expired but not yet cleaned-up TTL state are included. The keys of a key
+// expired but not yet cleaned-up TTL state are included; restored state that
+// is not registered yet has no keys here. The keys of a key
 // group are collected before they are yielded, so the loop body may set the
 // current key and read, write or clear the state. An unknown name yields
 // nothing.
@@ -121,6 +129,9 @@ func (b *Backend[K]) KeyCount() int {
 	n := 0
 	for _, r := range b.states {
 		n += r.ops.count()
+	}
+	for _, p := range b.pending {
+		n += p.count
 	}
 	return n
 }
@@ -161,6 +172,8 @@ type registration[K comparable] struct {
 	ttl   state.TTLConfig
 	tbl   any // *table[K, N, S]
 	ops   tableOps[K]
+	// stored names the types that snapshots hold (see storedTypes).
+	stored []string
 }
 
 // tableOps is the type-erased view of a table that the backend needs.
@@ -168,13 +181,20 @@ type tableOps[K comparable] interface {
 	count() int
 	keys(yield func(K) bool)
 	cleanup(now int64)
+	// For snapshots and restores (cells.go).
+	groupLen(idx int) int
+	appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]byte, error)
+	decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K]) (func(), error)
 }
 
 // register returns the table registered under name, creating it if needed.
 // A registration under the same name must have the same kind, types and TTL
-// config (any two configs that leave TTL disabled count as the same).
+// config (any two configs that leave TTL disabled count as the same). A new
+// table receives the restored entries of the state, if any; cells encodes
+// and decodes its entries' bodies (the codecs of the first registration
+// are used; later registrations' codecs are ignored).
 func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind, types []reflect.Type,
-	ttl state.TTLConfig, purge func(p *ttlParams, c *cell[S], now int64) bool) (*table[K, N, S], error) {
+	ttl state.TTLConfig, purge func(p *ttlParams, c *cell[S], now int64) bool, cells cellCodec[S]) (*table[K, N, S], error) {
 	if r, ok := b.states[name]; ok {
 		if r.kind != kind || !equalTypes(r.types, types) {
 			return nil, fmt.Errorf("state %q is already registered as %v state of %v; cannot register it as %v state of %v",
@@ -187,7 +207,12 @@ func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind
 		return r.tbl.(*table[K, N, S]), nil
 	}
 	t := newTable[K, N, S](b.last-b.first+1, ttl, purge)
-	b.states[name] = &registration[K]{kind: kind, types: types, ttl: ttl, tbl: t, ops: t}
+	t.cells, t.nsCodec = cells, DefaultCodec[N]()
+	r := &registration[K]{kind: kind, types: types, ttl: ttl, tbl: t, ops: t, stored: storedTypes(kind, types)}
+	if err := b.restorePending(name, r); err != nil {
+		return nil, err
+	}
+	b.states[name] = r
 	if t.ttl.everyRecord {
 		b.everyRecord = append(b.everyRecord, t)
 	}

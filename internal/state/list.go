@@ -94,7 +94,8 @@ func GetList[K comparable, N comparable, V any](b *Backend[K], d state.ListDescr
 		return nil, err
 	}
 	t, err := register[K, N, listData[V]](b, d.Name, kindList,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeList[V])
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeList[V],
+		listCells[V]{c: codecOr(d.Codec), zeroSize: zeroSize[V]()})
 	if err != nil {
 		return nil, err
 	}

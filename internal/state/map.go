@@ -43,7 +43,8 @@ func GetMap[K comparable, N comparable, UK comparable, UV any](b *Backend[K], d 
 		return nil, err
 	}
 	t, err := register[K, N, map[UK]mapEntry[UV]](b, d.Name, kindMap,
-		[]reflect.Type{typeOf[N](), typeOf[UK](), typeOf[UV]()}, d.TTL, purgeMap[UK, UV])
+		[]reflect.Type{typeOf[N](), typeOf[UK](), typeOf[UV]()}, d.TTL, purgeMap[UK, UV],
+		mapCells[UK, UV]{kc: codecOr(d.KeyCodec), vc: codecOr(d.Codec), zeroSize: zeroSize[UK]()})
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,10 @@ type table[K, N comparable, S any] struct {
 	// anything is left. It is used only when TTL is on.
 	purge func(p *ttlParams, c *cell[S], now int64) bool
 	cur   cleanupCursor
+	// cells and nsCodec serialize the entries in snapshots (cells.go).
+	cells   cellCodec[S]
+	nsCodec state.Codec[N]
+	scratch []entryCopy[K, N, S] // reused by appendGroup
 }
 
 func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool) *table[K, N, S] {

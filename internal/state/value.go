@@ -49,7 +49,7 @@ func GetValue[K comparable, N comparable, V any](b *Backend[K], d state.ValueDes
 		return nil, err
 	}
 	t, err := register[K, N, V](b, d.Name, kindValue,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V])
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func GetReducing[K comparable, N comparable, V any](b *Backend[K], d state.Reduc
 		return nil, err
 	}
 	t, err := register[K, N, V](b, d.Name, kindReducing,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V])
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)})
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func GetAggregating[K comparable, N comparable, IN, ACC, OUT any](b *Backend[K],
 		return nil, err
 	}
 	t, err := register[K, N, ACC](b, d.Name, kindAggregating,
-		[]reflect.Type{typeOf[N](), typeOf[IN](), typeOf[ACC](), typeOf[OUT]()}, d.TTL, purgeValue[ACC])
+		[]reflect.Type{typeOf[N](), typeOf[IN](), typeOf[ACC](), typeOf[OUT]()}, d.TTL, purgeValue[ACC], valueCells[ACC]{codecOr(d.Codec)})
 	if err != nil {
 		return nil, err
 	}

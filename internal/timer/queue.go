@@ -71,7 +71,12 @@ func (q *Queue[K, N]) Len() int { return len(q.heap) }
 // Add queues t and reports true, unless a timer with the same timestamp, key
 // and namespace is already queued, in which case it changes nothing (not
 // even the queued timer's KeyGroup) and reports false.
-func (q *Queue[K, N]) Add(t Timer[K, N]) bool {
+func (q *Queue[K, N]) Add(t Timer[K, N]) bool { return q.add(t, 0) }
+
+// add is Add with the registration number seq of the timer, which orders
+// ties; 0 means the next number. A restore passes the number the timer
+// had in the snapshotted queue, so ties keep their order.
+func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 	id := ident[K, N]{t.Timestamp, t.Key, t.Namespace}
 	if _, ok := q.index[id]; ok {
 		return false
@@ -87,9 +92,14 @@ func (q *Queue[K, N]) Add(t Timer[K, N]) bool {
 		si = len(q.slots)
 		q.slots = append(q.slots, slot[K, N]{})
 	}
-	q.seq++
+	if seq == 0 {
+		q.seq++
+		seq = q.seq
+	} else if seq > q.seq {
+		q.seq = seq
+	}
 	q.slots[si] = slot[K, N]{timer: t, pos: len(q.heap)}
-	q.heap = append(q.heap, entry{ts: t.Timestamp, seq: q.seq, slot: si})
+	q.heap = append(q.heap, entry{ts: t.Timestamp, seq: seq, slot: si})
 	q.index[id] = si
 	q.up(len(q.heap) - 1)
 	return true
