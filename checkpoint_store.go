@@ -76,7 +76,7 @@ func (d *durableStore) Save(ctx context.Context, cp *Checkpoint) error {
 	sort.Strings(uids)
 	for _, uid := range uids {
 		subs := cp.Operators[uid]
-		op := store.OperatorState{UID: uid, Parallelism: len(subs)}
+		op := store.OperatorState{UID: uid, Parallelism: len(subs), MaxParallelism: cp.MaxParallelism}
 		for i, sn := range subs {
 			st := store.SubtaskState{Index: i}
 			base := fileName(uid) + "." + strconv.Itoa(i)
@@ -132,6 +132,9 @@ func (d *durableStore) Latest(ctx context.Context) (*Checkpoint, error) {
 		return b, nil
 	}
 	for _, op := range m.Operators {
+		if op.MaxParallelism != 0 {
+			cp.MaxParallelism = op.MaxParallelism
+		}
 		subs := make([]OperatorSnapshot, op.Parallelism)
 		for _, st := range op.Subtasks {
 			if st.Index < 0 || st.Index >= len(subs) {

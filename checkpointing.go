@@ -79,8 +79,9 @@ type OperatorSnapshot = runtime.OperatorSnapshot
 // Checkpoint is a completed checkpoint: every operator's snapshot by
 // subtask.
 type Checkpoint struct {
-	ID        int64
-	Operators map[string][]OperatorSnapshot
+	ID             int64
+	MaxParallelism int
+	Operators      map[string][]OperatorSnapshot
 }
 
 // CheckpointStore keeps completed checkpoints.
@@ -193,7 +194,7 @@ func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int
 		Interval: c.interval, Timeout: c.timeout, MinPause: c.minPause, ExactlyOnce: c.exactlyOnce,
 		FirstID: firstID, Logger: e.cfg.logger, OnComplete: onComplete,
 		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
-			cp := &Checkpoint{ID: id, Operators: map[string][]OperatorSnapshot{}}
+			cp := &Checkpoint{ID: id, MaxParallelism: e.cfg.maxParallelism, Operators: map[string][]OperatorSnapshot{}}
 			for _, a := range acks {
 				for _, op := range a.Ops {
 					subs := cp.Operators[op.UID]

@@ -183,6 +183,9 @@ func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.P
 	}
 	var first int64
 	if cp != nil {
+		if cp.MaxParallelism != 0 && cp.MaxParallelism != e.cfg.maxParallelism {
+			return nil, fmt.Errorf("weir: checkpoint %d was taken with max parallelism %d, the job has %d; key groups cannot be remapped", cp.ID, cp.MaxParallelism, e.cfg.maxParallelism)
+		}
 		cfg.Restore = cp.Operators
 		first = cp.ID
 	} else if e.checkpoint != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/timer"
@@ -29,6 +30,7 @@ type keyedBase[K comparable] struct {
 	domain      TimeDomain
 	onTimer     func(ts int64) error
 	timerTS     func(ts int64)
+	restored    *runtime.Restored
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
@@ -40,7 +42,29 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 		timers:      timer.NewService[K, void](),
 		pts:         bc.Time,
 		scheduledAt: math.MaxInt64,
+		restored:    bc.Restored,
 	}
+}
+
+// SnapshotState snapshots the keyed state and timers.
+func (b *keyedBase[K]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+	kgs, err := keyedsnap.Snapshot(b.backend, b.timers)
+	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+}
+
+// restore restores keyed state and timers and re-arms the earliest
+// processing-time timer (timers already due fire right away).
+func (b *keyedBase[K]) restore() error {
+	if b.restored != nil {
+		if err := keyedsnap.Restore(b.backend, b.timers, b.restored.KeyGroups); err != nil {
+			return err
+		}
+	}
+	if next, ok := b.timers.NextProcessingTime(); ok {
+		b.scheduledAt = next
+		b.pts.Schedule(next, b.onProcessingTime)
+	}
+	return nil
 }
 
 func (b *keyedBase[K]) setKey(k K) {
@@ -128,6 +152,9 @@ func (b *keyedBase[K]) advanceWatermark(wm int64) (err error) {
 
 func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
 	defer b.catch(&err)
+	if err := b.restore(); err != nil {
+		return err
+	}
 	if op, ok := fn.(KeyedOpener[K]); ok {
 		return op.Open(b.runtimeContext())
 	}

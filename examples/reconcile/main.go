@@ -14,6 +14,9 @@
 // it (the payment may also arrive first), 1% 16..20 minutes after it (too
 // late: the order is reported unmatched), 1% exactly 15 minutes or 15
 // minutes and 1 ms after it (in time and too late), and 5% never.
+//
+// With -mode join the same reconciliation runs as an interval outer join
+// (join.go), with the late records of both sides in side outputs.
 package main
 
 import (
@@ -275,11 +278,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	n := fs.Int("orders", 100_000, "number of generated orders")
 	p := fs.Int("parallelism", runtime.NumCPU(), "parallelism of every operator")
 	samples := fs.Int("samples", 3, "sample lines to print of each kind")
+	mode := fs.String("mode", "coprocess", "coprocess: the KeyedCoProcessFunction; join: the interval outer join (join.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *n < 0 {
 		return fmt.Errorf("-orders must not be negative, got %d", *n)
+	}
+	switch *mode {
+	case "coprocess":
+	case "join":
+		return runJoin(ctx, *n, *p, *samples, stdout)
+	default:
+		return fmt.Errorf("-mode must be coprocess or join, got %q", *mode)
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(*p))
 	matches, unmatched := Build(env, *n)

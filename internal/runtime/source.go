@@ -161,6 +161,15 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 		if err := s.restore(restored); err != nil {
 			return nil, err
 		}
+		known := map[string]bool{}
+		for _, sp := range all {
+			known[sp.SplitID()] = true
+		}
+		for id := range s.restoredPos {
+			if !known[id] {
+				return nil, fmt.Errorf("source %q: the checkpoint has a position for split %s, which the source no longer has (did its parallelism change? this source's splits depend on it)", name, id)
+			}
+		}
 		for i, sp := range s.splits {
 			if s.restoredEnd[sp.SplitID()] {
 				s.ended[i] = true

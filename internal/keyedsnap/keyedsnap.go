@@ -1,0 +1,53 @@
+// Package keyedsnap snapshots and restores the keyed part of an operator
+// (its keyed state backend and one timer service) per key group, in the
+// frame the checkpoint files hold: per key group, the length of the state
+// snapshot (uvarint), the state snapshot (internal/state/FORMAT.md), then
+// the timer snapshot (internal/timer).
+package keyedsnap
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/timer"
+)
+
+// Snapshot encodes every key group of b's range.
+func Snapshot[K comparable, N comparable](b *istate.Backend[K], t *timer.Service[K, N]) (map[int][]byte, error) {
+	first, last := b.KeyGroupRange()
+	kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
+	timers, err := t.SnapshotKeyGroups(first, last, kc, nc)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int][]byte, last-first+1)
+	for kg := first; kg <= last; kg++ {
+		st, err := b.SnapshotKeyGroup(kg)
+		if err != nil {
+			return nil, err
+		}
+		frame := binary.AppendUvarint(make([]byte, 0, len(st)+len(timers[kg-first])+4), uint64(len(st)))
+		frame = append(frame, st...)
+		out[kg] = append(frame, timers[kg-first]...)
+	}
+	return out, nil
+}
+
+// Restore restores the key groups Snapshot wrote into b and t.
+func Restore[K comparable, N comparable](b *istate.Backend[K], t *timer.Service[K, N], kgs map[int][]byte) error {
+	kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
+	for kg, data := range kgs {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || uint64(len(data)-k) < n {
+			return fmt.Errorf("restoring key group %d: corrupt frame", kg)
+		}
+		if err := b.RestoreKeyGroup(kg, data[k:k+int(n)]); err != nil {
+			return fmt.Errorf("restoring key group %d: %w", kg, err)
+		}
+		if err := t.RestoreKeyGroup(kg, data[k+int(n):], kc, nc); err != nil {
+			return fmt.Errorf("restoring the timers of key group %d: %w", kg, err)
+		}
+	}
+	return nil
+}
