@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/keyedsnap"
+	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/timer"

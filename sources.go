@@ -132,7 +132,9 @@ type genSplit struct {
 	start, end int64 // bounded: [start, end)
 }
 
-func (s genSplit) SplitID() string { return "gen-" + strconv.Itoa(s.index) + "-of-" + strconv.Itoa(s.of) }
+func (s genSplit) SplitID() string {
+	return "gen-" + strconv.Itoa(s.index) + "-of-" + strconv.Itoa(s.of)
+}
 
 func (g *generatorSource[T]) Splits(p int) ([]Split, error) {
 	out := make([]Split, p)
