@@ -356,6 +356,17 @@ type keyedBroadcastOp[K comparable, IN, B, OUT any] struct {
 func (o *keyedBroadcastOp[K, IN, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
 func (o *keyedBroadcastOp[K, IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
+// SnapshotState snapshots keyed state, timers and the broadcast state.
+func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotState(id int64) (runtime.OperatorSnapshot, error) {
+	ks, err := o.keyedBase.SnapshotState(id)
+	if err != nil {
+		return ks, err
+	}
+	bs, err := o.store.snapshot()
+	ks.State = bs.State
+	return ks, err
+}
+
 func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {

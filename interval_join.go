@@ -1,11 +1,14 @@
 package weir
 
 import (
+	"bytes"
+	"encoding/gob"
 	"fmt"
 	"math"
 	"sort"
 	"time"
 
+	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
@@ -172,7 +175,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 			timers:  timer.NewService[K, int8](),
 			fn:      cloneFunction(fn), out: out, wm: math.MinInt64,
 			lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
-			fullScan: cfg.fullScan,
+			fullScan: cfg.fullScan, restored: bc.Restored,
 		}
 		if cfg.lateLeft == "" {
 			o.lateL = nil
@@ -258,6 +261,53 @@ func (b *tsBuffer[T]) remove(ts int64) (tsBucket[T], bool) {
 	return bk, true
 }
 
+// tsBufferWire is the encoded form of a tsBuffer.
+type tsBufferWire[T any] struct {
+	TS     []int64
+	Values [][]T
+	Joined [][]bool
+}
+
+// GobEncode encodes the buffer (for checkpoints).
+func (b tsBuffer[T]) GobEncode() ([]byte, error) {
+	w := tsBufferWire[T]{}
+	for _, bk := range b.buckets {
+		w.TS = append(w.TS, bk.ts)
+		vs := make([]T, len(bk.entries))
+		js := make([]bool, len(bk.entries))
+		for i, e := range bk.entries {
+			vs[i], js[i] = e.v, e.joined
+		}
+		w.Values, w.Joined = append(w.Values, vs), append(w.Joined, js)
+	}
+	var buf bytes.Buffer
+	err := gob.NewEncoder(&buf).Encode(w)
+	return buf.Bytes(), err
+}
+
+// GobDecode decodes what GobEncode wrote.
+func (b *tsBuffer[T]) GobDecode(data []byte) error {
+	var w tsBufferWire[T]
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
+		return err
+	}
+	if len(w.Values) != len(w.TS) || len(w.Joined) != len(w.TS) {
+		return fmt.Errorf("corrupt join buffer")
+	}
+	b.buckets = make([]tsBucket[T], len(w.TS))
+	for i, ts := range w.TS {
+		if len(w.Joined[i]) != len(w.Values[i]) {
+			return fmt.Errorf("corrupt join buffer")
+		}
+		es := make([]tsEntry[T], len(w.Values[i]))
+		for j := range es {
+			es[j] = tsEntry[T]{w.Values[i][j], w.Joined[i][j]}
+		}
+		b.buckets[i] = tsBucket[T]{ts: ts, entries: es}
+	}
+	return nil
+}
+
 // size returns the number of buffered records.
 func (b *tsBuffer[T]) size() int {
 	n := 0
@@ -316,6 +366,7 @@ type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	key          K
 	kg           int
 	fullScan     bool
+	restored     *runtime.Restored
 }
 
 // first returns the index of the first bucket to probe for [lo, hi]: by
@@ -333,7 +384,19 @@ func past[T any](b *tsBuffer[T], j int, hi int64, fullScan bool) bool {
 	return j >= len(b.buckets) || (!fullScan && b.buckets[j].ts > hi)
 }
 
-func (o *intervalJoinOp[K, L, R, OUT]) Open() error  { return nil }
+// Open restores the buffers and cleanup timers from a checkpoint.
+func (o *intervalJoinOp[K, L, R, OUT]) Open() error {
+	if o.restored == nil {
+		return nil
+	}
+	return keyedsnap.Restore(o.backend, o.timers, o.restored.KeyGroups)
+}
+
+// SnapshotState snapshots both sides' buffers and the cleanup timers.
+func (o *intervalJoinOp[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+	kgs, err := keyedsnap.Snapshot(o.backend, o.timers)
+	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+}
 func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 func (o *intervalJoinOp[K, L, R, OUT]) setKey(k K) {

@@ -15,6 +15,7 @@ const usage = `usage: weir <command> [arguments]
 
 commands:
   scenario [--check] FILE...   run scenario files (see ../shared/conformance/FORMAT.md)
+  nexmark [--query Q] ...      run a Nexmark query on the built-in generator (--help for flags)
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -27,6 +28,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "scenario":
 		return scenario.Main(args[1:], conformance.Runner(), stdout, stderr)
+	case "nexmark":
+		return nexmarkMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

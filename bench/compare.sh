@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# bench/compare.sh: Nexmark on Weir and on Apache Flink, side by side, on this machine.
+#
+# Builds both engines (go build ./cmd/weir; mvn -f bench/flink package, which fetches
+# Flink from Maven Central into ~/.m2 the first time), checks that the two generators
+# produce the same events, then runs each query on Weir and on Flink alternately,
+# RUNS times each, with the same events, rate, parallelism and seed, and writes the
+# medians (events/s, Weir/Flink ratio, result counts, CPU, peak RSS) to the
+# "Weir vs Flink" section of BENCHMARKS.md: it replaces only the text between the
+# compare.sh:begin and compare.sh:end markers (and appends the section, markers
+# included, when they are missing), so notes around them and other sections stay.
+#
+# Environment (defaults in brackets):
+#   EVENTS         events per run [5000000]
+#   RUNS           runs per engine and query, alternating [3]
+#   QUERIES        space- or comma-separated queries [q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12]
+#   PARALLELISM    parallelism, = number of generators, on both engines [2]
+#   RATE           event rate in events/s of event time (spaces the timestamps) [10000]
+#   SEED           generator seed [0]
+#   WARMUP_EVENTS  events of Flink's warm-up run of the query in the same JVM [min(EVENTS, 2000000)]
+#   FLINK_JAVA_OPTS extra JVM flags for the Flink runs [-Xms2g -Xmx4g]
+#   OUT            the markdown file to update [BENCHMARKS.md at the repo root]
+#   GENCHECK       1: diff the first events of both generators first [1]
+#   ALLOW_MISSING  1: run the Flink side alone for queries `weir nexmark` does not know [1]
+#
+# Exit status: 0 when every compared query's result counts match, 1 on a mismatch or a
+# failed run (the table is still written), 2 on bad settings.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+EVENTS=${EVENTS:-5000000}
+RUNS=${RUNS:-3}
+QUERIES=${QUERIES:-"q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12"}
+QUERIES=${QUERIES//,/ }
+PARALLELISM=${PARALLELISM:-2}
+RATE=${RATE:-10000}
+SEED=${SEED:-0}
+WARMUP_EVENTS=${WARMUP_EVENTS:-$((EVENTS < 2000000 ? EVENTS : 2000000))}
+FLINK_JAVA_OPTS=${FLINK_JAVA_OPTS:-"-Xms2g -Xmx4g"}
+OUT=${OUT:-$ROOT/BENCHMARKS.md}
+GENCHECK=${GENCHECK:-1}
+ALLOW_MISSING=${ALLOW_MISSING:-1}
+
+die() { echo "compare.sh: $*" >&2; exit 2; }
+for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
+done
+((EVENTS > 0)) || die "EVENTS must be > 0"
+((RUNS > 0)) || die "RUNS must be > 0"
+((PARALLELISM > 0)) || die "PARALLELISM must be > 0"
+command -v go >/dev/null || die "go not found"
+command -v mvn >/dev/null || die "mvn not found"
+command -v java >/dev/null || die "java not found"
+command -v python3 >/dev/null || die "python3 not found"
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+WORK=$ROOT/bench/out/$STAMP
+mkdir -p "$WORK"
+RESULTS=$WORK/results.jsonl
+: >"$RESULTS"
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+# ---- build ---------------------------------------------------------------------------
+log "building weir (go build ./cmd/weir)"
+(cd "$ROOT" && go build -o "$WORK/weir" ./cmd/weir)
+WEIR=$WORK/weir
+log "building the Flink module (mvn -q -f bench/flink package)"
+mvn -q -B -f "$ROOT/bench/flink/pom.xml" package -DskipTests
+FLINK_JAR=$ROOT/bench/flink/target/weir-nexmark-flink.jar
+read -r -a JVM_OPTS <"$ROOT/bench/flink/target/jvm.opts"
+read -r -a EXTRA_OPTS <<<"$FLINK_JAVA_OPTS"
+flink() { java "${JVM_OPTS[@]}" "${EXTRA_OPTS[@]}" -jar "$FLINK_JAR" "$@"; }
+
+# Which queries does `weir nexmark` know?
+WEIR_HELP=$("$WEIR" nexmark --help 2>&1 || true)
+weir_has() {
+  grep -qE "(^|[^a-z0-9])$1([^0-9]|$)" <<<"$WEIR_HELP" &&
+    ! grep -qiE "unknown command" <<<"$WEIR_HELP"
+}
+
+# ---- generator cross-check -----------------------------------------------------------
+GEN_STATUS="not run"
+if [[ $GENCHECK == 1 ]]; then
+  log "generator check: first 100000 events, $PARALLELISM generators, rate $RATE, seed $SEED"
+  # A throwaway module outside the repository that imports weir/nexmark.
+  GENDIR=$(mktemp -d "${TMPDIR:-/tmp}/weir-gencheck.XXXXXX")
+  trap 'rm -rf "$GENDIR"' EXIT
+  GO_LINE=$(grep -m1 -E '^go [0-9]' "$ROOT/go.mod" || echo "go 1.24")
+  cat >"$GENDIR/go.mod" <<EOF
+module gencheck
+
+$GO_LINE
+
+require github.com/weirstream/weir v0.0.0
+
+replace github.com/weirstream/weir => $ROOT
+EOF
+  cp "$ROOT/go.sum" "$GENDIR/go.sum"
+  # Prints every event of the Go generator in weirbench.EventFormat's line format.
+  cat >"$GENDIR/main.go" <<'GOEOF'
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/weirstream/weir/nexmark"
+)
+
+func main() {
+	events := flag.Int64("events", 1000, "")
+	gens := flag.Int("generators", 2, "")
+	rate := flag.Float64("rate", 0, "")
+	seed := flag.Uint64("seed", 0, "")
+	flag.Parse()
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for _, g := range nexmark.NewGenerators(nexmark.Config{Events: *events, Rate: *rate, Seed: *seed}, *gens) {
+		var e nexmark.Event
+		for g.HasNext() {
+			g.Next(&e)
+			switch e.Type {
+			case nexmark.PersonEvent:
+				p := e.Person
+				fmt.Fprintf(w, "P|%d|%s|%s|%s|%s|%s|%d|%s\n", p.ID, p.Name, p.EmailAddress, p.CreditCard, p.City, p.State, p.DateTime, p.Extra)
+			case nexmark.AuctionEvent:
+				a := e.Auction
+				fmt.Fprintf(w, "A|%d|%s|%s|%d|%d|%d|%d|%d|%d|%s\n", a.ID, a.ItemName, a.Description, a.InitialBid, a.Reserve, a.DateTime, a.Expires, a.Seller, a.Category, a.Extra)
+			default:
+				b := e.Bid
+				fmt.Fprintf(w, "B|%d|%d|%d|%s|%s|%d|%s\n", b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime, b.Extra)
+			}
+		}
+	}
+}
+GOEOF
+  if (cd "$GENDIR" && GOFLAGS=-mod=mod go build -o gencheck . 2>"$GENDIR/build.log"); then
+    "$GENDIR/gencheck" -events 100000 -generators "$PARALLELISM" -rate "$RATE" -seed "$SEED" >"$WORK/events.go.txt"
+    java -cp "$FLINK_JAR" weirbench.GenDump 100000 "$PARALLELISM" "$RATE" "$SEED" >"$WORK/events.java.txt"
+    if cmp -s "$WORK/events.go.txt" "$WORK/events.java.txt"; then
+      GEN_STATUS="identical (first 100,000 events, every field)"
+      log "generator check: identical"
+    else
+      GEN_STATUS="DIFFERENT (see events.go.txt and events.java.txt in bench/out/$STAMP)"
+      log "!!! generator check: the Go and Java generators DIFFER; first difference:"
+      cmp "$WORK/events.go.txt" "$WORK/events.java.txt" | head -1 >&2 || true
+    fi
+  else
+    cp "$GENDIR/build.log" "$WORK/gencheck-build.log"
+    GEN_STATUS="not run (the Go check program did not build, see bench/out/$STAMP/gencheck-build.log)"
+    log "!!! generator check: build failed, see $WORK/gencheck-build.log"
+  fi
+fi
+
+# ---- runs ----------------------------------------------------------------------------
+FAILED=0
+run_one() { # engine query run
+  local engine=$1 q=$2 r=$3 out err rc=0
+  out=$WORK/$q.$engine.$r.json
+  err=$WORK/$q.$engine.$r.log
+  if [[ $engine == weir ]]; then
+    "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+      --json >"$out" 2>"$err" || rc=$?
+  else
+    flink --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+      --warmup-events "$WARMUP_EVENTS" --json >"$out" 2>"$err" || rc=$?
+  fi
+  local line
+  line=$(grep -E '^\{' "$out" | tail -1 || true)
+  if ((rc != 0)) || [[ -z $line ]]; then
+    log "!!! $engine $q run $r failed (exit $rc); see $err"
+    FAILED=1
+    return
+  fi
+  python3 - "$engine" "$q" "$r" "$line" >>"$RESULTS" <<'PY'
+import json, sys
+engine, q, r, line = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+d = json.loads(line)
+d.update(engine=engine, query_name=q, run=r)
+print(json.dumps(d))
+PY
+  log "$engine $q run $r: $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.0f events/s, %d results, %.2f s" % (d["events_per_second"], d["results"], d["seconds"]))' "$line")"
+}
+
+T0=$(date +%s)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+for q in $QUERIES; do
+  have_weir=1
+  if ! weir_has "$q"; then
+    have_weir=0
+    if [[ $ALLOW_MISSING != 1 ]]; then
+      log "!!! weir nexmark does not know $q"
+      FAILED=1
+      continue
+    fi
+    log "weir nexmark does not know $q (yet): Flink side alone"
+  fi
+  for ((r = 1; r <= RUNS; r++)); do
+    ((have_weir)) && run_one weir "$q" "$r"
+    run_one flink "$q" "$r"
+  done
+done
+T1=$(date +%s)
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- table ---------------------------------------------------------------------------
+GO_VERSION=$(go version)
+JAVA_VERSION=$(java -version 2>&1 | head -1)
+CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || echo unknown)
+CORES=$(nproc)
+MEM=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo 2>/dev/null || echo unknown)
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(cd "$ROOT" && [[ -n $(git status --porcelain 2>/dev/null) ]] && echo " (with uncommitted changes)" || true)
+
+set +e
+export QUERIES RUNS EVENTS RATE PARALLELISM SEED WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE LOAD_AFTER \
+  GO_VERSION JAVA_VERSION CPU_MODEL CORES MEM COMMIT DIRTY
+python3 - "$RESULTS" "$OUT" <<'PY'
+import json, statistics, sys, os, re
+results_path, out_path = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(results_path) if l.strip()]
+E = os.environ
+queries = E["QUERIES"].split()
+runs = int(E["RUNS"])
+def med(xs):
+    return statistics.median(xs) if xs else None
+def fmt_eps(v):
+    if v is None: return "–"
+    if v >= 1e6: return "%.2f M" % (v / 1e6)
+    return "%.0f K" % (v / 1e3)
+def fmt_mib(v):
+    return "–" if v is None else "%.0f" % (v / 1048576)
+flink_version = next((r.get("flink_version") for r in rows if r["engine"] == "flink"), "?")
+mismatch = []
+lines = []
+lines.append("| query | Weir events/s | Flink events/s | Weir / Flink | results Weir | results Flink | counts | Weir CPU s | Flink CPU s | CPU Flink / Weir | Weir peak RSS MiB | Flink peak RSS MiB |")
+lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+ratios = {}
+for q in queries:
+    w = [r for r in rows if r["query_name"] == q and r["engine"] == "weir"]
+    f = [r for r in rows if r["query_name"] == q and r["engine"] == "flink"]
+    we, fe = med([r["events_per_second"] for r in w]), med([r["events_per_second"] for r in f])
+    wres = sorted(set(r["results"] for r in w)); fres = sorted(set(r["results"] for r in f))
+    if not w or not f:
+        check = "weir n/a" if not w else "flink n/a"
+    elif q == "q12":
+        check = "n/a (processing time)"
+    elif len(wres) == 1 and wres == fres:
+        check = "match"
+    else:
+        check = "**MISMATCH**"
+        mismatch.append("%s: weir %s, flink %s" % (q, wres, fres))
+    ratio = "%.2f×" % (we / fe) if we and fe else "–"
+    if we and fe:
+        ratios[q] = we / fe
+    wc = med([r.get("cpu_seconds", 0) for r in w]) if w else None
+    fc = med([r.get("cpu_seconds", 0) for r in f]) if f else None
+    def res(xs): return "–" if not xs else "/".join(str(x) for x in xs)
+    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        q, fmt_eps(we), fmt_eps(fe), ratio, res(wres), res(fres), check,
+        "–" if wc is None else "%.2f" % wc,
+        "–" if fc is None else "%.2f" % fc,
+        "%.2f×" % (fc / wc) if wc and fc else "–",
+        fmt_mib(med([r.get("peak_rss_bytes", 0) for r in w])) if w else "–",
+        fmt_mib(med([r.get("peak_rss_bytes", 0) for r in f])) if f else "–"))
+section = []
+section.append("<!-- compare.sh:begin (written by bench/compare.sh; rerun it to refresh up to compare.sh:end) -->")
+section.append("")
+section.append("Nexmark queries on Weir (`weir nexmark`) and on Apache Flink %s (DataStream API, local MiniCluster, "
+               "`bench/flink`), same generator logic (identical events: same seed, ids, timestamps and strings), "
+               "same events, rate and parallelism, on the same machine. Medians of %d run(s) per engine and query, Weir and Flink alternating. "
+               "Time runs from the first event a source emits to the end of input at the last sink, so process, JVM and "
+               "MiniCluster start-up are excluded; Flink runs a warm-up of the same query (%s events) in the same JVM first. "
+               "Results are counted in a discarding sink on both sides." % (flink_version, runs, "{:,}".format(int(E["WARMUP_EVENTS"]))))
+section.append("")
+section.append("- Machine: %s cores (`nproc`), %s, %s; load average (1, 5, 15 min) %s before the runs, %s after" % (
+               E["CORES"], E["CPU_MODEL"], E["MEM"], E["LOAD_BEFORE"], E["LOAD_AFTER"]))
+section.append("- Versions: %s; %s; Flink %s; Weir %s%s" % (E["GO_VERSION"], E["JAVA_VERSION"], flink_version, E["COMMIT"], E["DIRTY"]))
+section.append("- Workload: %s events, rate %s events/s of event time, parallelism %s (= generators), seed %s; "
+               "Flink: hashmap state backend, object reuse on, no checkpoints, JVM flags `%s`" % (
+               "{:,}".format(int(E["EVENTS"])), E["RATE"], E["PARALLELISM"], E["SEED"], E["FLINK_JAVA_OPTS"]))
+section.append("- Generator check: " + E["GEN_STATUS"])
+section.append("- Command: `EVENTS=%s RUNS=%s QUERIES=\"%s\" PARALLELISM=%s RATE=%s bench/compare.sh` "
+               "(%d s in all; raw JSON per run in `bench/out/%s/`, not committed)" % (
+               E["EVENTS"], E["RUNS"], E["QUERIES"], E["PARALLELISM"], E["RATE"],
+               int(E["T1"]) - int(E["T0"]), E["STAMP"]))
+section.append("")
+section.extend(lines)
+section.append("")
+if ratios:
+    import math
+    geo = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios))
+    short = [q for q, v in ratios.items() if v < 5]
+    section.append("Weir / Flink events/s: geometric mean %.2f× over %d queries; at least 5× on %d of %d%s." % (
+        geo, len(ratios), len(ratios) - len(short), len(ratios),
+        (" (below 5×: " + ", ".join(short) + ")") if short else ""))
+    section.append("")
+if mismatch:
+    section.append("**Result counts differ:** " + "; ".join(mismatch))
+    section.append("")
+text = open(out_path).read() if os.path.exists(out_path) else "# Benchmarks\n"
+section.append("<!-- compare.sh:end -->")
+block = "\n".join(section)
+m = re.search(r"<!-- compare\.sh:begin.*?<!-- compare\.sh:end -->", text, flags=re.S)
+if m:
+    text = text[:m.start()] + block + text[m.end():]
+else:
+    if not text.endswith("\n"): text += "\n"
+    text += "\n## Weir vs Flink\n\n" + block + "\n"
+open(out_path, "w").write(text)
+print("\n".join(lines))
+if mismatch:
+    print("\n!!! RESULT COUNTS DIFFER: " + "; ".join(mismatch), file=sys.stderr)
+    sys.exit(1)
+PY
+TABLE_RC=$?
+set -e
+log "wrote the Weir vs Flink section of $OUT (raw results: $WORK)"
+if ((TABLE_RC != 0)) || ((FAILED != 0)) || [[ $GEN_STATUS == DIFFERENT* ]]; then
+  log "!!! comparison NOT clean: see the messages above"
+  exit 1
+fi

@@ -1,0 +1,213 @@
+package weirbench;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.Locale;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.PipelineOptions;
+import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.runtime.util.EnvironmentInformation;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * {@code weir-nexmark-flink --query qN --events N --parallelism P [--rate R] [--json]}: runs one
+ * Nexmark query on Flink (local MiniCluster, DataStream API) with the same generator, events,
+ * rate and parallelism as {@code weir nexmark}, and prints the same summary.
+ *
+ * <p>Measurement: a warm-up run of the same query first (same JVM, so the JIT has compiled the
+ * hot paths), then the measured run, timed from the first event a source emits to the end of
+ * input at the last sink subtask: JVM and MiniCluster start-up, job deployment and teardown are
+ * not counted. CPU seconds are the process's CPU time over the same interval; the peak RSS is the
+ * process's VmHWM, reset before the measured run.
+ */
+public final class NexmarkMain {
+    private NexmarkMain() {}
+
+    static final String USAGE = String.join("\n",
+            "usage: weir-nexmark-flink --query QUERY --events N --parallelism P [--rate R] [--json]",
+            "",
+            "  --query QUERY        " + String.join(", ", Queries.NAMES),
+            "  --events N           events to generate (> 0)",
+            "  --parallelism P      parallelism and number of generators (>= 1; default 2)",
+            "  --rate R             event rate in events per second of event time (default 10000)",
+            "  --seed S             generator seed (default 0)",
+            "  --warmup-events N    events of the warm-up run (default: --events; 0: no warm-up)",
+            "  --json               print one JSON object",
+            "");
+
+    static final class Options {
+        String query;
+        long events = -1;
+        int parallelism = 2;
+        double rate = NexmarkConfig.DEFAULT_RATE;
+        long seed;
+        long warmupEvents = -1;
+        boolean json;
+    }
+
+    static final class UsageException extends Exception {
+        UsageException(String msg) {
+            super(msg);
+        }
+    }
+
+    static Options parse(String[] args) throws UsageException {
+        Options o = new Options();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            String value = null;
+            int eq = a.indexOf('=');
+            if (a.startsWith("--") && eq > 0) {
+                value = a.substring(eq + 1);
+                a = a.substring(0, eq);
+            } else if (a.startsWith("-") && !a.startsWith("--")) {
+                a = "-" + a; // -query as --query, like Go's flag package
+            }
+            if (a.equals("--json")) {
+                o.json = true;
+                continue;
+            }
+            if (a.equals("--help") || a.equals("--h")) {
+                throw new UsageException(null);
+            }
+            if (value == null) {
+                if (i + 1 >= args.length) {
+                    throw new UsageException("flag needs an argument: " + a);
+                }
+                value = args[++i];
+            }
+            try {
+                switch (a) {
+                    case "--query": o.query = value; break;
+                    case "--events": o.events = Long.parseLong(value); break;
+                    case "--parallelism": o.parallelism = Integer.parseInt(value); break;
+                    case "--rate": o.rate = Double.parseDouble(value); break;
+                    case "--seed": o.seed = Long.parseUnsignedLong(value); break;
+                    case "--warmup-events": o.warmupEvents = Long.parseLong(value); break;
+                    default: throw new UsageException("unknown flag " + a);
+                }
+            } catch (NumberFormatException e) {
+                throw new UsageException("invalid value \"" + value + "\" for " + a);
+            }
+        }
+        if (o.query == null) {
+            throw new UsageException("--query is required");
+        }
+        o.query = o.query.toLowerCase(Locale.ROOT);
+        if (!Queries.NAMES.contains(o.query)) {
+            throw new UsageException("unknown query \"" + o.query + "\" (known: " + String.join(", ", Queries.NAMES) + ")");
+        }
+        if (o.events <= 0) {
+            throw new UsageException("--events must be > 0");
+        }
+        if (o.parallelism < 1) {
+            throw new UsageException("--parallelism must be >= 1");
+        }
+        if (!(o.rate > 0) || Double.isInfinite(o.rate)) {
+            throw new UsageException("--rate must be > 0");
+        }
+        if (o.warmupEvents < 0) {
+            o.warmupEvents = o.events;
+        }
+        return o;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options o;
+        try {
+            o = parse(args);
+        } catch (UsageException e) {
+            if (e.getMessage() == null) {
+                System.out.print(USAGE);
+                System.exit(0);
+            }
+            System.err.println("weir-nexmark-flink: " + e.getMessage());
+            System.err.print(USAGE);
+            System.exit(2);
+            return;
+        }
+        if (o.warmupEvents > 0) {
+            run(o, o.warmupEvents);
+            if (!o.json) {
+                System.err.printf(Locale.ROOT, "warm-up: %d events in %.3f s%n", o.warmupEvents, RunStats.seconds());
+            }
+        }
+        run(o, o.events);
+        report(o, System.out);
+        System.exit(0);
+    }
+
+    static NexmarkConfig config(Options o, long events) {
+        NexmarkConfig cfg = new NexmarkConfig();
+        cfg.events = events;
+        cfg.rate = o.rate;
+        cfg.seed = o.seed;
+        cfg.generators = o.parallelism;
+        return cfg;
+    }
+
+    /** Runs the query once over the given number of events in a fresh local MiniCluster. */
+    static void run(Options o, long events) throws Exception {
+        NexmarkConfig cfg = config(o, events);
+        Configuration conf = new Configuration();
+        conf.set(StateBackendOptions.STATE_BACKEND, "hashmap");
+        conf.set(PipelineOptions.OBJECT_REUSE, true);
+        conf.set(PipelineOptions.GENERIC_TYPES, Boolean.getBoolean("weirbench.genericTypes"));
+        conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
+        conf.set(RestOptions.ADDRESS, "127.0.0.1");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(o.parallelism, conf);
+        DataStream<Event> events0 = env.fromSource(new NexmarkSource(cfg),
+                WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs)),
+                "Nexmark");
+        sinkAll(Queries.build(o.query, events0));
+        System.gc();
+        RunStats.resetPeakRss();
+        RunStats.reset();
+        env.execute("nexmark " + o.query);
+        long emitted = RunStats.eventsEmitted.sum();
+        if (emitted != events) {
+            throw new IllegalStateException("sources emitted " + emitted + " events, want " + events);
+        }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void sinkAll(DataStream<?> results) {
+        ((DataStream) results).sinkTo(new CountingSink<>()).name("count");
+    }
+
+    static void report(Options o, PrintStream out) {
+        double seconds = RunStats.seconds();
+        double eps = o.events / seconds;
+        long results = RunStats.results.sum();
+        double cpu = RunStats.cpuSeconds();
+        long rss = RunStats.peakRssBytes();
+        String flink = EnvironmentInformation.getVersion();
+        if (o.json) {
+            out.printf(Locale.ROOT,
+                    "{\"engine\":\"flink\",\"flink_version\":\"%s\",\"query\":\"%s\",\"events\":%d,\"parallelism\":%d,"
+                            + "\"rate\":%s,\"seconds\":%.6f,\"events_per_second\":%.1f,\"results\":%d,"
+                            + "\"cpu_seconds\":%.3f,\"peak_rss_bytes\":%d,\"warmup_events\":%d}%n",
+                    flink, o.query, o.events, o.parallelism, num(o.rate), seconds, eps, results, cpu, rss,
+                    o.warmupEvents);
+        } else {
+            out.printf(Locale.ROOT, "flink %s  %s  parallelism %d  rate %s%n", flink, o.query, o.parallelism, num(o.rate));
+            out.printf(Locale.ROOT, "  events        %d%n", o.events);
+            out.printf(Locale.ROOT, "  seconds       %.3f%n", seconds);
+            out.printf(Locale.ROOT, "  events/s      %.0f%n", eps);
+            out.printf(Locale.ROOT, "  cpu seconds   %.3f (%.2f cores)%n", cpu, cpu / seconds);
+            out.printf(Locale.ROOT, "  peak rss      %.1f MiB%n", rss / 1048576.0);
+            out.printf(Locale.ROOT, "  results       %d%n", results);
+        }
+    }
+
+    private static String num(double v) {
+        if (v == Math.rint(v) && Math.abs(v) < 1e15) {
+            return Long.toString((long) v);
+        }
+        return Double.toString(v);
+    }
+}

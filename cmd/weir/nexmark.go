@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/nexmark"
+	"github.com/weirstream/weir/nexmark/queries"
+)
+
+const nexmarkUsage = `usage: weir nexmark [flags]
+
+Runs a Nexmark query on the built-in event generator (one generator per
+source subtask) into a discarding sink and prints a summary: events, wall
+seconds, events/s, CPU seconds, peak RSS, result count.
+
+flags:
+  --query NAME        query to run: %s; gen (the generator alone,
+                      the baseline); or all (gen, then every query) (default q0)
+  --events N          events to generate, over all generators (default 10000000)
+  --parallelism P     parallelism of every operator and number of generators (default: CPUs)
+  --rate N            event rate in events per second of event time (default %d); it spaces
+                      the synthetic timestamps only, the source runs as fast as it can
+  --seed N            generator seed (default 0); runs with the same flags see the same events
+  --double-bidder-offset
+                      reproduce the Flink generator's bidder id (+1000 twice)
+  --json              print one JSON object on stdout instead of the text summary
+`
+
+// nexmarkRun is the summary of one query run.
+type nexmarkRun struct {
+	Query           string  `json:"query"`
+	Events          int64   `json:"events"`
+	Parallelism     int     `json:"parallelism"`
+	Rate            float64 `json:"rate"`
+	Seconds         float64 `json:"seconds"`
+	EventsPerSecond float64 `json:"events_per_second"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
+	Results         int64   `json:"results"`
+}
+
+type nexmarkOptions struct {
+	query       string
+	events      int64
+	parallelism int
+	rate        float64
+	seed        uint64
+	quirk       bool
+	json        bool
+}
+
+func nexmarkMain(args []string, stdout, stderr io.Writer) int {
+	var o nexmarkOptions
+	fs := flag.NewFlagSet("nexmark", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.query, "query", "q0", "")
+	fs.Int64Var(&o.events, "events", 10_000_000, "")
+	fs.IntVar(&o.parallelism, "parallelism", goruntime.NumCPU(), "")
+	fs.Float64Var(&o.rate, "rate", nexmark.DefaultRate, "")
+	fs.Uint64Var(&o.seed, "seed", 0, "")
+	fs.BoolVar(&o.quirk, "double-bidder-offset", false, "")
+	fs.BoolVar(&o.json, "json", false, "")
+	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "weir nexmark: %v\n%s", err, usage)
+		return 2
+	}
+	var bad []string
+	if fs.NArg() > 0 {
+		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	var qs []queries.Query
+	if o.query == "all" {
+		qs = append([]queries.Query{queries.Generator}, queries.All...)
+	} else if q, ok := queries.Lookup(o.query); ok {
+		qs = []queries.Query{q}
+	} else {
+		bad = append(bad, fmt.Sprintf("unknown query %q (available: %s, gen, all)", o.query, strings.Join(queries.Names(), ", ")))
+	}
+	if o.events <= 0 {
+		bad = append(bad, fmt.Sprintf("--events must be positive, got %d", o.events))
+	}
+	if o.parallelism < 1 {
+		bad = append(bad, fmt.Sprintf("--parallelism must be at least 1, got %d", o.parallelism))
+	}
+	if !(o.rate > 0) {
+		bad = append(bad, fmt.Sprintf("--rate must be positive, got %v", o.rate))
+	}
+	if len(bad) > 0 {
+		for _, b := range bad {
+			fmt.Fprintf(stderr, "weir nexmark: %s\n", b)
+		}
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var progress io.Writer
+	if isTerminal(stderr) {
+		progress = stderr
+	}
+	var runs []nexmarkRun
+	for _, q := range qs {
+		r, err := runNexmark(ctx, q, o, progress)
+		if err != nil {
+			fmt.Fprintf(stderr, "weir nexmark: %s: %v\n", q.Name, err)
+			return 1
+		}
+		runs = append(runs, r)
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		if o.query == "all" {
+			enc.Encode(struct {
+				Query       string       `json:"query"`
+				Events      int64        `json:"events"`
+				Parallelism int          `json:"parallelism"`
+				Rate        float64      `json:"rate"`
+				Runs        []nexmarkRun `json:"runs"`
+			}{"all", o.events, o.parallelism, o.rate, runs})
+		} else {
+			enc.Encode(runs[0])
+		}
+		return 0
+	}
+	if len(runs) == 1 {
+		printSummary(stdout, qs[0], runs[0])
+	} else {
+		printTable(stdout, runs)
+	}
+	return 0
+}
+
+// runNexmark runs one query and measures it: wall time from job start to
+// end (the job's set-up is a few ms), process CPU time over the same span,
+// and the peak RSS (reset before the run where Linux allows, after
+// returning freed memory to the OS; it includes the process's baseline).
+func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, progress io.Writer) (nexmarkRun, error) {
+	debug.FreeOSMemory() // so the peak RSS below is this run's
+	resetPeakRSS()
+	env := weir.NewEnvironment(weir.WithParallelism(o.parallelism))
+	cfg := nexmark.Config{Events: o.events, Rate: o.rate, Seed: o.seed, DoubleBidderOffset: o.quirk}
+	q.Build(nexmark.Events(env, cfg))
+	cpu0 := cpuSeconds()
+	start := time.Now()
+	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
+	if err != nil {
+		return nexmarkRun{}, err
+	}
+	if progress != nil {
+		tick := time.NewTicker(250 * time.Millisecond)
+	loop:
+		for {
+			select {
+			case <-h.Done():
+				break loop
+			case <-tick.C:
+				n := sourceEvents(h)
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(progress, "\r%s: %s / %s events (%.0f%%), %s events/s, %s results   ",
+					q.Name, human(float64(n)), human(float64(o.events)), 100*float64(n)/float64(o.events),
+					human(float64(n)/el), human(float64(queries.Results(h))))
+			}
+		}
+		tick.Stop()
+		fmt.Fprint(progress, "\r\033[K")
+	}
+	err = h.Wait()
+	secs := time.Since(start).Seconds()
+	cpu := cpuSeconds() - cpu0
+	if err != nil {
+		return nexmarkRun{}, err
+	}
+	return nexmarkRun{
+		Query: q.Name, Events: o.events, Parallelism: o.parallelism, Rate: o.rate,
+		Seconds: secs, EventsPerSecond: float64(o.events) / secs, CPUSeconds: cpu,
+		PeakRSSBytes: peakRSS(), Results: queries.Results(h),
+	}, nil
+}
+
+// sourceEvents is the number of events the source has emitted so far.
+func sourceEvents(h *weir.JobHandle) int64 {
+	var n int64
+	for _, t := range h.Metrics() {
+		for _, o := range t.Operators {
+			if o.Name == "Nexmark" {
+				n += o.RecordsOut
+			}
+		}
+	}
+	return n
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// peakRSS is the process's peak resident set: VmHWM from /proc (reset by
+// resetPeakRSS), else getrusage's ru_maxrss (the peak over the process's
+// life; kilobytes on Linux).
+func peakRSS() int64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 1 {
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						return kb * 1024
+					}
+				}
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return int64(ru.Maxrss) * 1024
+}
+
+// resetPeakRSS resets VmHWM to the current RSS (Linux: clear_refs 5), so
+// each query of `--query all` reports its own peak.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// human formats n with a k/M/G suffix.
+func human(n float64) string {
+	switch {
+	case n >= 1e9:
+		return strconv.FormatFloat(n/1e9, 'f', 2, 64) + "G"
+	case n >= 1e6:
+		return strconv.FormatFloat(n/1e6, 'f', 2, 64) + "M"
+	case n >= 1e4:
+		return strconv.FormatFloat(n/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64)
+}
+
+func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB" }
+
+func printSummary(w io.Writer, q queries.Query, r nexmarkRun) {
+	fmt.Fprintf(w, "%s: %s (parallelism %d, rate %g events/s of event time)\n", q.Name, q.Title, r.Parallelism, r.Rate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "events\t%d\n", r.Events)
+	fmt.Fprintf(tw, "wall seconds\t%.3f\n", r.Seconds)
+	fmt.Fprintf(tw, "events/s\t%.0f\n", r.EventsPerSecond)
+	fmt.Fprintf(tw, "CPU seconds\t%.3f (%.2f cores)\n", r.CPUSeconds, r.CPUSeconds/r.Seconds)
+	fmt.Fprintf(tw, "peak RSS\t%s\n", mib(r.PeakRSSBytes))
+	fmt.Fprintf(tw, "results\t%d\n", r.Results)
+	tw.Flush()
+}
+
+func printTable(w io.Writer, runs []nexmarkRun) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "query\tevents\tseconds\tevents/s\tCPU s\tpeak RSS\tresults\t")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.0f\t%.3f\t%s\t%d\t\n", r.Query, r.Events, r.Seconds, r.EventsPerSecond, r.CPUSeconds, mib(r.PeakRSSBytes), r.Results)
+	}
+	tw.Flush()
+}
