@@ -17,5 +17,9 @@ for dir in watermarks window interval-join two-input-window; do
   if [ -d "$shared/$dir" ]; then files+=("$shared/$dir"/*.scn); fi
 done
 go run ./cmd/weir scenario --check "${files[@]}"
+if command -v mvn >/dev/null 2>&1; then
+  echo "== the Flink benchmark module compiles (Maven)"
+  mvn -q -B -f bench/flink -DskipTests compile
+fi
 echo "== go test -race"
 go test -race -count=1 -timeout 18m ./...
