@@ -193,6 +193,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		if o.right, err = istate.GetValue[K, void](o.backend, state.Value[*tsBuffer[R]]("RIGHT_BUFFER")); err != nil {
 			return nil, nil, err
 		}
+		o.initSides()
 		return o, o, nil
 	})
 	// The late-data tags are side outputs of the join.
@@ -367,6 +368,8 @@ type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	kg           int
 	fullScan     bool
 	restored     *runtime.Restored
+	leftSide     joinSide[K, L, R]
+	rightSide    joinSide[K, R, L]
 }
 
 // first returns the index of the first bucket to probe for [lo, hi]: by
@@ -419,25 +422,50 @@ func (o *intervalJoinOp[K, L, R, OUT]) emit(l *L, r *R, lts, rts int64) error {
 	return nil
 }
 
-func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
-	defer o.catch(&err)
+// joinSide is one input of the interval join: its records X probe the
+// other side's buffer of Y for timestamps in [ts+lo, ts+hi], then wait in
+// their own buffer until their cleanup timer (ts + delay) fires.
+type joinSide[K comparable, X, Y any] struct {
+	name   string
+	key    func(X) K
+	own    *istate.Value[K, void, *tsBuffer[X]]
+	other  *istate.Value[K, void, *tsBuffer[Y]]
+	late   runtime.OutputPort
+	lo, hi int64
+	delay  int64
+	ns     int8
+	// emit calls the join function with the pair in (left, right) order.
+	emit func(x *X, y *Y, xts, yts int64) error
+}
+
+func (o *intervalJoinOp[K, L, R, OUT]) initSides() {
+	o.leftSide = joinSide[K, L, R]{name: "left", key: o.keyL, own: o.left, other: o.right, late: o.lateL,
+		lo: o.lower, hi: o.upper, delay: max(o.upper, 0), ns: nsLeft, emit: o.emit}
+	o.rightSide = joinSide[K, R, L]{name: "right", key: o.keyR, own: o.right, other: o.left, late: o.lateR,
+		lo: -o.upper, hi: -o.lower, delay: max(-o.lower, 0), ns: nsRight,
+		emit: func(r *R, l *L, rts, lts int64) error { return o.emit(l, r, lts, rts) }}
+}
+
+// processSide runs Flink's processElement for one side: the late check,
+// the probe of the other side's buffer, buffering, the cleanup timer.
+func processSide[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, OUT], s *joinSide[K, X, Y], recs []runtime.Record[X]) error {
 	for i := range recs {
 		v, ts := recs[i].Value, recs[i].TS
 		if ts == NoTimestamp {
-			return fmt.Errorf("interval join needs event timestamps: a left record has none (assign timestamps and watermarks first)")
+			return fmt.Errorf("interval join needs event timestamps: a %s record has none (assign timestamps and watermarks first)", s.name)
 		}
 		if ts < o.wm {
-			if o.lateL != nil {
-				if err := o.lateL.EmitAny(v, ts); err != nil {
+			if s.late != nil {
+				if err := s.late.EmitAny(v, ts); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		o.setKey(o.keyL(v))
+		o.setKey(s.key(v))
 		matched := false
-		if other, ok := o.right.Value(); ok && other != nil {
-			lo, hi := ts+o.lower, ts+o.upper
+		if other, ok := s.other.Value(); ok && other != nil {
+			lo, hi := ts+s.lo, ts+s.hi
 			for j := first(other, lo, o.fullScan); !past(other, j, hi, o.fullScan); j++ {
 				bk := &other.buckets[j]
 				if bk.ts < lo || bk.ts > hi {
@@ -446,65 +474,31 @@ func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (
 				for e := range bk.entries {
 					bk.entries[e].joined = true
 					matched = true
-					if err := o.emit(&v, &bk.entries[e].v, ts, bk.ts); err != nil {
+					if err := s.emit(&v, &bk.entries[e].v, ts, bk.ts); err != nil {
 						return err
 					}
 				}
 			}
 		}
-		buf, ok := o.left.Value()
+		buf, ok := s.own.Value()
 		if !ok || buf == nil {
-			buf = &tsBuffer[L]{}
-			o.left.Update(buf)
+			buf = &tsBuffer[X]{}
+			s.own.Update(buf)
 		}
 		buf.add(ts, v, matched)
-		o.timers.RegisterEventTime(o.key, o.kg, nsLeft, ts+max(o.upper, 0))
+		o.timers.RegisterEventTime(o.key, o.kg, s.ns, ts+s.delay)
 	}
 	return o.out.Err()
 }
 
+func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
+	defer o.catch(&err)
+	return processSide(o, &o.leftSide, recs)
+}
+
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch2(recs []runtime.Record[R]) (err error) {
 	defer o.catch(&err)
-	for i := range recs {
-		v, ts := recs[i].Value, recs[i].TS
-		if ts == NoTimestamp {
-			return fmt.Errorf("interval join needs event timestamps: a right record has none (assign timestamps and watermarks first)")
-		}
-		if ts < o.wm {
-			if o.lateR != nil {
-				if err := o.lateR.EmitAny(v, ts); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		o.setKey(o.keyR(v))
-		matched := false
-		if other, ok := o.left.Value(); ok && other != nil {
-			lo, hi := ts-o.upper, ts-o.lower
-			for j := first(other, lo, o.fullScan); !past(other, j, hi, o.fullScan); j++ {
-				bk := &other.buckets[j]
-				if bk.ts < lo || bk.ts > hi {
-					continue
-				}
-				for e := range bk.entries {
-					bk.entries[e].joined = true
-					matched = true
-					if err := o.emit(&bk.entries[e].v, &v, bk.ts, ts); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		buf, ok := o.right.Value()
-		if !ok || buf == nil {
-			buf = &tsBuffer[R]{}
-			o.right.Update(buf)
-		}
-		buf.add(ts, v, matched)
-		o.timers.RegisterEventTime(o.key, o.kg, nsRight, ts+max(-o.lower, 0))
-	}
-	return o.out.Err()
+	return processSide(o, &o.rightSide, recs)
 }
 
 func (o *intervalJoinOp[K, L, R, OUT]) onTimer(t timer.Timer[K, int8]) error {
