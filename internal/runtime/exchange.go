@@ -93,7 +93,7 @@ func (m *batchMsg[T]) process() error {
 		return nil
 	}
 	r, c, paused, err := g.deliverFrom(ch, m.recs, m.ctrls, m.r, m.c)
-	if paused && err == nil {
+	if paused && err == nil && (r < len(m.recs) || c < len(m.ctrls)) {
 		m.r, m.c = r, c
 		g.align.hold(g.index, ch, m)
 		return nil
@@ -132,6 +132,16 @@ func (x *Exchange[T]) Consumers() int { return len(x.consumers) }
 
 // Producers returns the number of producer subtasks.
 func (x *Exchange[T]) Producers() int { return x.producers }
+
+// ChannelsPerConsumer returns how many input channels the exchange gives
+// each consumer: one for a forward exchange (subtask i reads only producer
+// i, as Flink's forward partitioner), else one per producer.
+func (x *Exchange[T]) ChannelsPerConsumer() int {
+	if x.kind == PartitionForward {
+		return 1
+	}
+	return x.producers
+}
 
 // Attach connects consumer subtask i: its batches go to inbox and feed the
 // gate's channels offset..offset+producers-1.
@@ -187,6 +197,9 @@ func (w *Writer[T]) buf(c int) *batchMsg[T] {
 	if m == nil {
 		m = w.x.get()
 		m.ch = w.p
+		if w.x.kind == PartitionForward {
+			m.ch = 0
+		}
 		m.reader = &w.x.consumers[c]
 		m.credit = w.credits[c]
 		w.pending[c] = m
@@ -256,6 +269,13 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 }
 
 func (w *Writer[T]) broadcastCtrl(c ctrl) error {
+	if w.x.kind == PartitionForward {
+		// A forward channel is the only link between the two subtasks.
+		m := w.buf(w.p)
+		c.pos = len(m.recs)
+		m.ctrls = append(m.ctrls, c)
+		return w.Flush()
+	}
 	for i := range w.x.consumers {
 		m := w.buf(i)
 		c.pos = len(m.recs)

@@ -108,6 +108,7 @@ type exchange interface {
 	writer(ctx context.Context, p int, m *TaskMetrics) (barrierWriter, any)
 	attach(i int, g gate, offset int, inbox chan message)
 	producers() int
+	channels() int
 }
 
 type gate interface {
@@ -162,6 +163,7 @@ func (t typedExchange[T]) attach(i int, g gate, offset int, inbox chan message) 
 	t.x.Attach(i, g.(*Gate[T]), offset, inbox)
 }
 func (t typedExchange[T]) producers() int { return t.x.Producers() }
+func (t typedExchange[T]) channels() int  { return t.x.ChannelsPerConsumer() }
 
 // Config holds the job-wide settings a plan needs.
 type Config struct {
@@ -399,7 +401,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			if e.From.Kind == KindExternal {
 				channels += max(e.From.Channels, 1)
 			} else {
-				channels += exchanges[e].producers()
+				channels += exchanges[e].channels()
 			}
 		}
 		if len(edges) == 0 {
@@ -419,7 +421,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			}
 			x := exchanges[e]
 			atts = append(atts, attachment{x, g, offset})
-			offset += x.producers()
+			offset += x.channels()
 			capacity += x.producers() * max(cfg.Credits, 1)
 		}
 	}
