@@ -98,10 +98,10 @@ func values(recs []Record[string]) []string {
 func TestAlignmentBlocksChannelsUntilAllBarriersArrive(t *testing.T) {
 	r := newAlignRig(t, true)
 	r.rec(0, "a1")
-	r.barrier(0, 1)    // input 1 channel 0 delivered barrier 1: blocked
-	r.rec(0, "a2")     // held: after the barrier
-	r.rec(1, "b1")     // channel 1 has no barrier yet: processed
-	r.rec(2, "c1")     // input 2: processed
+	r.barrier(0, 1) // input 1 channel 0 delivered barrier 1: blocked
+	r.rec(0, "a2")  // held: after the barrier
+	r.rec(1, "b1")  // channel 1 has no barrier yet: processed
+	r.rec(2, "c1")  // input 2: processed
 	if got, want := r.seen(), "[a1 b1]|[c1]"; got != want {
 		t.Fatalf("before alignment: %s, want %s", got, want)
 	}
@@ -136,7 +136,7 @@ func TestAtLeastOnceDoesNotBlock(t *testing.T) {
 func TestNewerBarrierAbortsAlignment(t *testing.T) {
 	r := newAlignRig(t, true)
 	r.barrier(0, 1)
-	r.rec(0, "a1") // held by checkpoint 1
+	r.rec(0, "a1")  // held by checkpoint 1
 	r.barrier(1, 2) // a newer checkpoint: 1 is abandoned, a1 is released
 	if fmt.Sprint(r.aborted) != "[1]" {
 		t.Fatalf("aborted %v", r.aborted)
