@@ -222,3 +222,30 @@ func TestHasPointers(t *testing.T) {
 		}
 	}
 }
+
+func TestForwardKeepsSubtasksApart(t *testing.T) {
+	x, err := NewExchange[int](PartitionForward, nil, 2, 2, ExchangeConfig{BatchSize: 4, Credits: 4})
+	must(t, err)
+	if x.ChannelsPerConsumer() != 1 {
+		t.Fatalf("a forward consumer has %d channels, want 1", x.ChannelsPerConsumer())
+	}
+	inbox := make(chan message, 16)
+	s0, s1 := &sink[int]{}, &sink[int]{}
+	x.Attach(0, NewGate[int](1, s0), 0, inbox)
+	x.Attach(1, NewGate[int](1, s1), 0, inbox)
+	ctx := context.Background()
+	w0, w1 := x.Writer(ctx, 0, nil), x.Writer(ctx, 1, nil)
+	must(t, w0.ProcessWatermark(5))
+	must(t, w1.ProcessBatch([]Record[int]{{7, 1}}))
+	must(t, w1.ProcessWatermark(9))
+	close(inbox)
+	for m := range inbox {
+		must(t, m.process())
+	}
+	if len(s0.wms) != 1 || s0.wms[0] != 5 || len(s0.recs) != 0 {
+		t.Fatalf("subtask 0 saw %v / %v, want only its producer's watermark 5", s0.wms, s0.recs)
+	}
+	if len(s1.wms) != 1 || s1.wms[0] != 9 || len(s1.recs) != 1 {
+		t.Fatalf("subtask 1 saw %v / %v", s1.wms, s1.recs)
+	}
+}
