@@ -129,10 +129,14 @@ func IntervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	if isNil(fn) {
 		left.ds.env.fail(fmt.Errorf("operator %q: %w", "IntervalJoin", nilFnError("join function")))
 	}
-	inner := OuterJoinFunc[L, R, OUT](func(l *L, r *R, ctx JoinContext, out Collector[OUT]) error {
-		return fn.ProcessElement(*l, *r, ctx, out)
-	})
-	return intervalJoin(left, right, b, innerJoin, inner, "IntervalJoin", opts)
+	// Each subtask gets its own copy of the user's function, then wrapped.
+	perSubtask := func() (OuterJoinFunction[L, R, OUT], any) {
+		u := cloneFunction(fn)
+		return OuterJoinFunc[L, R, OUT](func(l *L, r *R, ctx JoinContext, out Collector[OUT]) error {
+			return u.ProcessElement(*l, *r, ctx, out)
+		}), u
+	}
+	return intervalJoin(left, right, b, innerJoin, perSubtask, "IntervalJoin", opts)
 }
 
 // IntervalOuterJoin is IntervalJoin that also emits the records of the
@@ -147,11 +151,15 @@ func IntervalOuterJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], righ
 	if kind < LeftOuter || kind > FullOuter {
 		left.ds.env.fail(fmt.Errorf("operator %q: unknown outer join kind %d", "IntervalOuterJoin", kind))
 	}
-	return intervalJoin(left, right, b, kind, fn, "IntervalOuterJoin", opts)
+	perSubtask := func() (OuterJoinFunction[L, R, OUT], any) {
+		u := cloneFunction(fn)
+		return u, u
+	}
+	return intervalJoin(left, right, b, kind, perSubtask, "IntervalOuterJoin", opts)
 }
 
 func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right KeyedStream[K, R], b IntervalBounds,
-	kind OuterJoinKind, fn OuterJoinFunction[L, R, OUT], name string, opts []IntervalJoinOption) DataStream[OUT] {
+	kind OuterJoinKind, newFn func() (OuterJoinFunction[L, R, OUT], any), name string, opts []IntervalJoinOption) DataStream[OUT] {
 	env := left.ds.env
 	var cfg intervalJoinConfig
 	for _, o := range opts {
@@ -173,10 +181,12 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 			keyL: left.key, keyR: right.key, hash: left.hashK, maxP: bc.MaxParallelism,
 			backend: istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
 			timers:  timer.NewService[K, int8](),
-			fn:      cloneFunction(fn), out: out, wm: math.MinInt64,
+			out: out, wm: math.MinInt64,
 			lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
 			fullScan: cfg.fullScan, restored: bc.Restored,
 		}
+		o.fn, o.user = newFn()
+		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
 		if cfg.lateLeft == "" {
 			o.lateL = nil
 		}
@@ -370,6 +380,8 @@ type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	restored     *runtime.Restored
 	leftSide     joinSide[K, L, R]
 	rightSide    joinSide[K, R, L]
+	user         any // the user's function, for Open and Close
+	rc           runtimeCtx
 }
 
 // first returns the index of the first bucket to probe for [lo, hi]: by
@@ -387,12 +399,19 @@ func past[T any](b *tsBuffer[T], j int, hi int64, fullScan bool) bool {
 	return j >= len(b.buckets) || (!fullScan && b.buckets[j].ts > hi)
 }
 
-// Open restores the buffers and cleanup timers from a checkpoint.
-func (o *intervalJoinOp[K, L, R, OUT]) Open() error {
-	if o.restored == nil {
-		return nil
+// Open restores the buffers and cleanup timers from a checkpoint and opens
+// the user's function.
+func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
+	defer o.catch(&err)
+	if o.restored != nil {
+		if err := keyedsnap.Restore(o.backend, o.timers, o.restored.KeyGroups); err != nil {
+			return err
+		}
 	}
-	return keyedsnap.Restore(o.backend, o.timers, o.restored.KeyGroups)
+	if op, ok := o.user.(Opener); ok {
+		return op.Open(o.rc)
+	}
+	return nil
 }
 
 // SnapshotState snapshots both sides' buffers and the cleanup timers.
@@ -400,7 +419,7 @@ func (o *intervalJoinOp[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSna
 	kgs, err := keyedsnap.Snapshot(o.backend, o.timers)
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
 }
-func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.user, &o.opBase) }
 
 func (o *intervalJoinOp[K, L, R, OUT]) setKey(k K) {
 	o.key = k

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +230,55 @@ func TestIntervalJoinOrdersPayments(t *testing.T) {
 	}
 	if got := res.Values(); !slices.Equal(got, []int{1}) {
 		t.Fatalf("matched orders %v, want [1]", got)
+	}
+}
+
+type countingJoin struct {
+	n              int
+	opened, closed bool
+	seen           *atomic.Int64
+	subtasks       *sync.Map
+}
+
+func (c *countingJoin) Open(ctx weir.RuntimeContext) error {
+	c.opened = true
+	c.subtasks.Store(ctx.Subtask(), c)
+	return nil
+}
+
+func (c *countingJoin) Close() error { c.closed = true; return nil }
+
+func (c *countingJoin) ProcessElement(l, r int, _ weir.JoinContext, out weir.Collector[int]) error {
+	c.n++ // per-subtask state: a data race if subtasks shared the instance
+	c.seen.Add(1)
+	return nil
+}
+
+// TestIntervalJoinFunctionPerSubtask checks that each subtask gets its own
+// copy of a pointer-to-struct join function, opened and closed.
+func TestIntervalJoinFunctionPerSubtask(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	strategy := weir.ForMonotonousTimestamps[int]().WithTimestampAssigner(func(v int, _ int64) int64 { return int64(v) })
+	a := weir.Generate(env, 2000, 0, func(i int64) int { return int(i) }, strategy)
+	b := weir.Generate(env, 2000, 0, func(i int64) int { return int(i) }, strategy)
+	id := func(v int) int { return v }
+	var seen atomic.Int64
+	var subs sync.Map
+	fn := &countingJoin{seen: &seen, subtasks: &subs}
+	weir.Discard(weir.IntervalJoin(weir.KeyBy(a, id), weir.KeyBy(b, id), weir.Between(0, 0), fn))
+	if err := env.Execute(t.Context(), "per-subtask"); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	subs.Range(func(_, v any) bool {
+		c := v.(*countingJoin)
+		if c == fn || !c.opened || !c.closed {
+			t.Errorf("subtask function shared with the original or not opened/closed: %+v", c)
+		}
+		total += c.n
+		return true
+	})
+	if total != 2000 || seen.Load() != 2000 {
+		t.Fatalf("per-subtask counts sum to %d (seen %d), want 2000", total, seen.Load())
 	}
 }
