@@ -181,7 +181,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 			keyL: left.key, keyR: right.key, hash: left.hashK, maxP: bc.MaxParallelism,
 			backend: istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
 			timers:  timer.NewService[K, int8](),
-			out: out, wm: math.MinInt64,
+			out:     out, wm: math.MinInt64,
 			lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
 			fullScan: cfg.fullScan, restored: bc.Restored,
 		}
