@@ -4,7 +4,11 @@
 // watermark or the processing time advances.
 package timer
 
-import "iter"
+import (
+	"iter"
+	"slices"
+	"sort"
+)
 
 // Timer is a timer registered for a key and namespace. Its identity is
 // (Timestamp, Key, Namespace); KeyGroup is carried along so timers can be
@@ -30,43 +34,62 @@ type ident[K comparable, N comparable] struct {
 // slot holds one queued timer.
 type slot[K comparable, N comparable] struct {
 	timer Timer[K, N]
-	pos   int // index of the slot's entry in Queue.heap
+	seq   uint64 // registration order, breaks timestamp ties
+	live  bool   // false once deleted; the slot is freed when its bucket passes it
 }
 
-// entry is a heap element. It copies the ordering fields out of the slot so
-// that sifting compares contiguous memory.
+// entry names a queued timer for snapshots: its timestamp, registration
+// number and slot.
 type entry struct {
 	ts   int64
-	seq  uint64 // registration order, breaks timestamp ties
+	seq  uint64
 	slot int
+}
+
+// bucket holds the timers of one timestamp in registration order.
+type bucket struct {
+	ts    int64
+	items []int // slot indices, ascending seq; items[:head] are gone
+	head  int
+	live  int // live timers in items[head:]
+	pos   int // index in Queue.heap
 }
 
 // Queue is a priority set of timers ordered by timestamp, ties broken by
 // registration order (so the order is deterministic), and de-duplicated on
-// (Timestamp, Key, Namespace). Add, Delete and Poll take O(log n) time.
+// (Timestamp, Key, Namespace).
 //
-// Timers live in a slice of slots recycled through a free list; the binary
-// heap holds (timestamp, registration number, slot index) entries and an
-// index map finds a timer's slot, so steady state operation does not
-// allocate beyond map growth.
+// Timers with the same timestamp share a bucket, a FIFO of slot indices in
+// registration order; a binary heap orders the buckets by timestamp. Window
+// and cleanup timers of many keys usually share a few timestamps, so adding
+// and polling are then O(1) (a map lookup and an append or a pop); with
+// distinct timestamps they are O(log n) as in a plain heap. An index map
+// finds a timer's slot for de-duplication and Delete, which only marks the
+// slot dead: the slot is freed when its bucket's head passes it or the
+// bucket empties. Slots and buckets are recycled, so steady-state operation
+// does not allocate beyond map growth.
 //
 // The zero Queue is empty and ready to use. A Queue is not safe for
 // concurrent use.
 type Queue[K comparable, N comparable] struct {
-	slots []slot[K, N]
-	free  []int
-	heap  []entry
-	index map[ident[K, N]]int
-	seq   uint64
+	slots   []slot[K, N]
+	free    []int
+	index   map[ident[K, N]]int
+	buckets map[int64]*bucket // the buckets by timestamp
+	heap    []*bucket         // min-heap of the buckets by timestamp
+	spare   []*bucket
+	last    *bucket // the bucket of the latest Add, to skip a map lookup
+	n       int
+	seq     uint64
 }
 
 // NewQueue returns an empty queue.
 func NewQueue[K comparable, N comparable]() *Queue[K, N] {
-	return &Queue[K, N]{index: make(map[ident[K, N]]int)}
+	return &Queue[K, N]{index: make(map[ident[K, N]]int), buckets: make(map[int64]*bucket)}
 }
 
 // Len returns the number of queued timers.
-func (q *Queue[K, N]) Len() int { return len(q.heap) }
+func (q *Queue[K, N]) Len() int { return q.n }
 
 // Add queues t and reports true, unless a timer with the same timestamp, key
 // and namespace is already queued, in which case it changes nothing (not
@@ -78,11 +101,11 @@ func (q *Queue[K, N]) Add(t Timer[K, N]) bool { return q.add(t, 0) }
 // had in the snapshotted queue, so ties keep their order.
 func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 	id := ident[K, N]{t.Timestamp, t.Key, t.Namespace}
-	if _, ok := q.index[id]; ok {
-		return false
-	}
 	if q.index == nil {
 		q.index = make(map[ident[K, N]]int)
+		q.buckets = make(map[int64]*bucket)
+	} else if _, ok := q.index[id]; ok {
+		return false
 	}
 	var si int
 	if n := len(q.free); n > 0 {
@@ -98,11 +121,40 @@ func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 	} else if seq > q.seq {
 		q.seq = seq
 	}
-	q.slots[si] = slot[K, N]{timer: t, pos: len(q.heap)}
-	q.heap = append(q.heap, entry{ts: t.Timestamp, seq: seq, slot: si})
+	b := q.bucketFor(t.Timestamp)
+	q.slots[si] = slot[K, N]{timer: t, seq: seq, live: true}
 	q.index[id] = si
-	q.up(len(q.heap) - 1)
+	q.n++
+	if k := len(b.items); k > b.head && q.slots[b.items[k-1]].seq > seq {
+		// An older registration number (restores only): keep seq order.
+		i := b.head + sort.Search(k-b.head, func(i int) bool { return q.slots[b.items[b.head+i]].seq > seq })
+		b.items = slices.Insert(b.items, i, si)
+	} else {
+		b.items = append(b.items, si)
+	}
+	b.live++
 	return true
+}
+
+// bucketFor returns the live bucket of ts, creating it if needed.
+func (q *Queue[K, N]) bucketFor(ts int64) *bucket {
+	if b := q.last; b != nil && b.ts == ts {
+		return b
+	}
+	b := q.buckets[ts]
+	if b == nil {
+		if n := len(q.spare); n > 0 {
+			b = q.spare[n-1]
+			q.spare = q.spare[:n-1]
+		} else {
+			b = &bucket{}
+		}
+		b.ts = ts
+		q.buckets[ts] = b
+		q.push(b)
+	}
+	q.last = b
+	return b
 }
 
 // Contains reports whether a timer with timestamp ts, key and namespace ns
@@ -115,37 +167,89 @@ func (q *Queue[K, N]) Contains(ts int64, key K, ns N) bool {
 // Delete removes the timer with timestamp ts, key and namespace ns and
 // reports whether it was queued.
 func (q *Queue[K, N]) Delete(ts int64, key K, ns N) bool {
-	si, ok := q.index[ident[K, N]{ts, key, ns}]
+	id := ident[K, N]{ts, key, ns}
+	si, ok := q.index[id]
 	if !ok {
 		return false
 	}
-	q.removeAt(q.slots[si].pos)
+	delete(q.index, id)
+	q.slots[si].live = false
+	b := q.buckets[ts]
+	q.n--
+	if b.live--; b.live == 0 {
+		q.release(b)
+	}
 	return true
+}
+
+// release frees the slots left in b (all dead), removes b from the
+// buckets and the heap and recycles it.
+func (q *Queue[K, N]) release(b *bucket) {
+	for _, si := range b.items[b.head:] {
+		q.freeSlot(si)
+	}
+	delete(q.buckets, b.ts)
+	if q.last == b {
+		q.last = nil
+	}
+	q.remove(b.pos)
+	b.items, b.head, b.live = b.items[:0], 0, 0
+	q.spare = append(q.spare, b)
+}
+
+func (q *Queue[K, N]) freeSlot(si int) {
+	q.slots[si] = slot[K, N]{} // drop references held by the key and namespace
+	q.free = append(q.free, si)
+}
+
+// front returns the bucket of the earliest timer, its head on a live slot,
+// or nil if the queue is empty.
+func (q *Queue[K, N]) front() *bucket {
+	if len(q.heap) == 0 {
+		return nil
+	}
+	b := q.heap[0]
+	for !q.slots[b.items[b.head]].live {
+		q.freeSlot(b.items[b.head])
+		b.head++
+	}
+	return b
 }
 
 // Peek returns the earliest timer without removing it; ok is false if the
 // queue is empty.
 func (q *Queue[K, N]) Peek() (t Timer[K, N], ok bool) {
-	if len(q.heap) == 0 {
+	b := q.front()
+	if b == nil {
 		return t, false
 	}
-	return q.slots[q.heap[0].slot].timer, true
+	return q.slots[b.items[b.head]].timer, true
 }
 
 // Poll removes and returns the earliest timer; ok is false if the queue is
 // empty.
 func (q *Queue[K, N]) Poll() (t Timer[K, N], ok bool) {
-	if len(q.heap) == 0 {
+	b := q.front()
+	if b == nil {
 		return t, false
 	}
-	return q.removeAt(0), true
+	si := b.items[b.head]
+	t = q.slots[si].timer
+	delete(q.index, ident[K, N]{t.Timestamp, t.Key, t.Namespace})
+	q.freeSlot(si)
+	b.head++
+	q.n--
+	if b.live--; b.live == 0 {
+		q.release(b)
+	}
+	return t, true
 }
 
-// All yields every queued timer, in no particular order. The queue must not
-// be modified during the iteration.
+// All yields every queued timer, in timestamp order (ties in registration
+// order). The queue must not be modified during the iteration.
 func (q *Queue[K, N]) All() iter.Seq[Timer[K, N]] {
 	return func(yield func(Timer[K, N]) bool) {
-		for _, e := range q.heap {
+		for e := range q.entries() {
 			if !yield(q.slots[e.slot].timer) {
 				return
 			}
@@ -153,72 +257,88 @@ func (q *Queue[K, N]) All() iter.Seq[Timer[K, N]] {
 	}
 }
 
-// removeAt removes the heap entry at pos, frees its slot and returns its
-// timer.
-func (q *Queue[K, N]) removeAt(pos int) Timer[K, N] {
-	si := q.heap[pos].slot
-	t := q.slots[si].timer
-	last := len(q.heap) - 1
-	if pos != last {
-		q.swap(pos, last)
-	}
-	q.heap = q.heap[:last]
-	if pos != last {
-		if !q.down(pos) {
-			q.up(pos)
+// entries yields every queued timer's entry in queue order (timestamp,
+// then registration number), so snapshots are deterministic.
+func (q *Queue[K, N]) entries() iter.Seq[entry] {
+	return func(yield func(entry) bool) {
+		times := make([]int64, 0, len(q.buckets))
+		for ts := range q.buckets {
+			times = append(times, ts)
+		}
+		slices.Sort(times)
+		for _, ts := range times {
+			b := q.buckets[ts]
+			for _, si := range b.items[b.head:] {
+				if s := &q.slots[si]; s.live && !yield(entry{ts: b.ts, seq: s.seq, slot: si}) {
+					return
+				}
+			}
 		}
 	}
-	delete(q.index, ident[K, N]{t.Timestamp, t.Key, t.Namespace})
-	q.slots[si] = slot[K, N]{} // drop references held by the key and namespace
-	q.free = append(q.free, si)
-	return t
 }
 
-// less orders heap positions i and j by timestamp, then registration order.
-func (q *Queue[K, N]) less(i, j int) bool {
-	a, b := &q.heap[i], &q.heap[j]
-	if a.ts != b.ts {
-		return a.ts < b.ts
+// push adds b to the heap.
+func (q *Queue[K, N]) push(b *bucket) {
+	b.pos = len(q.heap)
+	q.heap = append(q.heap, b)
+	q.up(b.pos)
+}
+
+// remove removes the bucket at heap position i.
+func (q *Queue[K, N]) remove(i int) {
+	h := q.heap
+	n := len(h) - 1
+	if i != n {
+		h[i] = h[n]
+		h[i].pos = i
 	}
-	return a.seq < b.seq
+	h[n] = nil
+	q.heap = h[:n]
+	if i != n && !q.down(i) {
+		q.up(i)
+	}
 }
 
-// swap exchanges heap positions i and j.
-func (q *Queue[K, N]) swap(i, j int) {
-	q.heap[i], q.heap[j] = q.heap[j], q.heap[i]
-	q.slots[q.heap[i].slot].pos = i
-	q.slots[q.heap[j].slot].pos = j
-}
-
-// up restores the heap order from position i towards the root.
+// up moves the bucket at heap position i towards the root.
 func (q *Queue[K, N]) up(i int) {
+	h := q.heap
+	b := h[i]
 	for i > 0 {
-		parent := (i - 1) / 2
-		if !q.less(i, parent) {
-			return
+		p := (i - 1) / 2
+		if h[p].ts <= b.ts {
+			break
 		}
-		q.swap(i, parent)
-		i = parent
+		h[i] = h[p]
+		h[i].pos = i
+		i = p
 	}
+	h[i] = b
+	b.pos = i
 }
 
-// down restores the heap order from position i towards the leaves and
-// reports whether the entry moved.
+// down moves the bucket at heap position i towards the leaves and reports
+// whether it moved.
 func (q *Queue[K, N]) down(i int) bool {
-	start, n := i, len(q.heap)
+	h := q.heap
+	n := len(h)
+	b := h[i]
+	start := i
 	for {
-		child := 2*i + 1
-		if child >= n {
+		c := 2*i + 1
+		if c >= n {
 			break
 		}
-		if r := child + 1; r < n && q.less(r, child) {
-			child = r
+		if c+1 < n && h[c+1].ts < h[c].ts {
+			c++
 		}
-		if !q.less(child, i) {
+		if b.ts <= h[c].ts {
 			break
 		}
-		q.swap(i, child)
-		i = child
+		h[i] = h[c]
+		h[i].pos = i
+		i = c
 	}
+	h[i] = b
+	b.pos = i
 	return i > start
 }

@@ -462,3 +462,21 @@ func BenchmarkRegisterAndAdvanceStringKeys(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkRegisterAndAdvanceSharedTimestamps is the window operator's
+// pattern: 10k keys each register a timer at the same window end, and the
+// watermark passes one window end every 10k registrations.
+func BenchmarkRegisterAndAdvanceSharedTimestamps(b *testing.B) {
+	s := NewService[int64, int64]()
+	nop := func(Timer[int64, int64]) error { return nil }
+	const keys = 10_000
+	var i int64
+	for b.Loop() {
+		end := i/keys*1000 + 999
+		s.RegisterEventTime(i%keys, 0, end-999, end)
+		if i%keys == keys-1 {
+			_ = s.AdvanceWatermark(end, nop)
+		}
+		i++
+	}
+}

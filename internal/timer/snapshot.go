@@ -48,12 +48,12 @@ func (s *Service[K, N]) SnapshotKeyGroup(kg int, kc state.Codec[K], nc state.Cod
 // unextended.
 func (s *Service[K, N]) AppendKeyGroupSnapshot(dst []byte, kg int, kc state.Codec[K], nc state.Codec[N]) ([]byte, error) {
 	var ev, pr []entry
-	for _, e := range s.event.heap {
+	for e := range s.event.entries() {
 		if s.event.slots[e.slot].timer.KeyGroup == kg {
 			ev = append(ev, e)
 		}
 	}
-	for _, e := range s.proc.heap {
+	for e := range s.proc.entries() {
 		if s.proc.slots[e.slot].timer.KeyGroup == kg {
 			pr = append(pr, e)
 		}
@@ -78,8 +78,8 @@ func (s *Service[K, N]) SnapshotKeyGroups(first, last int, kc state.Codec[K], nc
 	pr := make([][]entry, n)
 	split := func(q *Queue[K, N], by [][]entry) error {
 		// Room for a little more than an even share avoids most growth.
-		share := len(q.heap)/n + len(q.heap)/(4*n) + 8
-		for _, e := range q.heap {
+		share := q.Len()/n + q.Len()/(4*n) + 8
+		for e := range q.entries() {
 			kg := q.slots[e.slot].timer.KeyGroup
 			if kg < first || kg > last {
 				return fmt.Errorf("timer: a timer of key group %d is outside the snapshot range [%d, %d]", kg, first, last)
