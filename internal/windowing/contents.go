@@ -14,6 +14,9 @@ type Contents[IN, V any, W comparable] interface {
 	SetNamespace(ns W)
 	// Add adds an element with its timestamp.
 	Add(v IN, ts int64)
+	// Exists reports whether the window has contents (an entry, possibly
+	// empty after a purge).
+	Exists() bool
 	// Get returns the contents, or false when the window has none.
 	Get() (V, bool)
 	// Clear removes the contents.
@@ -30,6 +33,9 @@ func NewReducing[K, W comparable, T any](b *istate.Backend[K], reduce func(a, b 
 	h, err := istate.GetReducing[K, W, T](b, state.Reducing("window-contents", reduce))
 	return &Reducing[K, W, T]{h}, err
 }
+
+// Exists implements Contents.
+func (r *Reducing[K, W, T]) Exists() bool { return r.h.Exists() }
 
 // SetNamespace implements Contents.
 func (r *Reducing[K, W, T]) SetNamespace(ns W) { r.h.SetNamespace(ns) }
@@ -57,6 +63,9 @@ func NewAggregating[K, W comparable, IN, ACC, OUT any](b *istate.Backend[K], fn 
 	return &Aggregating[K, W, IN, ACC, OUT]{h}, err
 }
 
+// Exists implements Contents.
+func (a *Aggregating[K, W, IN, ACC, OUT]) Exists() bool { return a.h.Exists() }
+
 // SetNamespace implements Contents.
 func (a *Aggregating[K, W, IN, ACC, OUT]) SetNamespace(ns W) { a.h.SetNamespace(ns) }
 
@@ -80,6 +89,9 @@ func NewList[K, W comparable, T any](b *istate.Backend[K]) (*List[K, W, T], erro
 	h, err := istate.GetList[K, W, T](b, state.List[T]("window-contents"))
 	return &List[K, W, T]{h}, err
 }
+
+// Exists implements Contents.
+func (l *List[K, W, T]) Exists() bool { return l.h.Exists() }
 
 // SetNamespace implements Contents.
 func (l *List[K, W, T]) SetNamespace(ns W) { l.h.SetNamespace(ns) }
@@ -110,6 +122,9 @@ func NewTimestampedList[K, W comparable, T any](b *istate.Backend[K]) (*Timestam
 	h, err := istate.GetList[K, W, window.TimestampedValue[T]](b, state.List[window.TimestampedValue[T]]("window-contents"))
 	return &TimestampedList[K, W, T]{h}, err
 }
+
+// Exists implements Contents.
+func (l *TimestampedList[K, W, T]) Exists() bool { return l.h.Exists() }
 
 // SetNamespace implements Contents.
 func (l *TimestampedList[K, W, T]) SetNamespace(ns W) { l.h.SetNamespace(ns) }

@@ -89,6 +89,18 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	members []W
 
 	scheduledAt int64
+	// lastEvent is the event-time timer the trigger registered last while
+	// processing the current element (valid if hasLast): the cleanup timer
+	// of the same window often equals it (allowed lateness 0), and then its
+	// registration is a no-op that would cost a lookup.
+	lastEvent timer.Timer[K, W]
+	hasLast   bool
+	// stockEvent is set for the EventTimeTrigger on non-merging windows:
+	// then an element for a window that already has contents and whose
+	// end the watermark has not passed changes no timer (both its timers
+	// were registered with the window's first element) and only needs
+	// adding.
+	stockEvent bool
 	// LateDropped counts late elements dropped (no late output set), as
 	// Flink's numLateRecordsDropped.
 	LateDropped int64
@@ -113,6 +125,7 @@ func New[K comparable, IN, V any, W window.Window](cfg Config[K, IN, V, W]) (*Op
 	}
 	o.elemAsg, _ = cfg.Assigner.(window.ElementAssigner[IN, W])
 	o.merging, _ = cfg.Assigner.(window.MergingAssigner[W])
+	o.stockEvent = o.merging == nil && o.eventTime && cfg.Trigger == window.EventTimeTrigger()
 	o.store = NewStore[K, W](cfg.Backend, nil)
 	o.ctx.o = o
 	if o.merging != nil {
@@ -170,6 +183,9 @@ func (o *Operator[K, IN, V, W]) registerCleanupTimer(w W) {
 		return
 	}
 	if o.eventTime {
+		if o.hasLast && o.lastEvent.Timestamp == c && o.lastEvent.Namespace == w && o.lastEvent.Key == o.key {
+			return // registered just now
+		}
 		o.timers.RegisterEventTime(o.key, o.kg, w, c)
 	} else {
 		o.registerProcessingTimer(w, c)
@@ -262,8 +278,15 @@ func (o *Operator[K, IN, V, W]) clearElem() {
 
 func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error {
 	o.contents.SetNamespace(stateW)
+	if o.stockEvent && w.MaxTimestamp() > o.timers.CurrentWatermark() && o.contents.Exists() {
+		// The EventTimeTrigger's OnElement would re-register the window's
+		// timer and continue; the cleanup timer is registered too.
+		o.contents.Add(v, ts)
+		return nil
+	}
 	o.contents.Add(v, ts)
 	o.ctx.w = w
+	o.hasLast = false
 	r, err := o.trigger.OnElement(ts, &o.ctx)
 	if err != nil {
 		return err
@@ -272,6 +295,7 @@ func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error
 		return err
 	}
 	o.registerCleanupTimer(w)
+	o.hasLast = false
 	return nil
 }
 
@@ -548,12 +572,15 @@ func (c *triggerCtx[K, IN, V, W]) CurrentProcessingTime() int64 {
 }
 func (c *triggerCtx[K, IN, V, W]) RegisterEventTimeTimer(ts int64) {
 	c.o.timers.RegisterEventTime(c.o.key, c.o.kg, c.w, ts)
+	c.o.lastEvent = timer.Timer[K, W]{Timestamp: ts, Key: c.o.key, Namespace: c.w}
+	c.o.hasLast = true
 }
 func (c *triggerCtx[K, IN, V, W]) RegisterProcessingTimeTimer(ts int64) {
 	c.o.registerProcessingTimer(c.w, ts)
 }
 func (c *triggerCtx[K, IN, V, W]) DeleteEventTimeTimer(ts int64) {
 	c.o.timers.DeleteEventTime(c.o.key, c.w, ts)
+	c.o.hasLast = false
 }
 func (c *triggerCtx[K, IN, V, W]) DeleteProcessingTimeTimer(ts int64) {
 	c.o.timers.DeleteProcessingTime(c.o.key, c.w, ts)
