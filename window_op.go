@@ -241,19 +241,29 @@ type windowEngine[K comparable, T any] interface {
 	SetCurrentKey(k K)
 	ProcessElement(v T, ts int64) error
 	AdvanceWatermark(wm int64) error
+	// Snapshot and Restore checkpoint the engine's keyed state and timers
+	// per key group.
+	Snapshot() (map[int][]byte, error)
+	Restore(kgs map[int][]byte) error
 }
 
 // windowOp is the window operator of one subtask.
 type windowOp[K comparable, T, OUT any, W window.Window] struct {
 	winCtx[K, OUT, W]
 	eng   windowEngine[K, T]
-	keyFn func(T) K
-	user  any
-	rc    keyedRuntimeCtx[K]
+	keyFn    func(T) K
+	user     any
+	rc       keyedRuntimeCtx[K]
+	restored *runtime.Restored
 }
 
 func (o *windowOp[K, T, OUT, W]) Open() (err error) {
 	defer o.catch(&err)
+	if o.restored != nil {
+		if err := o.eng.Restore(o.restored.KeyGroups); err != nil {
+			return err
+		}
+	}
 	switch f := o.user.(type) {
 	case KeyedOpener[K]:
 		return f.Open(o.rc)
@@ -264,6 +274,16 @@ func (o *windowOp[K, T, OUT, W]) Open() (err error) {
 }
 
 func (o *windowOp[K, T, OUT, W]) Close() error { return closeFn(o.user, &o.opBase) }
+
+// SnapshotState snapshots the window contents, the trigger and window
+// state and the timers, per key group.
+func (o *windowOp[K, T, OUT, W]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+	kgs, err := o.eng.Snapshot()
+	if err != nil {
+		return runtime.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", o.name, err)
+	}
+	return runtime.OperatorSnapshot{KeyGroups: kgs}, nil
+}
 
 func (o *windowOp[K, T, OUT, W]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	defer o.catch(&err)
@@ -378,13 +398,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 	lateness := max(ws.lateness, 0)
 	n := newNode[OUT](env, name, runtime.KindOneInput, par,
 		func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error) {
-			if env.checkpoint != nil {
-				// Window contents, trigger state and the sliced engine's
-				// partials have no snapshot codecs yet: refuse rather than
-				// restore a job with its windows silently emptied.
-				return runtime.Built{}, fmt.Errorf("window operators do not take part in checkpoints yet; run this job without EnableCheckpointing")
-			}
-			o := &windowOp[K, T, OUT, W]{keyFn: ws.ks.key, user: spec.user}
+			o := &windowOp[K, T, OUT, W]{keyFn: ws.ks.key, user: spec.user, restored: bc.Restored}
 			o.opContext = newOpContext(bc)
 			o.out, o.col.out = out, out
 			if spec.user != nil {

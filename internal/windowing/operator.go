@@ -9,7 +9,6 @@ import (
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/timer"
-	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
 
@@ -129,7 +128,7 @@ func New[K comparable, IN, V any, W window.Window](cfg Config[K, IN, V, W]) (*Op
 	o.store = NewStore[K, W](cfg.Backend, nil)
 	o.ctx.o = o
 	if o.merging != nil {
-		s, err := istate.GetValue[K, void, *mergeSet[W]](cfg.Backend, state.Value[*mergeSet[W]]("merging-window-set"))
+		s, err := istate.GetValue[K, void, *mergeSet[W]](cfg.Backend, mergeSetDescriptor[W]())
 		if err != nil {
 			return nil, err
 		}

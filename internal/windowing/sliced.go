@@ -8,7 +8,6 @@ import (
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/timer"
-	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
 
@@ -74,7 +73,7 @@ func NewSliced[K comparable, IN, ACC any](cfg SlicedConfig[K, IN, ACC]) (*Sliced
 	if cfg.Lateness < 0 {
 		return nil, errors.New("allowed lateness must not be negative")
 	}
-	l, err := istate.GetValue[K, void, *sliceList[ACC]](cfg.Backend, state.Value[*sliceList[ACC]]("window-slices"))
+	l, err := istate.GetValue[K, void, *sliceList[ACC]](cfg.Backend, sliceListDescriptor[ACC]())
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +133,7 @@ func (s *Sliced[K, IN, ACC]) ProcessElement(v IN, ts int64) error {
 	ss := window.StartWithOffset(ts, s.cfg.Offset, s.g)
 	l, ok := s.lists.Value()
 	if !ok {
-		l = &sliceList[ACC]{timerAt: math.MaxInt64}
+		l = &sliceList[ACC]{timerAt: math.MaxInt64, done: math.MinInt64}
 		s.lists.Update(l)
 	}
 	i, found := l.find(ss)
@@ -191,6 +190,7 @@ func (s *Sliced[K, IN, ACC]) onTimer(t timer.Timer[K, window.TimeWindow]) error 
 	}
 	l.timerAt = math.MaxInt64
 	now := t.Timestamp
+	l.done = now
 	// The window ending at now+1, if window ends fall there.
 	if end := now + 1; window.StartWithOffset(end-s.cfg.Size, s.cfg.Offset, s.cfg.Slide) == end-s.cfg.Size {
 		if err := s.fire(window.TimeWindow{Start: end - s.cfg.Size, End: end}); err != nil {
@@ -259,7 +259,7 @@ func (s *Sliced[K, IN, ACC]) nextEvent(l *sliceList[ACC], after int64) int64 {
 // schedule moves the key's timer to its next event after time after, if
 // that is earlier than the registered one.
 func (s *Sliced[K, IN, ACC]) schedule(l *sliceList[ACC], after int64) {
-	next := s.nextEvent(l, after)
+	next := s.nextEvent(l, max(after, l.done))
 	if next >= l.timerAt {
 		return
 	}
@@ -288,6 +288,10 @@ type sliceList[ACC any] struct {
 	parts []slicePart[ACC]
 	// timerAt is the key's registered timer (MaxInt64 if none).
 	timerAt int64
+	// done is the time of the key's last timer: its window ends up to done
+	// have fired. The watermark says the same, except after a restore,
+	// when it starts over.
+	done int64
 	// The two-stacks boundary and the valid merges (see above).
 	f, sufFrom, pv int
 }
