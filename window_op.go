@@ -250,7 +250,7 @@ type windowEngine[K comparable, T any] interface {
 // windowOp is the window operator of one subtask.
 type windowOp[K comparable, T, OUT any, W window.Window] struct {
 	winCtx[K, OUT, W]
-	eng   windowEngine[K, T]
+	eng      windowEngine[K, T]
 	keyFn    func(T) K
 	user     any
 	rc       keyedRuntimeCtx[K]

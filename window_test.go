@@ -466,13 +466,3 @@ func TestDynamicSessions(t *testing.T) {
 	}
 }
 
-func TestWindowRefusesCheckpointingClearly(t *testing.T) {
-	env := weir.NewEnvironment(weir.WithParallelism(1))
-	env.EnableCheckpointing(time.Second)
-	ks := weir.KeyBy(weir.FromSlice(env, []int64{1}), func(v int64) int64 { return v })
-	weir.Discard(weir.Reduce(weir.Window(ks, window.Assigner[window.TimeWindow](window.TumblingEventTime(time.Second))), func(a, b int64) int64 { return a + b }))
-	err := env.Execute(t.Context(), "w")
-	if err == nil || !strings.Contains(err.Error(), "checkpoints") {
-		t.Fatalf("got %v", err)
-	}
-}
