@@ -465,4 +465,3 @@ func TestDynamicSessions(t *testing.T) {
 		t.Fatalf("dynamic sessions: %v", got)
 	}
 }
-
