@@ -52,6 +52,7 @@ type config struct {
 	stdout         io.Writer
 	logger         *slog.Logger
 	restart        RestartStrategy
+	stateBackend   StateBackend // WithStateBackend (nil: heap)
 }
 
 // Option configures an Environment.

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/state/pebblestate"
 	"github.com/weirstream/weir/internal/timer"
 	"github.com/weirstream/weir/state"
 )
@@ -19,18 +21,24 @@ type void = struct{}
 // OnTimerContext and TimerService for the user function.
 type keyedBase[K comparable] struct {
 	opContext
-	key         K
-	kg          int
-	hash        func(K) int32
-	maxP        int
-	backend     *istate.Backend[K]
-	timers      *timer.Service[K, void]
-	pts         runtime.ProcessingTimeService
-	scheduledAt int64
-	domain      TimeDomain
-	onTimer     func(ts int64) error
-	timerTS     func(ts int64)
-	restored    *runtime.Restored
+	key     K
+	kg      int
+	hash    func(K) int32
+	maxP    int
+	backend *istate.Backend[K]
+	timers  *timer.Service[K, void]
+	// stateBackend is the job's choice (nil: heap); with Pebble, pebble
+	// holds the functions' keyed state from Open to Close
+	// (state_backend.go) and backend stays empty.
+	stateBackend StateBackend
+	pebble       *pebblestate.Backend[K]
+	clk          clock.Clock
+	pts          runtime.ProcessingTimeService
+	scheduledAt  int64
+	domain       TimeDomain
+	onTimer      func(ts int64) error
+	timerTS      func(ts int64)
+	restored     *runtime.Restored
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
@@ -43,11 +51,16 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 		pts:         bc.Time,
 		scheduledAt: math.MaxInt64,
 		restored:    bc.Restored,
+		clk:         bc.Clock,
 	}
 }
 
 // SnapshotState snapshots the keyed state and timers.
 func (b *keyedBase[K]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+	if b.pebble != nil {
+		kgs, err := snapshotPebble(b.pebble, b.timers)
+		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	}
 	kgs, err := keyedsnap.Snapshot(b.backend, b.timers)
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
 }
@@ -55,8 +68,17 @@ func (b *keyedBase[K]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
 // restore restores keyed state and timers and re-arms the earliest
 // processing-time timer (timers already due fire right away).
 func (b *keyedBase[K]) restore() error {
+	if err := b.openStateBackend(); err != nil {
+		return err
+	}
 	if b.restored != nil {
-		if err := keyedsnap.Restore(b.backend, b.timers, b.restored.KeyGroups); err != nil {
+		restore := keyedsnap.Restore[K, void]
+		if b.pebble != nil {
+			restore = func(_ *istate.Backend[K], t *timer.Service[K, void], kgs map[int][]byte) error {
+				return restorePebble(b.pebble, t, kgs)
+			}
+		}
+		if err := restore(b.backend, b.timers, b.restored.KeyGroups); err != nil {
 			return err
 		}
 	}
@@ -70,11 +92,23 @@ func (b *keyedBase[K]) restore() error {
 func (b *keyedBase[K]) setKey(k K) {
 	b.key = k
 	b.kg = keygroup.Of(b.hash(k), b.maxP)
-	b.backend.SetCurrentKey(k, b.kg)
+	b.setBackendKey(k, b.kg)
+}
+
+func (b *keyedBase[K]) setBackendKey(k K, kg int) {
+	if b.pebble != nil {
+		b.pebble.SetCurrentKey(k, kg)
+		return
+	}
+	b.backend.SetCurrentKey(k, kg)
 }
 
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
-	return keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP}, b: b.backend}
+	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP}, b: b.backend}
+	if b.pebble != nil {
+		return pebbleRuntimeCtx[K]{keyedRuntimeCtx: rc, pb: b.pebble}
+	}
+	return rc
 }
 
 // CurrentKey implements KeyedContext.
@@ -114,7 +148,7 @@ func (b *keyedBase[K]) DeleteProcessingTimeTimer(ts int64) {
 func (b *keyedBase[K]) fire(domain TimeDomain) func(t timer.Timer[K, void]) error {
 	return func(t timer.Timer[K, void]) error {
 		b.key, b.kg = t.Key, t.KeyGroup
-		b.backend.SetCurrentKey(t.Key, t.KeyGroup)
+		b.setBackendKey(t.Key, t.KeyGroup)
 		b.domain = domain
 		b.ts = t.Timestamp
 		if domain == EventTime {
@@ -161,6 +195,15 @@ func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
 	return nil
 }
 
+// closeKeyed closes the function, then the keyed state backend.
+func closeKeyed[K comparable](fn any, b *keyedBase[K]) error {
+	err := closeFn(fn, &b.opBase)
+	if cerr := b.closeStateBackend(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func closeFn(fn any, b *opBase) (err error) {
 	defer b.catch(&err)
 	if c, ok := fn.(Closer); ok {
@@ -179,7 +222,7 @@ type keyedProcessOp[K comparable, IN, OUT any] struct {
 }
 
 func (o *keyedProcessOp[K, IN, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
-func (o *keyedProcessOp[K, IN, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+func (o *keyedProcessOp[K, IN, OUT]) Close() error { return closeKeyed(o.fn, &o.keyedBase) }
 
 func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
 	defer o.catch(&err)
@@ -215,6 +258,7 @@ func Process[K comparable, IN, OUT any](ks KeyedStream[K, IN], fn KeyedProcessFu
 	}
 	return oneInput(ks.ds, "KeyedProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
 		o := &keyedProcessOp[K, IN, OUT]{keyedBase: newKeyedBase(bc, ks.hashK), fn: cloneFunction(fn), keyFn: ks.key, out: out}
+		o.stateBackend = env.cfg.stateBackend
 		o.col.out = out
 		o.timerTS = func(ts int64) { o.col.ts = ts }
 		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
@@ -363,7 +407,7 @@ type keyedCoProcessOp[K comparable, A, B, OUT any] struct {
 }
 
 func (o *keyedCoProcessOp[K, A, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
-func (o *keyedCoProcessOp[K, A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
+func (o *keyedCoProcessOp[K, A, B, OUT]) Close() error { return closeKeyed(o.fn, &o.keyedBase) }
 
 func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {
 	defer o.catch(&err)
@@ -417,6 +461,7 @@ func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, 
 	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
 		o := &keyedCoProcessOp[K, A, B, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK), fn: cloneFunction(fn),
 			keyA: ks.first.key, keyB: ks.second.key, out: out}
+		o.stateBackend = ks.first.ds.env.cfg.stateBackend
 		o.col.out = out
 		o.timerTS = func(ts int64) { o.col.ts = ts }
 		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
@@ -429,6 +474,9 @@ func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.Valu
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
+	if pb := pebbleBackendOf(ctx); pb != nil {
+		return handleOf[state.ValueState[V]](pebblestate.GetValue[K, void, V](pb, d))
+	}
 	return istate.GetValue[K, void, V](ctx.keyedBackend(), d)
 }
 
@@ -436,6 +484,9 @@ func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.Valu
 func GetListState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ListDescriptor[V]) (state.ListState[V], error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
+	}
+	if pb := pebbleBackendOf(ctx); pb != nil {
+		return handleOf[state.ListState[V]](pebblestate.GetList[K, void, V](pb, d))
 	}
 	return istate.GetList[K, void, V](ctx.keyedBackend(), d)
 }
@@ -445,6 +496,9 @@ func GetMapState[K comparable, UK comparable, UV any](ctx KeyedRuntimeContext[K]
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
+	if pb := pebbleBackendOf(ctx); pb != nil {
+		return handleOf[state.MapState[UK, UV]](pebblestate.GetMap[K, void, UK, UV](pb, d))
+	}
 	return istate.GetMap[K, void, UK, UV](ctx.keyedBackend(), d)
 }
 
@@ -453,6 +507,9 @@ func GetReducingState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.R
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
+	if pb := pebbleBackendOf(ctx); pb != nil {
+		return handleOf[state.ReducingState[V]](pebblestate.GetReducing[K, void, V](pb, d))
+	}
 	return istate.GetReducing[K, void, V](ctx.keyedBackend(), d)
 }
 
@@ -460,6 +517,9 @@ func GetReducingState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.R
 func GetAggregatingState[K comparable, IN, ACC, OUT any](ctx KeyedRuntimeContext[K], d state.AggregatingDescriptor[IN, ACC, OUT]) (state.AggregatingState[IN, OUT], error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
+	}
+	if pb := pebbleBackendOf(ctx); pb != nil {
+		return handleOf[state.AggregatingState[IN, OUT]](pebblestate.GetAggregating[K, void, IN, ACC, OUT](pb, d))
 	}
 	return istate.GetAggregating[K, void, IN, ACC, OUT](ctx.keyedBackend(), d)
 }

@@ -1,0 +1,99 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"slices"
+)
+
+// This file exports the framing of key-group snapshots (FORMAT.md) so that
+// another keyed-state backend (internal/state/pebblestate) can write and
+// read the same bytes as Backend.SnapshotKeyGroup and RestoreKeyGroup, and
+// each backend can restore the other's snapshots.
+
+// Kind numbers of the state primitives in key-group snapshots (FORMAT.md).
+const (
+	KindValue       = byte(kindValue)
+	KindList        = byte(kindList)
+	KindMap         = byte(kindMap)
+	KindReducing    = byte(kindReducing)
+	KindAggregating = byte(kindAggregating)
+)
+
+// KeyGroupState is one state of a key-group snapshot: its name, kind, the
+// names of its stored types, whether its entries carry TTL timestamps, and
+// its entry count and payload (the entries, encoded as in FORMAT.md).
+type KeyGroupState struct {
+	// Name is the descriptor name.
+	Name string
+	// Kind is one of KindValue ... KindAggregating.
+	Kind byte
+	// TTL says whether the entries carry TTL timestamps.
+	TTL bool
+	// Types are the stored type names (namespace first; see FORMAT.md).
+	Types []string
+	// Count is the number of entries in Payload; at least 1.
+	Count int
+	// Payload holds the entries: key, namespace and body each.
+	Payload []byte
+}
+
+// AppendKeyGroupFrame appends a key-group snapshot of key group kg with
+// keys of the Go type named keyType (reflect.Type.String()) holding states
+// to dst: header, the states in ascending name order (states is sorted in
+// place) and the checksum. It is the format Backend.SnapshotKeyGroup
+// writes.
+func AppendKeyGroupFrame(dst []byte, kg int, keyType string, states []KeyGroupState) ([]byte, error) {
+	slices.SortFunc(states, func(a, b KeyGroupState) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	for i, s := range states {
+		if s.Name == "" || (i > 0 && states[i-1].Name == s.Name) {
+			return dst, fmt.Errorf("state: key-group snapshot: empty or repeated state name %q", s.Name)
+		}
+		if s.Count < 1 {
+			return dst, fmt.Errorf("state: key-group snapshot: state %q has no entries", s.Name)
+		}
+		if s.Kind < KindValue || s.Kind > KindAggregating || len(s.Types) != storedTypeCount(stateKind(s.Kind)) {
+			return dst, fmt.Errorf("state: key-group snapshot: state %q has kind %d and %d types", s.Name, s.Kind, len(s.Types))
+		}
+	}
+	start := len(dst)
+	dst = append(dst, snapshotMagic...)
+	dst = binary.AppendUvarint(dst, snapshotVersion)
+	dst = binary.AppendUvarint(dst, uint64(kg))
+	dst = appendString(dst, keyType)
+	dst = binary.AppendUvarint(dst, uint64(len(states)))
+	for _, s := range states {
+		dst = appendStateHeader(dst, s.Name, stateKind(s.Kind), s.TTL, s.Types, s.Count)
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(len(s.Payload)))
+		dst = append(dst, s.Payload...)
+	}
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
+}
+
+// ParseKeyGroupFrame verifies the checksum and framing of a key-group
+// snapshot of key group kg with keys of the Go type named keyType and
+// returns its states; payloads alias data. Errors for malformed input
+// wrap ErrCorrupt, as those of RestoreKeyGroup.
+func ParseKeyGroupFrame(data []byte, kg int, keyType string) ([]KeyGroupState, error) {
+	ps, err := parseKeyGroup(data, kg, keyType)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyGroupState, len(ps))
+	for i, p := range ps {
+		out[i] = KeyGroupState{Name: p.name, Kind: byte(p.kind), TTL: p.ts, Types: p.types, Count: p.count, Payload: p.payload}
+	}
+	return out, nil
+}
+
+// KindName returns the name of a kind number ("value", "list", ...).
+func KindName(kind byte) string { return stateKind(kind).String() }

@@ -1,0 +1,602 @@
+// Package pebblestate is a keyed-state backend on a Pebble LSM store
+// (github.com/cockroachdb/pebble/v2), for keyed state larger than memory.
+// It offers the same state primitives, with the same semantics, as the heap
+// backend (internal/state): the handles implement the interfaces of the
+// public state package.
+//
+// One Backend holds the keyed state of one operator in one subtask, for a
+// contiguous range of key groups, in one Pebble database in a directory.
+// Every entry is a Pebble key that starts with its key group (two bytes,
+// big endian), so a key group is a contiguous key range. The on-disk
+// layout is in FORMAT.md.
+//
+// Snapshots come in two forms:
+//
+//   - SnapshotKeyGroup / RestoreKeyGroup write and read the heap backend's
+//     portable per-key-group format (internal/state/FORMAT.md), byte for
+//     byte, so either backend restores the other's snapshots and key groups
+//     can move between subtasks (rescaling);
+//   - CheckpointIncremental / RestoreIncremental copy the database files
+//     into a checkpoint directory, copying only the immutable SST files that
+//     an earlier checkpoint of the same directory has not copied yet;
+//     RestoreIncrementalMerged combines the checkpoints of several old
+//     backends into one (a restore at a lower parallelism).
+//
+// Values are serialized on every write and deserialized on every read with
+// the descriptor's codec (state.WithCodec) or internal/state's
+// DefaultCodec. TTL follows the heap backend (Flink's TtlUtils): every
+// update type and visibility is supported, with expired values dropped
+// when they are read. Incremental cleanup (TTLConfig.CleanupEntries,
+// CleanupEveryRecord) is accepted and not performed, as Flink's RocksDB
+// backend ignores cleanupIncrementally; expired entries that are never read
+// stay on disk and in snapshots, and expire after a restore by the same
+// rule.
+//
+// The state interfaces return no errors: an error of Pebble or of a codec
+// while a handle reads or writes panics with that error (operators turn the
+// panic into a task failure). A Backend and its handles belong to one
+// goroutine.
+package pebblestate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"reflect"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/weirstream/weir/internal/clock"
+	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/state"
+)
+
+// MaxKeyGroup is the largest key group the backend stores; the key-group
+// prefix 0xFFFF is reserved for the backend's metadata.
+const MaxKeyGroup = 0xFFFE
+
+// Options configures a Backend. The zero value is valid.
+type Options struct {
+	// MemTableSize is the size of Pebble's memtable in bytes; 0 means
+	// DefaultMemTableSize.
+	MemTableSize uint64
+	// CacheSize is the size of Pebble's block cache in bytes; 0 means
+	// DefaultCacheSize.
+	CacheSize int64
+}
+
+// Defaults of Options. Pebble's own (4 MiB memtable, 8 MiB cache) make a
+// keyed count over 100k keys flush and read SST blocks constantly.
+const (
+	DefaultMemTableSize = 32 << 20
+	DefaultCacheSize    = 64 << 20
+)
+
+// Backend holds the keyed state of one operator in one subtask, for key
+// groups first..last (inclusive), in a Pebble database.
+type Backend[K comparable] struct {
+	db          *pebble.DB
+	dir         string
+	first, last int
+	clk         clock.Clock
+	kc          state.Codec[K]
+	keyType     string
+
+	key    K
+	kg     int
+	keyBuf []byte // encoding of the current key
+	keySet bool
+
+	states  map[string]*registration // registered states
+	meta    map[string]*stateMeta    // every state that has an id (persisted)
+	nextID  uint16
+	pending map[string]*pendingInfo // restored, not yet registered states
+
+	restored []bool // key groups restored, by index
+
+	// Incremental checkpoints (incremental.go).
+	instance string            // random name prefix of the shared files this DB writes
+	uploaded map[string]string // local immutable file name -> shared file name
+}
+
+var writeOpts = pebble.NoSync
+
+// Open opens the backend's Pebble database in dir, creating dir and the
+// database if needed, for the key groups first..last inclusive. clk is the
+// processing-time source of state TTL.
+//
+// An existing database keeps its state (a restart from the same directory,
+// or RestoreIncremental): its key type must be K, and entries of key groups
+// outside first..last are deleted. Close the backend to release the
+// database.
+func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Options) (*Backend[K], error) {
+	if first < 0 || last < first || last > MaxKeyGroup {
+		return nil, fmt.Errorf("pebblestate: invalid key-group range [%d, %d]", first, last)
+	}
+	if clk == nil {
+		return nil, errors.New("pebblestate: nil clock")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebblestate: %w", err)
+	}
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = DefaultMemTableSize
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	po := &pebble.Options{
+		DisableWAL:   true, // checkpoints flush first; state is rebuilt from checkpoints
+		Logger:       quietLogger{},
+		MemTableSize: opts.MemTableSize,
+	}
+	// Bloom filters on every level: point reads of state skip the SST
+	// files that do not hold the key.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	c := pebble.NewCache(opts.CacheSize)
+	defer c.Unref()
+	po.Cache = c
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestate: opening %s: %w", dir, err)
+	}
+	b := &Backend[K]{
+		db: db, dir: dir, first: first, last: last, clk: clk,
+		kc:       istate.DefaultCodec[K](),
+		keyType:  reflect.TypeFor[K]().String(),
+		kg:       first,
+		states:   make(map[string]*registration),
+		meta:     make(map[string]*stateMeta),
+		nextID:   1,
+		pending:  make(map[string]*pendingInfo),
+		instance: randomName(),
+		uploaded: make(map[string]string),
+	}
+	if err := b.load(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close flushes the memtable (the backend writes no write-ahead log) and
+// closes the database. The backend and its handles must not be used
+// afterwards; the files stay in the directory, and Open finds the state
+// again.
+func (b *Backend[K]) Close() error {
+	if b.db == nil {
+		return nil
+	}
+	err := b.db.Flush()
+	if cerr := b.db.Close(); err == nil {
+		err = cerr
+	}
+	b.db = nil
+	return err
+}
+
+// Discard closes the database without flushing it and removes its
+// directory: the end of an operator whose state lives on in checkpoints.
+func (b *Backend[K]) Discard() error {
+	var err error
+	if b.db != nil {
+		err = b.db.Close()
+		b.db = nil
+	}
+	if rerr := os.RemoveAll(b.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// Dir returns the directory of the backend's database.
+func (b *Backend[K]) Dir() string { return b.dir }
+
+// KeyGroupRange returns the first and last (inclusive) key group of the
+// backend.
+func (b *Backend[K]) KeyGroupRange() (first, last int) { return b.first, b.last }
+
+// SetKeyCodec sets the codec of the backend's keys, in the database and in
+// snapshots; nil restores the default, DefaultCodec[K](). Set it before
+// any state is written or restored.
+func (b *Backend[K]) SetKeyCodec(c state.Codec[K]) {
+	if c == nil {
+		c = istate.DefaultCodec[K]()
+	}
+	b.kc = c
+	if b.keySet {
+		b.SetCurrentKey(b.key, b.kg)
+	}
+}
+
+// SetCurrentKey makes key, which belongs to keyGroup, the current key of all
+// state handles of the backend. It panics if keyGroup is outside the
+// backend's range or the key cannot be encoded.
+func (b *Backend[K]) SetCurrentKey(key K, keyGroup int) {
+	if keyGroup < b.first || keyGroup > b.last {
+		panic(fmt.Sprintf("pebblestate: key group %d outside the backend's range [%d, %d]", keyGroup, b.first, b.last))
+	}
+	buf, err := b.kc.Append(b.keyBuf[:0], key)
+	if err != nil {
+		panic(fmt.Errorf("pebblestate: encoding key: %w", err))
+	}
+	b.key, b.kg, b.keyBuf, b.keySet = key, keyGroup, buf, true
+}
+
+// CurrentKey returns the current key (the zero K before the first
+// SetCurrentKey).
+func (b *Backend[K]) CurrentKey() K { return b.key }
+
+// CurrentKeyGroup returns the key group of the current key.
+func (b *Backend[K]) CurrentKeyGroup() int { return b.kg }
+
+// Flush writes the memtable to SST files on disk.
+func (b *Backend[K]) Flush() error { return b.db.Flush() }
+
+// Compact flushes the memtable and compacts the whole database, so that
+// its files are as few as they can be.
+func (b *Backend[K]) Compact() error {
+	if err := b.db.Flush(); err != nil {
+		return err
+	}
+	return b.db.Compact(context.Background(), []byte{0}, []byte{0xFF, 0xFF, 0xFF}, false)
+}
+
+// quietLogger drops Pebble's informational messages and logs its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)           {}
+func (quietLogger) Errorf(format string, a ...any) { log.Printf("pebblestate: "+format, a...) }
+func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+
+// --- keys ---
+
+const (
+	metaPrefix0, metaPrefix1 = 0xFF, 0xFF
+	metaState                = 's' // 0xFFFF 's' name -> state metadata
+	metaKeyType              = 'k' // 0xFFFF 'k' -> key type name
+	pendingID                = 0   // state id of restored, unregistered payloads
+)
+
+func appendPrefix(dst []byte, kg int, id uint16) []byte {
+	return append(dst, byte(kg>>8), byte(kg), byte(id>>8), byte(id))
+}
+
+func metaKey(kind byte, name string) []byte {
+	return append([]byte{metaPrefix0, metaPrefix1, kind}, name...)
+}
+
+// upperBound returns the smallest key greater than every key with prefix
+// p, or nil if there is none (p is all 0xFF).
+func upperBound(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// --- state metadata ---
+
+// stateMeta is the persisted description of a state: its id in keys, its
+// kind, stored type names (as in snapshots) and whether its values carry
+// TTL timestamps.
+type stateMeta struct {
+	name  string
+	id    uint16
+	kind  byte
+	types []string
+	ts    bool
+}
+
+func (m *stateMeta) encode() []byte {
+	dst := binary.BigEndian.AppendUint16(nil, m.id)
+	flags := byte(0)
+	if m.ts {
+		flags = 1
+	}
+	dst = append(dst, m.kind, flags)
+	dst = binary.AppendUvarint(dst, uint64(len(m.types)))
+	for _, t := range m.types {
+		dst = appendString(dst, t)
+	}
+	return dst
+}
+
+func decodeMeta(name string, v []byte) (*stateMeta, error) {
+	if len(v) < 4 {
+		return nil, errors.New("short state metadata")
+	}
+	m := &stateMeta{name: name, id: binary.BigEndian.Uint16(v), kind: v[2], ts: v[3]&1 != 0}
+	src := v[4:]
+	n, src, err := readUvarint(src)
+	if err != nil || n > 3 {
+		return nil, fmt.Errorf("state metadata of %q: bad type count", name)
+	}
+	for range n {
+		var s []byte
+		if s, src, err = readBytes(src); err != nil {
+			return nil, fmt.Errorf("state metadata of %q: %w", name, err)
+		}
+		m.types = append(m.types, string(s))
+	}
+	return m, nil
+}
+
+// pendingInfo describes a restored state that is not registered yet: its
+// snapshot header (kind, stored types, timestamps) and its entry count.
+type pendingInfo struct {
+	kind  byte
+	types []string
+	ts    bool
+	count int
+}
+
+// load reads the metadata of an existing database, deletes the key groups
+// outside the backend's range and finds pending restored states.
+func (b *Backend[K]) load() error {
+	kt, closer, err := b.db.Get(metaKey(metaKeyType, ""))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := b.db.Set(metaKey(metaKeyType, ""), []byte(b.keyType), writeOpts); err != nil {
+			return fmt.Errorf("pebblestate: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("pebblestate: %w", err)
+	default:
+		got := string(kt)
+		_ = closer.Close()
+		if got != b.keyType {
+			return fmt.Errorf("pebblestate: the database in %s has keys of type %s, the backend of type %s", b.dir, got, b.keyType)
+		}
+	}
+	lo := metaKey(metaState, "")
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	if err != nil {
+		return fmt.Errorf("pebblestate: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		name := string(it.Key()[len(lo):])
+		m, err := decodeMeta(name, it.Value())
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("pebblestate: %w", err)
+		}
+		b.meta[name] = m
+		if m.id >= b.nextID {
+			b.nextID = m.id + 1
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestate: %w", err)
+	}
+	// Drop the key groups outside the range (a restore at another
+	// parallelism).
+	if b.first > 0 {
+		if err := b.db.DeleteRange([]byte{0, 0}, []byte{byte(b.first >> 8), byte(b.first)}, writeOpts); err != nil {
+			return fmt.Errorf("pebblestate: %w", err)
+		}
+	}
+	if b.last < MaxKeyGroup {
+		if err := b.db.DeleteRange([]byte{byte((b.last + 1) >> 8), byte(b.last + 1)}, []byte{metaPrefix0, metaPrefix1}, writeOpts); err != nil {
+			return fmt.Errorf("pebblestate: %w", err)
+		}
+	}
+	// Find pending restored states.
+	for kg := b.first; kg <= b.last; kg++ {
+		p := appendPrefix(nil, kg, pendingID)
+		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: upperBound(p)})
+		if err != nil {
+			return fmt.Errorf("pebblestate: %w", err)
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			name := string(it.Key()[len(p):])
+			h, _, err := decodePendingHeader(it.Value())
+			if err != nil {
+				_ = it.Close()
+				return fmt.Errorf("pebblestate: pending state %q: %w", name, err)
+			}
+			if q := b.pending[name]; q != nil {
+				q.count += h.count
+			} else {
+				b.pending[name] = h
+			}
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("pebblestate: %w", err)
+		}
+	}
+	return nil
+}
+
+// --- registration ---
+
+// registration is a registered state: its metadata, Go types, TTL config
+// and the type-erased codecs that restores and snapshots need.
+type registration struct {
+	*stateMeta
+	goTypes []reflect.Type
+	ttl     state.TTLConfig
+	skip    skippers
+}
+
+// skippers find where encoded values end without keeping them.
+type skippers struct {
+	ns    func([]byte) ([]byte, error) // namespace
+	value func([]byte) ([]byte, error) // value, list element, map value, accumulator
+	mkey  func([]byte) ([]byte, error) // map key (map state only)
+}
+
+func skipperOf[T any](c state.Codec[T]) func([]byte) ([]byte, error) {
+	return func(src []byte) ([]byte, error) {
+		_, rest, err := c.Decode(src)
+		return rest, err
+	}
+}
+
+// register returns the registration of name, creating it on first use.
+// Registrations under one name must agree in kind, Go types and TTL config.
+// A state restored into the database (by RestoreIncremental or an earlier
+// registration) must have been stored with the same kind, stored types and
+// TTL timestamps; pending restored entries are converted into the layout.
+func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, stored []string,
+	ttl state.TTLConfig, sk skippers) (*registration, error) {
+	if r, ok := b.states[name]; ok {
+		if r.kind != kind || !slices.Equal(r.goTypes, goTypes) {
+			return nil, fmt.Errorf("state %q is already registered as %s state of %v; cannot register it as %s state of %v",
+				name, istate.KindName(r.kind), r.goTypes, istate.KindName(kind), goTypes)
+		}
+		if r.ttl != ttl && (r.ttl.Enabled() || ttl.Enabled()) {
+			return nil, fmt.Errorf("state %q is already registered with TTL config %+v; cannot register it with %+v", name, r.ttl, ttl)
+		}
+		return r, nil
+	}
+	ts := ttl.Enabled()
+	m := b.meta[name]
+	if m != nil {
+		if m.kind != kind || !slices.Equal(m.types, stored) {
+			return nil, fmt.Errorf("state %q is stored as %s state of %v; cannot register it as %s state of %v",
+				name, istate.KindName(m.kind), m.types, istate.KindName(kind), stored)
+		}
+		if m.ts != ts && b.hasEntries(m.id) {
+			return nil, fmt.Errorf("state %q is stored with TTL timestamps %v; cannot register it with TTL enabled %v (restore it from a full snapshot instead)",
+				name, m.ts, ts)
+		}
+	} else {
+		if b.nextID == 0xFFFF {
+			return nil, errors.New("pebblestate: too many states")
+		}
+		m = &stateMeta{name: name, id: b.nextID, kind: kind, types: stored}
+		b.nextID++
+	}
+	m.ts = ts
+	r := &registration{stateMeta: m, goTypes: goTypes, ttl: ttl, skip: sk}
+	if p := b.pending[name]; p != nil {
+		if err := b.convertPending(r, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.db.Set(metaKey(metaState, name), m.encode(), writeOpts); err != nil {
+		return nil, fmt.Errorf("pebblestate: %w", err)
+	}
+	b.meta[name] = m
+	b.states[name] = r
+	return r, nil
+}
+
+// hasEntries reports whether the state with id has an entry in any key
+// group of the range.
+func (b *Backend[K]) hasEntries(id uint16) bool {
+	for kg := b.first; kg <= b.last; kg++ {
+		if b.groupHasEntries(kg, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Backend[K]) groupHasEntries(kg int, id uint16) bool {
+	p := appendPrefix(nil, kg, id)
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: upperBound(p)})
+	if err != nil {
+		panic(fmt.Errorf("pebblestate: %w", err))
+	}
+	ok := it.First()
+	_ = it.Close()
+	return ok
+}
+
+// ttlParams is a TTL configuration in the form the handles use.
+type ttlParams struct {
+	enabled       bool
+	updateOnRead  bool
+	returnExpired bool
+	ttl           int64 // milliseconds
+}
+
+func newTTLParams(c state.TTLConfig) ttlParams {
+	if !c.Enabled() {
+		return ttlParams{}
+	}
+	return ttlParams{
+		enabled:       true,
+		updateOnRead:  c.Update == state.UpdateOnReadAndWrite,
+		returnExpired: c.Visibility == state.ReturnExpiredIfNotCleanedUp,
+		ttl:           c.TTL.Milliseconds(),
+	}
+}
+
+// expired reports whether a value last accessed at ts has expired at now:
+// ts + ttl <= now, the addition capped at MaxInt64 (Flink's TtlUtils).
+func (p *ttlParams) expired(ts, now int64) bool {
+	exp := ts + p.ttl
+	if ts > 0 && p.ttl > (1<<63-1)-ts {
+		exp = 1<<63 - 1
+	}
+	return exp <= now
+}
+
+func (p *ttlParams) usable(ts, now int64) bool { return p.returnExpired || !p.expired(ts, now) }
+
+// --- small encoding helpers ---
+
+var (
+	errTruncated = errors.New("truncated input")
+	errVarint    = errors.New("invalid varint")
+)
+
+func readUvarint(src []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(src)
+	if n <= 0 {
+		if n == 0 {
+			return 0, src, errTruncated
+		}
+		return 0, src, errVarint
+	}
+	return v, src[n:], nil
+}
+
+func readVarint(src []byte) (int64, []byte, error) {
+	v, n := binary.Varint(src)
+	if n <= 0 {
+		if n == 0 {
+			return 0, src, errTruncated
+		}
+		return 0, src, errVarint
+	}
+	return v, src[n:], nil
+}
+
+func readBytes(src []byte) ([]byte, []byte, error) {
+	n, rest, err := readUvarint(src)
+	if err != nil {
+		return nil, src, err
+	}
+	if n > uint64(len(rest)) {
+		return nil, src, errTruncated
+	}
+	return rest[:n], rest[n:], nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func randomName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
