@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
 )
@@ -21,17 +23,54 @@ import (
 type durableStore struct {
 	s     store.Store
 	jobID string
+	log   *logSwitch
 }
+
+// useLogger sends the store's warnings (skipped checkpoints) to l.
+func (d *durableStore) useLogger(l *slog.Logger) {
+	if d.log != nil && l != nil {
+		d.log.l.Store(l)
+	}
+}
+
+// logSwitch is a slog.Handler that forwards to a logger set after the
+// store was made (the environment's, once EnableCheckpointing gets the
+// store), slog.Default() until then.
+type logSwitch struct{ l atomic.Pointer[slog.Logger] }
+
+func (s *logSwitch) handler() slog.Handler {
+	if l := s.l.Load(); l != nil {
+		return l.Handler()
+	}
+	return slog.Default().Handler()
+}
+
+// Enabled implements slog.Handler.
+func (s *logSwitch) Enabled(ctx context.Context, lv slog.Level) bool {
+	return s.handler().Enabled(ctx, lv)
+}
+
+// Handle implements slog.Handler.
+func (s *logSwitch) Handle(ctx context.Context, r slog.Record) error {
+	return s.handler().Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (s *logSwitch) WithAttrs(as []slog.Attr) slog.Handler { return s.handler().WithAttrs(as) }
+
+// WithGroup implements slog.Handler.
+func (s *logSwitch) WithGroup(name string) slog.Handler { return s.handler().WithGroup(name) }
 
 // NewDirCheckpointStore keeps checkpoints in a local directory (created if
 // missing). The on-disk format is documented in
 // internal/checkpoint/store/FORMAT.md.
 func NewDirCheckpointStore(dir string) (CheckpointStore, error) {
-	s, err := store.NewLocal(dir, store.WithCreateDir())
+	ls := &logSwitch{}
+	s, err := store.NewLocal(dir, store.WithCreateDir(), store.WithLogger(slog.New(ls)))
 	if err != nil {
 		return nil, err
 	}
-	return &durableStore{s: s}, nil
+	return &durableStore{s: s, log: ls}, nil
 }
 
 // S3Credentials are the access keys of an S3-compatible store.
@@ -40,11 +79,12 @@ type S3Credentials = store.Credentials
 // NewS3CheckpointStore keeps checkpoints in an S3-compatible object store
 // under bucket/prefix (path-style requests, AWS Signature V4).
 func NewS3CheckpointStore(endpoint, bucket, prefix string, creds S3Credentials, client *http.Client) (CheckpointStore, error) {
-	s, err := store.NewS3(endpoint, bucket, prefix, creds, client)
+	ls := &logSwitch{}
+	s, err := store.NewS3(endpoint, bucket, prefix, creds, client, store.WithLogger(slog.New(ls)))
 	if err != nil {
 		return nil, err
 	}
-	return &durableStore{s: s}, nil
+	return &durableStore{s: s, log: ls}, nil
 }
 
 // fileName turns a UID into a safe file-name part.
@@ -63,9 +103,15 @@ func fileName(uid string) string {
 
 // Save implements CheckpointStore.
 func (d *durableStore) Save(ctx context.Context, cp *Checkpoint) error {
-	w, err := d.s.Begin(ctx, cp.ID, store.Checkpoint)
+	_, err := d.save(ctx, cp, store.Checkpoint)
+	return err
+}
+
+// save writes cp as a checkpoint or a savepoint and returns its manifest.
+func (d *durableStore) save(ctx context.Context, cp *Checkpoint, kind store.Kind) (*store.Manifest, error) {
+	w, err := d.s.Begin(ctx, cp.ID, kind)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer w.Abort(ctx)
 	m := store.Manifest{JobID: d.jobID}
@@ -76,17 +122,26 @@ func (d *durableStore) Save(ctx context.Context, cp *Checkpoint) error {
 	sort.Strings(uids)
 	for _, uid := range uids {
 		subs := cp.Operators[uid]
-		op := store.OperatorState{UID: uid, Parallelism: len(subs), MaxParallelism: cp.MaxParallelism}
+		op := store.OperatorState{UID: uid, Parallelism: len(subs)}
 		for i, sn := range subs {
 			st := store.SubtaskState{Index: i}
 			base := fileName(uid) + "." + strconv.Itoa(i)
 			if len(sn.State) > 0 {
 				st.OperatorState = base + ".op"
 				if err := w.WriteFile(ctx, st.OperatorState, sn.State); err != nil {
-					return err
+					return nil, err
+				}
+			}
+			if len(sn.ChannelState) > 0 {
+				st.ChannelState = base + ".ch"
+				if err := w.WriteFile(ctx, st.ChannelState, sn.ChannelState); err != nil {
+					return nil, err
 				}
 			}
 			if len(sn.KeyGroups) > 0 {
+				// Only keyed operators record the number of key groups,
+				// which a restore must keep.
+				op.MaxParallelism = cp.MaxParallelism
 				kgs := make([]int, 0, len(sn.KeyGroups))
 				for kg := range sn.KeyGroups {
 					kgs = append(kgs, kg)
@@ -98,15 +153,14 @@ func (d *durableStore) Save(ctx context.Context, cp *Checkpoint) error {
 					data = append(data, sn.KeyGroups[kg]...)
 				}
 				if err := w.WriteFile(ctx, base+".kg", data); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			op.Subtasks = append(op.Subtasks, st)
 		}
 		m.Operators = append(m.Operators, op)
 	}
-	_, err = w.Commit(ctx, m)
-	return err
+	return w.Commit(ctx, m)
 }
 
 // Latest implements CheckpointStore.
@@ -118,6 +172,22 @@ func (d *durableStore) Latest(ctx context.Context) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.load(ctx, m)
+}
+
+// lastID returns the largest id of any completed checkpoint or savepoint
+// in the store, intact or not (new checkpoints are numbered after it).
+func (d *durableStore) lastID(ctx context.Context) (int64, error) {
+	es, err := d.s.List(ctx)
+	if err != nil || len(es) == 0 {
+		return 0, err
+	}
+	return es[len(es)-1].ID, nil
+}
+
+// load reads the checkpoint m describes, verifying every file.
+func (d *durableStore) load(ctx context.Context, m *store.Manifest) (*Checkpoint, error) {
+	var err error
 	cp := &Checkpoint{ID: m.ID, Operators: map[string][]OperatorSnapshot{}}
 	files := map[string][]byte{}
 	read := func(name string) ([]byte, error) {
@@ -133,16 +203,27 @@ func (d *durableStore) Latest(ctx context.Context) (*Checkpoint, error) {
 	}
 	for _, op := range m.Operators {
 		if op.MaxParallelism != 0 {
+			if cp.MaxParallelism != 0 && cp.MaxParallelism != op.MaxParallelism {
+				return nil, fmt.Errorf("%s %d: operators have different max parallelisms (%d, %d)", m.Kind, m.ID, cp.MaxParallelism, op.MaxParallelism)
+			}
 			cp.MaxParallelism = op.MaxParallelism
 		}
 		subs := make([]OperatorSnapshot, op.Parallelism)
+		for i := range subs {
+			subs[i].UID = op.UID
+		}
 		for _, st := range op.Subtasks {
 			if st.Index < 0 || st.Index >= len(subs) {
-				return nil, fmt.Errorf("checkpoint %d: operator %q has subtask %d of %d", m.ID, op.UID, st.Index, len(subs))
+				return nil, fmt.Errorf("%s %d: operator %q has subtask %d of %d", m.Kind, m.ID, op.UID, st.Index, len(subs))
 			}
 			sn := OperatorSnapshot{UID: op.UID}
 			if st.OperatorState != "" {
 				if sn.State, err = read(st.OperatorState); err != nil {
+					return nil, err
+				}
+			}
+			if st.ChannelState != "" {
+				if sn.ChannelState, err = read(st.ChannelState); err != nil {
 					return nil, err
 				}
 			}

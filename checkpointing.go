@@ -21,6 +21,10 @@ type checkpointConfig struct {
 	store       CheckpointStore
 	retain      int
 	restore     bool
+	tolerable   int
+	// unaligned and alignedTimeout: checkpoint_unaligned.go
+	unaligned      bool
+	alignedTimeout time.Duration
 }
 
 // RestoreFromLatest starts the job from the latest completed checkpoint in
@@ -50,7 +54,27 @@ func WithCheckpointStore(s CheckpointStore) CheckpointOption {
 }
 
 // RetainCheckpoints keeps the last n completed checkpoints (default 1).
+// Savepoints are never deleted by retention.
 func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig) { c.retain = n } }
+
+// TolerableCheckpointFailures sets how many consecutive checkpoint failures
+// the job tolerates (default 0, as Flink's
+// execution.checkpointing.tolerable-failed-checkpoints): a checkpoint that
+// expires (CheckpointTimeout), is declined by a task, or cannot be stored
+// counts; one more than n fails the job with an error wrapping
+// ErrTooManyCheckpointFailures, and the restart strategy applies. A
+// completed checkpoint resets the count. Failed savepoints, and checkpoints
+// abandoned because a task finished or a source was busy, do not count. A
+// snapshot that fails inside an operator fails its task at once, as a
+// synchronous-phase failure does in Flink.
+func TolerableCheckpointFailures(n int) CheckpointOption {
+	return func(c *checkpointConfig) { c.tolerable = n }
+}
+
+// ErrTooManyCheckpointFailures is wrapped by the error of a job that had
+// more consecutive checkpoint failures than TolerableCheckpointFailures
+// allows.
+var ErrTooManyCheckpointFailures = runtime.ErrTooManyCheckpointFailures
 
 // EnableCheckpointing takes a checkpoint every interval: barriers flow from
 // the sources with the data, tasks with several inputs align them
@@ -64,11 +88,14 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	if interval <= 0 {
 		e.fail(fmt.Errorf("checkpoint interval must be positive, got %v", interval))
 	}
-	if c.timeout <= 0 || c.minPause < 0 || c.retain < 1 {
-		e.fail(fmt.Errorf("invalid checkpoint settings: timeout %v, min pause %v, retained %d", c.timeout, c.minPause, c.retain))
+	if c.timeout <= 0 || c.minPause < 0 || c.retain < 1 || c.tolerable < 0 {
+		e.fail(fmt.Errorf("invalid checkpoint settings: timeout %v, min pause %v, retained %d, tolerable failures %d", c.timeout, c.minPause, c.retain, c.tolerable))
 	}
 	if c.store == nil {
 		c.store = NewMemoryCheckpointStore()
+	}
+	if d, ok := c.store.(*durableStore); ok {
+		d.useLogger(e.cfg.logger)
 	}
 	e.checkpoint = c
 }
@@ -193,22 +220,46 @@ func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int
 	return &runtime.CheckpointConfig{
 		Interval: c.interval, Timeout: c.timeout, MinPause: c.minPause, ExactlyOnce: c.exactlyOnce,
 		FirstID: firstID, Logger: e.cfg.logger, OnComplete: onComplete,
+		TolerableFailures: c.tolerable, Fail: e.failAttempt, Savepoints: e.savepoints,
+		Unaligned: c.unaligned, AlignedTimeout: c.alignedTimeout,
 		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
-			cp := &Checkpoint{ID: id, MaxParallelism: e.cfg.maxParallelism, Operators: map[string][]OperatorSnapshot{}}
-			for _, a := range acks {
-				for _, op := range a.Ops {
-					subs := cp.Operators[op.UID]
-					for len(subs) <= a.Subtask {
-						subs = append(subs, runtime.OperatorSnapshot{UID: op.UID})
-					}
-					subs[a.Subtask] = op
-					cp.Operators[op.UID] = subs
-				}
-			}
-			if err := c.store.Save(ctx, cp); err != nil {
+			if err := c.store.Save(ctx, e.assemble(id, acks)); err != nil {
 				return err
 			}
-			return c.store.Retain(ctx, c.retain)
+			if err := c.store.Retain(ctx, c.retain); err != nil {
+				// The checkpoint is complete; only older ones linger.
+				e.cfg.logger.Warn("old checkpoints could not be deleted", "checkpoint", id, "err", err)
+			}
+			return nil
 		},
 	}
+}
+
+// assemble turns the tasks' acknowledgements into a checkpoint: every
+// operator's snapshots by subtask.
+func (e *Environment) assemble(id int64, acks []runtime.TaskAck) *Checkpoint {
+	cp := &Checkpoint{ID: id, MaxParallelism: e.cfg.maxParallelism, Operators: map[string][]OperatorSnapshot{}}
+	for _, a := range acks {
+		for _, op := range a.Ops {
+			subs := cp.Operators[op.UID]
+			for len(subs) <= a.Subtask {
+				subs = append(subs, runtime.OperatorSnapshot{UID: op.UID})
+			}
+			subs[a.Subtask] = op
+			cp.Operators[op.UID] = subs
+		}
+	}
+	return cp
+}
+
+// lastCheckpointID returns the largest checkpoint id in the store.
+func lastCheckpointID(ctx context.Context, s CheckpointStore) (int64, error) {
+	if d, ok := s.(*durableStore); ok {
+		return d.lastID(ctx)
+	}
+	latest, err := s.Latest(ctx)
+	if err != nil || latest == nil {
+		return 0, err
+	}
+	return latest.ID, nil
 }

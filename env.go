@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	goruntime "runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -52,7 +53,9 @@ type config struct {
 	stdout         io.Writer
 	logger         *slog.Logger
 	restart        RestartStrategy
-	stateBackend   StateBackend // WithStateBackend (nil: heap)
+	savepoint      *savepointRestore // RestoreFromSavepoint
+	controlAddr    string            // WithControlAddress
+	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 }
 
 // Option configures an Environment.
@@ -97,6 +100,24 @@ type Environment struct {
 	tagTypes   map[string]string
 	executed   bool
 	checkpoint *checkpointConfig
+
+	// savepoints carries JobHandle savepoint requests to the running
+	// attempt's checkpoint coordinator.
+	savepoints chan *runtime.SavepointRequest
+	// base is the checkpoint or savepoint the job started from (nil: none)
+	// and firstID the id after which its checkpoints are numbered: a
+	// failover restores from the latest checkpoint numbered after firstID,
+	// else from base.
+	base     *Checkpoint
+	firstID  int64
+	numbered bool // firstID is set
+
+	mu            sync.Mutex
+	cancelAttempt context.CancelCauseFunc // the running attempt's
+
+	// onFinished runs once the job has finished successfully: exactly-once
+	// sinks commit the transactions of their last stretch of input then.
+	onFinished []func() error
 }
 
 // NewEnvironment returns an environment with the given options. Invalid
@@ -118,7 +139,7 @@ func NewEnvironment(opts ...Option) *Environment {
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	e := &Environment{cfg: c, tagTypes: map[string]string{}}
+	e := &Environment{cfg: c, tagTypes: map[string]string{}, savepoints: make(chan *runtime.SavepointRequest)}
 	switch {
 	case c.maxParallelism < 1 || c.maxParallelism > keygroup.MaxParallelismLimit:
 		e.fail(fmt.Errorf("max parallelism must be in [1, %d], got %d", keygroup.MaxParallelismLimit, c.maxParallelism))
@@ -160,17 +181,90 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 		return nil, fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
-	var cp *Checkpoint
-	if e.checkpoint != nil && e.checkpoint.restore {
-		var err error
-		if cp, err = e.checkpoint.store.Latest(ctx); err != nil {
-			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
-		}
-		if cp != nil {
-			e.cfg.logger.Info("restoring from checkpoint", "checkpoint", cp.ID)
-		}
+	cp, err := e.startingPoint(ctx)
+	if err != nil {
+		return nil, err
 	}
 	return e.buildPlan(ctx, cp)
+}
+
+// startingPoint returns what the job starts from: the savepoint of
+// RestoreFromSavepoint, or with RestoreFromLatest the latest checkpoint if
+// it is newer (a restarted process resumes from its own checkpoints), or
+// nothing. A restore is checked against the job: every operator state must
+// map to an operator UID of the job (unless AllowNonRestoredState) and the
+// max parallelism must be the same.
+func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
+	var (
+		cp    *Checkpoint
+		what  string
+		allow bool
+	)
+	if r := e.cfg.savepoint; r != nil {
+		sp, err := ReadSavepoint(ctx, r.path)
+		if err != nil {
+			return nil, fmt.Errorf("weir: restoring from savepoint: %w", err)
+		}
+		cp, what, allow = sp, "savepoint "+r.path, r.allowNonRestored
+	}
+	if e.checkpoint != nil && e.checkpoint.restore {
+		latest, err := e.checkpoint.store.Latest(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
+		}
+		if latest != nil && (cp == nil || latest.ID > cp.ID) {
+			cp, what = latest, fmt.Sprintf("checkpoint %d", latest.ID)
+		}
+	}
+	if cp == nil {
+		return nil, nil
+	}
+	if err := e.checkRestore(cp, what, allow); err != nil {
+		return nil, err
+	}
+	e.cfg.logger.Info("restoring", "from", what, "checkpoint", cp.ID)
+	e.base = cp
+	return cp, nil
+}
+
+// checkRestore checks that cp fits the job.
+func (e *Environment) checkRestore(cp *Checkpoint, what string, allow bool) error {
+	if cp.MaxParallelism != 0 && cp.MaxParallelism != e.cfg.maxParallelism {
+		return fmt.Errorf("weir: cannot restore from %s: it was taken with max parallelism %d and the job has %d; keyed state is split into max-parallelism key groups, which cannot be remapped (set weir.WithMaxParallelism(%d))",
+			what, cp.MaxParallelism, e.cfg.maxParallelism, cp.MaxParallelism)
+	}
+	uids := map[string]bool{}
+	for _, n := range e.nodes {
+		uids[runtime.UIDOf(n)] = true
+	}
+	var unknown []string
+	for uid, subs := range cp.Operators {
+		if !uids[uid] && hasState(subs) {
+			unknown = append(unknown, uid)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	if !allow {
+		return fmt.Errorf("weir: cannot restore from %s: it has state for operator UIDs %q, which no operator of the job has; give the operators the same UIDs with .UID(...), or restore with weir.AllowNonRestoredState() to drop that state",
+			what, unknown)
+	}
+	e.cfg.logger.Warn("restoring without the state of operators the job no longer has (AllowNonRestoredState)", "from", what, "uids", unknown)
+	for _, uid := range unknown {
+		delete(cp.Operators, uid)
+	}
+	return nil
+}
+
+func hasState(subs []OperatorSnapshot) bool {
+	for _, s := range subs {
+		if len(s.State) > 0 || len(s.KeyGroups) > 0 || len(s.ChannelState) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // buildPlan builds the physical plan, restoring from cp if it is not nil.
@@ -189,15 +283,17 @@ func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.P
 		}
 		cfg.Restore = cp.Operators
 		first = cp.ID
-	} else if e.checkpoint != nil {
+	}
+	if e.checkpoint != nil {
 		// Number new checkpoints after any already in the store.
-		latest, err := e.checkpoint.store.Latest(ctx)
+		last, err := lastCheckpointID(ctx, e.checkpoint.store)
 		if err != nil {
 			return nil, fmt.Errorf("weir: reading the checkpoint store: %w", err)
 		}
-		if latest != nil {
-			first = latest.ID
-		}
+		first = max(first, last)
+	}
+	if !e.numbered {
+		e.numbered, e.firstID = true, first
 	}
 	cfg.Checkpoint = e.runtimeCheckpointConfig(first, nil)
 	p, err := runtime.BuildPlan(ctx, e.nodes, cfg)
@@ -205,6 +301,17 @@ func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.P
 		return nil, fmt.Errorf("weir: invalid job: %w", err)
 	}
 	return p, nil
+}
+
+// failAttempt fails the running attempt of the job with err (the
+// coordinator calls it when too many checkpoints failed).
+func (e *Environment) failAttempt(err error) {
+	e.mu.Lock()
+	cancel := e.cancelAttempt
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel(err)
+	}
 }
 
 // Execute runs the job and blocks until a bounded job has ended, the job
@@ -226,23 +333,33 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		cancel()
 		return nil, err
 	}
-	h := &JobHandle{name: name, cancel: cancel, done: make(chan struct{})}
+	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{})}
 	h.setPlan(p)
 	log := e.cfg.logger.With("job", name)
+	stopControl, err := e.startControl(h, log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	log.Debug("job starting", "tasks", len(p.Tasks))
 	go func() {
+		// The control endpoint stops last: its requests end with the job.
+		defer stopControl()
 		defer close(h.done)
 		defer cancel()
 		err := e.run(jctx, h, p, log)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
+		h.mu.Lock()
+		if h.stopped && ctx.Err() == nil {
+			err = nil // stopped with a savepoint: the job finished
+		}
+		h.err = err
+		h.mu.Unlock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("job failed", "err", err)
 		}
-		h.mu.Lock()
-		h.err = err
-		h.mu.Unlock()
 	}()
 	return h, nil
 }
@@ -251,8 +368,27 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 // completed checkpoint as the restart strategy allows.
 func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, log *slog.Logger) error {
 	for attempt := 1; ; attempt++ {
-		err := p.Run(ctx)
-		if err == nil || ctx.Err() != nil || e.cfg.restart == nil {
+		actx, cancel := context.WithCancelCause(ctx)
+		e.mu.Lock()
+		e.cancelAttempt = cancel
+		e.mu.Unlock()
+		err := p.Run(actx)
+		if cause := context.Cause(actx); ctx.Err() == nil && errors.Is(cause, ErrTooManyCheckpointFailures) {
+			err = fmt.Errorf("weir: %w", cause)
+		}
+		e.mu.Lock()
+		e.cancelAttempt = nil
+		e.mu.Unlock()
+		cancel(nil)
+		if err == nil {
+			for _, f := range e.onFinished {
+				if err := f(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if ctx.Err() != nil || e.cfg.restart == nil {
 			return err
 		}
 		delay, ok := e.cfg.restart.Next(attempt)
@@ -263,11 +399,9 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 		if err := sleep(ctx, e.cfg.clock, e.cfg.clock.NowMillis()+delay.Milliseconds()); err != nil {
 			return err
 		}
-		var cp *Checkpoint
-		if e.checkpoint != nil {
-			if cp, err = e.checkpoint.store.Latest(ctx); err != nil {
-				return fmt.Errorf("weir: reading the latest checkpoint: %w", err)
-			}
+		cp, err := e.failoverPoint(ctx)
+		if err != nil {
+			return err
 		}
 		if cp != nil {
 			log.Info("restoring from checkpoint", "checkpoint", cp.ID)
@@ -279,14 +413,32 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 	}
 }
 
+// failoverPoint returns what a restarted attempt restores from: the latest
+// checkpoint this job completed, else what the job started from.
+func (e *Environment) failoverPoint(ctx context.Context) (*Checkpoint, error) {
+	if e.checkpoint != nil {
+		cp, err := e.checkpoint.store.Latest(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
+		}
+		if cp != nil && cp.ID > e.firstID {
+			return cp, nil
+		}
+	}
+	return e.base, nil
+}
+
 // JobHandle controls a running job.
 type JobHandle struct {
-	name   string
-	plan   *runtime.Plan // guarded by mu
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	err    error
+	name    string
+	env     *Environment
+	plan    *runtime.Plan // guarded by mu
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	err     error
+	stopped bool   // by StopWithSavepoint; guarded by mu
+	control string // the control endpoint's address, if any
 }
 
 func (h *JobHandle) setPlan(p *runtime.Plan) {
@@ -310,6 +462,7 @@ func (h *JobHandle) Wait() error {
 }
 
 // Cancel stops the job; Wait then returns context.Canceled.
+// StopWithSavepoint stops it after taking a savepoint.
 func (h *JobHandle) Cancel() { h.cancel() }
 
 // TaskMetrics is a snapshot of one subtask's counters.

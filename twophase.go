@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -94,8 +95,11 @@ func (o *twoPhaseOp[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) 
 func (o *twoPhaseOp[T, TXN]) ProcessWatermark(int64) error { return nil }
 func (o *twoPhaseOp[T, TXN]) ProcessStatus(bool) error     { return nil }
 
-// EndInput commits the last transaction: a bounded job's output is
-// complete when the job ends.
+// EndInput pre-commits the last transaction. It and the transactions
+// still pending are committed when the whole job has finished (finalCommits),
+// not now: another task may still fail, and the restart would replay this
+// subtask's input from the last checkpoint and write it again. This is
+// what Flink's final checkpoint after end of input achieves.
 func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
 	defer o.catch(&err)
 	if !o.open {
@@ -105,13 +109,43 @@ func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
 	if err := o.sink.PreCommit(o.cur); err != nil {
 		return err
 	}
-	for _, p := range o.pending {
-		if err := o.sink.Commit(p.Txn); err != nil {
-			return err
-		}
+	o.pending = append(o.pending, pendingTxn[TXN]{math.MaxInt64, o.cur})
+	var zero TXN
+	o.cur = zero
+	return nil
+}
+
+// finalCommits holds a sink's subtasks of the current attempt, to commit
+// their pending transactions once the job has finished.
+type finalCommits[T, TXN any] struct {
+	mu  sync.Mutex
+	ops map[int]*twoPhaseOp[T, TXN]
+}
+
+// attach makes o the subtask's operator of the current attempt.
+func (f *finalCommits[T, TXN]) attach(subtask int, o *twoPhaseOp[T, TXN]) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ops == nil {
+		f.ops = map[int]*twoPhaseOp[T, TXN]{}
 	}
-	o.pending = nil
-	return o.sink.Commit(o.cur)
+	f.ops[subtask] = o
+}
+
+// commit commits every pending transaction of every subtask; it runs after
+// the job has finished.
+func (f *finalCommits[T, TXN]) commit() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.ops {
+		for _, p := range o.pending {
+			if err := o.sink.Commit(p.Txn); err != nil {
+				return fmt.Errorf("sink %q: committing the final transactions: %w", o.name, err)
+			}
+		}
+		o.pending = nil
+	}
+	return nil
 }
 
 // SnapshotState pre-commits the current transaction, keeps it pending
@@ -162,14 +196,18 @@ func (o *twoPhaseOp[T, TXN]) Close() error {
 
 // AddTwoPhaseCommitSink writes ds exactly once through sink: with
 // checkpointing, output becomes visible when the checkpoint covering it
-// completes; at the end of a bounded job, when the job ends.
+// completes; the output after the last checkpoint of a bounded job when the
+// whole job has finished (Execute returns after committing it).
 func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink[T, TXN]) Sink {
 	if isNil(sink) {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
 	}
+	finals := &finalCommits[T, TXN]{}
+	ds.env.onFinished = append(ds.env.onFinished, finals.commit)
 	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", runtime.KindOneInput, ds.env.cfg.parallelism,
 		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
 			o := &twoPhaseOp[T, TXN]{opBase: base(bc), sink: sink, restore: bc.Restored, par: bc.Parallelism}
+			finals.attach(bc.Subtask, o)
 			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
 		})
 	ds.connect(n, 0)

@@ -1,5 +1,7 @@
 // Command weir is Weir's command-line tool: `weir scenario` replays
-// conformance scenario files against the engine's operators.
+// conformance scenario files against the engine's operators, `weir nexmark`
+// runs Nexmark queries, and `weir savepoint` takes a savepoint of a running
+// job through its control endpoint or inspects one.
 package main
 
 import (
@@ -16,6 +18,9 @@ const usage = `usage: weir <command> [arguments]
 commands:
   scenario [--check] FILE...   run scenario files (see ../shared/conformance/FORMAT.md)
   nexmark [--query Q] ...      run a Nexmark query on the built-in generator (--help for flags)
+  savepoint --address A --dir D [--stop] JOB
+                               take a savepoint of a running job through its control endpoint
+  savepoint inspect PATH       show what a savepoint or checkpoint holds
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -30,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return scenario.Main(args[1:], conformance.Runner(), stdout, stderr)
 	case "nexmark":
 		return nexmarkMain(args[1:], stdout, stderr)
+	case "savepoint":
+		return savepointMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -61,7 +61,7 @@ func (r *alignRig) rec(i int, v string) {
 
 func (r *alignRig) barrier(i int, id int64) {
 	r.t.Helper()
-	must(r.t, r.w[i].Barrier(id))
+	must(r.t, r.w[i].Barrier(Barrier{ID: id}))
 	r.drain()
 }
 

@@ -14,6 +14,11 @@ type OperatorSnapshot struct {
 	UID       string
 	KeyGroups map[int][]byte
 	State     []byte
+	// ChannelState is the in-flight input data of an unaligned checkpoint,
+	// set on the snapshot of a task's head operator (an entry with only
+	// this field when the head has no state of its own). It is restored by
+	// the runtime, not by the operator; see channel_state.go.
+	ChannelState []byte
 }
 
 // Snapshotter is implemented by operators with state. SnapshotState runs
@@ -52,7 +57,7 @@ type TaskAck struct {
 // barrierWriter is an exchange writer as the task sees it.
 type barrierWriter interface {
 	Flush() error
-	Barrier(id int64) error
+	Barrier(b Barrier) error
 	// SetContext sets the context whose end releases a blocked send.
 	SetContext(ctx context.Context)
 }
@@ -73,13 +78,42 @@ func (t *Task) AddListener(l CheckpointListener) { t.listeners = append(t.listen
 // SetAcks sets where the task reports its checkpoints.
 func (t *Task) SetAcks(acks chan<- TaskAck) { t.acks = acks }
 
+// Barrier is a checkpoint barrier as tasks forward it.
+type Barrier struct {
+	ID int64
+	// Timestamp is the checkpoint's start time: processing time at the
+	// source task when it took its snapshot, in milliseconds.
+	Timestamp int64
+	// Unalignable is set for periodic checkpoints, which may run unaligned
+	// when unaligned checkpoints are enabled; savepoints are always
+	// aligned, as in Flink.
+	Unalignable bool
+}
+
 // Checkpoint snapshots every operator of the task for checkpoint id,
-// reports the snapshots, and forwards barrier id on every output.
+// reports the snapshots and forwards barrier id on every output (a source
+// task when the coordinator triggers it). The barrier is unalignable when
+// id was triggered with Trigger (a periodic checkpoint), aligned otherwise
+// (a savepoint).
 func (t *Task) Checkpoint(id int64) error {
+	b := Barrier{ID: id, Timestamp: t.clk.NowMillis(), Unalignable: t.periodic.Load() == id}
+	if err := t.snapshot(b); err != nil {
+		return err
+	}
+	if err := t.acknowledge(id, nil); err != nil {
+		return err
+	}
+	return t.forward(b)
+}
+
+// snapshot flushes the task, snapshots every operator for the barrier's
+// checkpoint and keeps the snapshots until acknowledge.
+func (t *Task) snapshot(b Barrier) error {
+	id := b.ID
 	if err := t.Flush(); err != nil {
 		return err
 	}
-	ack := TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask}
+	ack := &TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask}
 	for _, s := range t.snaps {
 		t.curOp = s.uid
 		var snap OperatorSnapshot
@@ -96,19 +130,92 @@ func (t *Task) Checkpoint(id int64) error {
 		ack.Ops = append(ack.Ops, snap)
 	}
 	t.curOp = ""
-	if t.acks != nil {
-		select {
-		case t.acks <- ack:
-		default:
-			return fmt.Errorf("checkpoint %d: the coordinator is not accepting acknowledgements", id)
-		}
-	}
+	t.pending = ack
+	return nil
+}
+
+// forward sends the barrier on every output.
+func (t *Task) forward(b Barrier) error {
 	for _, w := range t.writers {
-		if err := w.Barrier(id); err != nil {
+		if err := w.Barrier(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// acknowledge reports checkpoint id, whose snapshot was taken, with the
+// channel state an unaligned checkpoint recorded.
+func (t *Task) acknowledge(id int64, channels []GateChannelState) error {
+	ack := t.pending
+	if ack == nil || ack.ID != id {
+		return fmt.Errorf("checkpoint %d: acknowledged without a snapshot", id)
+	}
+	t.pending = nil
+	cs, err := encodeChannelState(id, t.Subtask, t.parallelism, channels)
+	if err != nil {
+		return fmt.Errorf("checkpoint %d: encoding channel state: %w", id, err)
+	}
+	if cs != nil {
+		i := 0
+		for i < len(ack.Ops) && ack.Ops[i].UID != t.headUID {
+			i++
+		}
+		if i == len(ack.Ops) {
+			ack.Ops = append(ack.Ops, OperatorSnapshot{UID: t.headUID})
+		}
+		ack.Ops[i].ChannelState = cs
+	}
+	if t.acks != nil {
+		select {
+		case t.acks <- *ack:
+		default:
+			return fmt.Errorf("checkpoint %d: the coordinator is not accepting acknowledgements", id)
+		}
+	}
+	return nil
+}
+
+// newAligner returns the task's barrier aligner for a checkpoint
+// configuration.
+func (t *Task) newAligner(cc *CheckpointConfig) *Aligner {
+	return NewAlignerWith(AlignerConfig{
+		ExactlyOnce: cc.ExactlyOnce, Unaligned: cc.Unaligned, AlignedTimeout: cc.AlignedTimeout,
+		Time: t, Snapshot: t.snapshot, Forward: t.forward, Complete: t.acknowledge, Abort: t.abortCheckpoint,
+		Decline: t.declineCheckpoint,
+	})
+}
+
+// declineCheckpoint drops the snapshot of checkpoint id and reports the
+// checkpoint as failed at this task.
+func (t *Task) declineCheckpoint(id int64, err error) {
+	t.abortCheckpoint(id)
+	if t.acks != nil {
+		select {
+		case t.acks <- TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Err: err}:
+		default:
+		}
+	}
+}
+
+// abortCheckpoint drops the snapshot of checkpoint id, which a newer
+// barrier cut short before it could be acknowledged.
+func (t *Task) abortCheckpoint(id int64) {
+	if t.pending != nil && t.pending.ID == id {
+		t.pending = nil
+	}
+}
+
+// ReplayChannelState feeds the in-flight data restored from an unaligned
+// checkpoint into the task (Run does it after opening the operators, before
+// any new input) and flushes. It does nothing the second time.
+func (t *Task) ReplayChannelState() error {
+	f := t.replay
+	t.replay = nil
+	if f == nil {
+		return nil
+	}
+	return t.Do(f)
 }
 
 // NotifyComplete tells the task's listeners that checkpoint id completed.
@@ -148,6 +255,7 @@ func (m notifyMsg) process() error { return m.t.NotifyComplete(m.id) }
 // Trigger asks a source task to take checkpoint id; it returns false if
 // the task's inbox is full.
 func (t *Task) Trigger(id int64) bool {
+	t.periodic.Store(id)
 	select {
 	case t.inbox <- triggerMsg{t, id}:
 		return true

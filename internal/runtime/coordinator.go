@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +16,12 @@ type CheckpointConfig struct {
 	Timeout     time.Duration
 	MinPause    time.Duration
 	ExactlyOnce bool
+	// Unaligned enables unaligned checkpoints (exactly-once only); see
+	// Aligner.
+	Unaligned bool
+	// AlignedTimeout is how long an unaligned-enabled checkpoint stays
+	// aligned before it switches to unaligned; 0 starts unaligned.
+	AlignedTimeout time.Duration
 	// FirstID is the id after which new checkpoints are numbered (the id
 	// of the checkpoint the job was restored from).
 	FirstID int64
@@ -23,88 +31,389 @@ type CheckpointConfig struct {
 	// OnComplete, if set, is told of every completed checkpoint.
 	OnComplete func(id int64)
 	Logger     *slog.Logger
+	// TolerableFailures is how many consecutive checkpoint failures
+	// (expired, declined by a task, not persisted) are tolerated; one more
+	// calls Fail. A completed checkpoint resets the count. Savepoints and
+	// checkpoints abandoned because a task finished or a source was busy
+	// are not counted (Flink's CheckpointFailureManager).
+	TolerableFailures int
+	// Fail, if set, is called once, with an error wrapping
+	// ErrTooManyCheckpointFailures, when more than TolerableFailures
+	// consecutive checkpoints failed; it should fail the job.
+	Fail func(err error)
+	// Savepoints delivers savepoint requests (nil: none).
+	Savepoints <-chan *SavepointRequest
+}
+
+// ErrTooManyCheckpointFailures is wrapped by the error a job fails with when
+// more consecutive checkpoints failed than tolerated.
+var ErrTooManyCheckpointFailures = errors.New("exceeded the tolerable number of consecutive checkpoint failures")
+
+// SavepointRequest asks the coordinator for a savepoint: a checkpoint taken
+// on demand (as soon as no other checkpoint is in flight, regardless of the
+// interval and the minimum pause), persisted by its own Persist and not
+// followed by a completion notification, unless Stop is set.
+type SavepointRequest struct {
+	// Stop makes it a stop-with-savepoint: every source task holds after
+	// forwarding the barrier (it emits nothing more), and once the
+	// savepoint is stored every task is notified of its completion (so
+	// two-phase-commit sinks commit) before Done reports success; the
+	// sources then hold until the job is cancelled. If the savepoint fails
+	// the sources resume and the job goes on.
+	Stop bool
+	// Persist stores the savepoint once every task has acknowledged it.
+	Persist func(ctx context.Context, id int64, acks []TaskAck) error
+	// Done is called once, on the coordinator's goroutine, with the
+	// savepoint's id (0 if it never started) and its outcome. It must not
+	// block.
+	Done func(id int64, err error)
 }
 
 // coordinator triggers checkpoints at the sources, collects the tasks'
 // acknowledgements, persists complete checkpoints and notifies the tasks.
-// At most one checkpoint is in flight.
+// At most one checkpoint (or savepoint) is in flight; the next periodic one
+// starts no earlier than Interval after the previous one started and
+// MinPause after the previous one ended; one that has not completed within
+// Timeout expires.
+//
+// The decisions are made by onTick, onAck and onRequest, which the tests
+// call directly with a manual clock; run only feeds them.
 type coordinator struct {
 	cfg   CheckpointConfig
 	clk   clock.Clock
 	tasks []*Task
 	acks  chan TaskAck
 	log   *slog.Logger
+
+	next         int64 // the last id used
+	pending      *pendingCheckpoint
+	lastEnd      int64 // when the last checkpoint completed or was abandoned
+	nextPeriodic int64 // when the next periodic checkpoint is due
+	queue        []*SavepointRequest
+	failures     int  // consecutive counted failures
+	failed       bool // Fail was called, or the job stopped with a savepoint
+	started      bool // init ran
+}
+
+type pendingCheckpoint struct {
+	id      int64
+	started int64
+	acks    []TaskAck
+	sp      *SavepointRequest
+	stop    *stopState
+}
+
+// stopState coordinates the source tasks held by a stop-with-savepoint.
+type stopState struct {
+	release  chan struct{} // closed if the savepoint failed: sources resume
+	complete chan struct{} // closed once the savepoint is stored
+	notified chan error    // one report per notified task
+	done     <-chan struct{}
+}
+
+func newCoordinator(cfg CheckpointConfig, clk clock.Clock, tasks []*Task, acks chan TaskAck, log *slog.Logger) *coordinator {
+	c := &coordinator{cfg: cfg, clk: clk, tasks: tasks, acks: acks, log: log}
+	c.init()
+	return c
+}
+
+// init sets the starting state (Plan.Run builds the struct directly).
+func (c *coordinator) init() {
+	if c.started {
+		return
+	}
+	c.started = true
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.next = c.cfg.FirstID
+	now := c.clk.NowMillis()
+	c.lastEnd = now - c.cfg.MinPause.Milliseconds() // no pause before the first one
+	c.nextPeriodic = now + c.interval()
+}
+
+func (c *coordinator) interval() int64 { return max(c.cfg.Interval.Milliseconds(), 1) }
+
+// nextWake returns when onTick has something to decide.
+func (c *coordinator) nextWake(now int64) int64 {
+	if p := c.pending; p != nil {
+		// The deadline, and periodic looks for finished tasks meanwhile.
+		return min(p.started+c.cfg.Timeout.Milliseconds(), now+c.interval())
+	}
+	if len(c.queue) > 0 {
+		return now
+	}
+	return max(c.nextPeriodic, c.lastEnd+c.cfg.MinPause.Milliseconds())
 }
 
 func (c *coordinator) run(ctx context.Context) {
+	c.init()
+	tick := make(chan struct{}, 1)
 	var (
-		next     = c.cfg.FirstID
-		inFlight int64 // 0: none
-		started  int64
-		lastEnd  = c.clk.NowMillis()
-		got      []TaskAck
-		tick     = make(chan struct{}, 1)
+		armedAt int64 = -1
+		stop          = func() bool { return false }
 	)
-	interval := max(c.cfg.Interval.Milliseconds(), 1)
-	arm := func(at int64) func() bool {
-		return c.clk.AfterFunc(at, func() {
+	arm := func() {
+		at := c.nextWake(c.clk.NowMillis())
+		if at == armedAt {
+			return
+		}
+		stop()
+		armedAt = at
+		stop = c.clk.AfterFunc(at, func() {
 			select {
 			case tick <- struct{}{}:
 			default:
 			}
 		})
 	}
-	stop := arm(c.clk.NowMillis() + interval)
 	defer func() { stop() }()
 	for {
+		arm()
 		select {
 		case <-ctx.Done():
+			c.shutdown()
 			return
 		case <-tick:
-			now := c.clk.NowMillis()
-			if inFlight != 0 && c.cfg.Timeout > 0 && now-started >= c.cfg.Timeout.Milliseconds() {
-				c.log.Warn("checkpoint expired before completing", "checkpoint", inFlight, "acknowledged", len(got), "tasks", len(c.tasks))
-				inFlight, got, lastEnd = 0, nil, now
-			}
-			if inFlight == 0 && now-lastEnd >= c.cfg.MinPause.Milliseconds() && c.allRunning() {
-				next++
-				inFlight, started, got = next, now, nil
-				for _, t := range c.tasks {
-					if t.IsSource() && !t.Trigger(next) {
-						c.log.Warn("checkpoint not triggered: a source is busy", "checkpoint", next)
-						inFlight = 0
-						break
-					}
-				}
-			}
-			stop = arm(now + interval)
+			armedAt = -1
+			c.onTick(ctx, c.clk.NowMillis())
 		case a := <-c.acks:
-			if a.ID != inFlight {
-				continue
+			c.onAck(ctx, a)
+		case r := <-c.cfg.Savepoints:
+			c.onRequest(ctx, r)
+		}
+	}
+}
+
+// onRequest queues a savepoint and starts it if nothing is in flight.
+func (c *coordinator) onRequest(ctx context.Context, r *SavepointRequest) {
+	c.queue = append(c.queue, r)
+	if c.pending == nil {
+		c.onTick(ctx, c.clk.NowMillis())
+	}
+}
+
+// onTick expires or abandons the checkpoint in flight and starts the next
+// one when it is due.
+func (c *coordinator) onTick(ctx context.Context, now int64) {
+	if p := c.pending; p != nil {
+		switch {
+		case !c.allRunning():
+			c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: a task finished before acknowledging it", p.id), false)
+		case now-p.started >= c.cfg.Timeout.Milliseconds():
+			c.abort(p, now, fmt.Errorf("checkpoint %d expired: not complete after %v (%d of %d tasks acknowledged)",
+				p.id, c.cfg.Timeout, len(p.acks), len(c.tasks)), true)
+		}
+	}
+	if c.pending != nil || c.failed {
+		return
+	}
+	if len(c.queue) > 0 {
+		r := c.queue[0]
+		c.queue = c.queue[1:]
+		c.trigger(ctx, now, r)
+		return
+	}
+	if now >= c.nextPeriodic && now-c.lastEnd >= c.cfg.MinPause.Milliseconds() {
+		c.nextPeriodic = now + c.interval()
+		c.trigger(ctx, now, nil)
+	}
+}
+
+// trigger starts checkpoint (or savepoint, if sp is set) next+1 at every
+// source task.
+func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointRequest) {
+	if !c.allRunning() {
+		if sp != nil {
+			sp.Done(0, errors.New("savepoint not taken: a task of the job has already finished"))
+		}
+		return
+	}
+	c.next++
+	p := &pendingCheckpoint{id: c.next, started: now, sp: sp}
+	if sp != nil && sp.Stop {
+		p.stop = &stopState{
+			release: make(chan struct{}), complete: make(chan struct{}),
+			notified: make(chan error, len(c.tasks)), done: ctx.Done(),
+		}
+	}
+	for _, t := range c.tasks {
+		if !t.IsSource() {
+			continue
+		}
+		if sp == nil {
+			if !t.Trigger(p.id) {
+				c.log.Warn("checkpoint not triggered: a source is busy", "checkpoint", p.id)
+				return
 			}
-			got = append(got, a)
-			if len(got) < len(c.tasks) {
-				continue
+			continue
+		}
+		var m message = triggerMsg{t, p.id}
+		if p.stop != nil {
+			m = stopMsg{t, p.id, p.stop}
+		}
+		// A savepoint waits for room in the inbox rather than fail, unless
+		// the task finishes meanwhile.
+		if !c.send(ctx, t, m) {
+			if p.stop != nil {
+				close(p.stop.release) // sources already held resume
 			}
-			id := inFlight
-			inFlight = 0
-			lastEnd = c.clk.NowMillis()
-			if c.cfg.Persist != nil {
-				if err := c.cfg.Persist(ctx, id, got); err != nil {
-					c.log.Warn("checkpoint could not be stored", "checkpoint", id, "err", err)
-					continue
-				}
+			err := fmt.Errorf("savepoint %d not taken: source %s (subtask %d) finished", p.id, t.Name, t.Subtask)
+			if ctx.Err() != nil {
+				err = fmt.Errorf("savepoint %d not taken: the job ended, failed or was cancelled first", p.id)
 			}
-			for _, t := range c.tasks {
-				if !t.Finished() && !t.Notify(id) {
-					c.log.Warn("checkpoint completion not delivered: inbox full", "checkpoint", id, "task", t.Name, "subtask", t.Subtask)
-				}
-			}
-			if c.cfg.OnComplete != nil {
-				c.cfg.OnComplete(id)
+			sp.Done(p.id, err)
+			return
+		}
+	}
+	c.pending = p
+}
+
+// send puts m in t's inbox, waiting for room; false if ctx ended or t
+// finished first.
+func (c *coordinator) send(ctx context.Context, t *Task, m message) bool {
+	for {
+		select {
+		case t.inbox <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+			if t.Finished() {
+				return false
 			}
 		}
 	}
+}
+
+// onAck records a task's acknowledgement and completes the checkpoint when
+// every task has acknowledged it.
+func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
+	p := c.pending
+	if p == nil || a.ID != p.id {
+		return // late, for an abandoned checkpoint
+	}
+	now := c.clk.NowMillis()
+	if a.Err != nil {
+		c.abort(p, now, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err), true)
+		return
+	}
+	p.acks = append(p.acks, a)
+	if len(p.acks) < len(c.tasks) {
+		return
+	}
+	c.complete(ctx, p, now)
+}
+
+func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now int64) {
+	if p.sp != nil {
+		c.pending = nil
+		c.lastEnd = now
+		err := p.sp.Persist(ctx, p.id, p.acks)
+		if err != nil {
+			err = fmt.Errorf("savepoint %d could not be stored: %w", p.id, err)
+		} else if p.stop != nil {
+			err = c.notifyStopped(ctx, p)
+		}
+		if err != nil && p.stop != nil {
+			close(p.stop.release)
+		} else if p.stop != nil {
+			c.failed = true // the job is stopping: no more checkpoints
+		}
+		p.sp.Done(p.id, err)
+		return
+	}
+	if c.cfg.Persist != nil {
+		if err := c.cfg.Persist(ctx, p.id, p.acks); err != nil {
+			if ctx.Err() != nil {
+				c.pending = nil
+				return
+			}
+			c.abort(p, now, fmt.Errorf("checkpoint %d could not be stored: %w", p.id, err), true)
+			return
+		}
+	}
+	c.pending = nil
+	c.lastEnd = c.clk.NowMillis()
+	c.failures = 0
+	for _, t := range c.tasks {
+		if !t.Finished() && !t.Notify(p.id) {
+			c.log.Warn("checkpoint completion not delivered: inbox full", "checkpoint", p.id, "task", t.Name, "subtask", t.Subtask)
+		}
+	}
+	if c.cfg.OnComplete != nil {
+		c.cfg.OnComplete(p.id)
+	}
+}
+
+// notifyStopped tells every task that the stop-with-savepoint completed
+// and waits until each has run its listeners.
+func (c *coordinator) notifyStopped(ctx context.Context, p *pendingCheckpoint) error {
+	close(p.stop.complete) // the held sources notify their own operators
+	n := 0
+	for _, t := range c.tasks {
+		n++
+		if t.IsSource() {
+			continue
+		}
+		select {
+		case t.inbox <- notifyWaitMsg{t, p.id, p.stop.notified}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var first error
+	for range n {
+		select {
+		case err := <-p.stop.notified:
+			if err != nil && first == nil {
+				first = fmt.Errorf("savepoint %d stored, but notifying its completion failed: %w", p.id, err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return first
+}
+
+// abort abandons checkpoint p; counted failures may fail the job.
+func (c *coordinator) abort(p *pendingCheckpoint, now int64, err error, counted bool) {
+	c.pending = nil
+	c.lastEnd = now
+	if p.sp != nil {
+		if p.stop != nil {
+			close(p.stop.release)
+		}
+		p.sp.Done(p.id, fmt.Errorf("savepoint failed: %w", err))
+		return
+	}
+	if !counted {
+		c.log.Info("checkpoint abandoned", "checkpoint", p.id, "reason", err.Error())
+		return
+	}
+	c.failures++
+	c.log.Warn("checkpoint failed", "checkpoint", p.id, "err", err.Error(),
+		"consecutive_failures", c.failures, "tolerable", c.cfg.TolerableFailures)
+	if c.failures > c.cfg.TolerableFailures && !c.failed {
+		c.failed = true
+		if c.cfg.Fail != nil {
+			c.cfg.Fail(fmt.Errorf("%w (%d tolerated); the last one: %w", ErrTooManyCheckpointFailures, c.cfg.TolerableFailures, err))
+		}
+	}
+}
+
+// shutdown answers the savepoint requests still waiting: the job ended or
+// failed first.
+func (c *coordinator) shutdown() {
+	err := errors.New("savepoint not taken: the job ended, failed or was cancelled first")
+	if p := c.pending; p != nil && p.sp != nil {
+		c.pending = nil
+		p.sp.Done(p.id, err)
+	}
+	for _, r := range c.queue {
+		r.Done(0, err)
+	}
+	c.queue = nil
 }
 
 func (c *coordinator) allRunning() bool {
@@ -114,4 +423,50 @@ func (c *coordinator) allRunning() bool {
 		}
 	}
 	return true
+}
+
+// stopMsg triggers a stop-with-savepoint at a source task: the task
+// snapshots and forwards the barrier, then holds (it reads no more input)
+// until the savepoint is stored, notifies its operators, and holds on
+// until the job is cancelled, when it ends the task with context.Canceled.
+// If the savepoint fails it resumes.
+type stopMsg struct {
+	t  *Task
+	id int64
+	s  *stopState
+}
+
+func (m stopMsg) process() error {
+	if err := m.t.Checkpoint(m.id); err != nil {
+		return err
+	}
+	select {
+	case <-m.s.release:
+		return nil
+	case <-m.s.done:
+		return context.Canceled
+	case <-m.s.complete:
+	}
+	err := m.t.NotifyComplete(m.id)
+	m.s.notified <- err
+	if err != nil {
+		return err
+	}
+	<-m.s.done
+	// End the task at once: returning nil would let it process the
+	// batches already in its inbox, emitting records after the barrier.
+	return context.Canceled
+}
+
+// notifyWaitMsg notifies a task of a completed checkpoint and reports back.
+type notifyWaitMsg struct {
+	t    *Task
+	id   int64
+	done chan<- error
+}
+
+func (m notifyWaitMsg) process() error {
+	err := m.t.NotifyComplete(m.id)
+	m.done <- err
+	return err
 }

@@ -294,9 +294,9 @@ func (w *Writer[T]) ProcessStatus(idle bool) error {
 	return w.broadcastCtrl(ctrl{kind: ctrlStatus, idle: idle})
 }
 
-// Barrier sends checkpoint barrier id to every consumer.
-func (w *Writer[T]) Barrier(id int64) error {
-	return w.broadcastCtrl(ctrl{kind: ctrlBarrier, wm: id})
+// Barrier sends a checkpoint barrier to every consumer.
+func (w *Writer[T]) Barrier(b Barrier) error {
+	return w.broadcastCtrl(ctrl{kind: ctrlBarrier, wm: b.ID, ts: b.Timestamp, unalignable: b.Unalignable})
 }
 
 // EndInput sends the end of this producer's stream to every consumer.

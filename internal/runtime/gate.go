@@ -15,12 +15,16 @@ const (
 )
 
 // ctrl is a control element placed in a batch before the record at pos.
-// A barrier carries its checkpoint id in wm.
+// A barrier carries its checkpoint id in wm, the checkpoint's start time
+// (processing time at the source task, milliseconds) in ts, and whether it
+// may run unaligned in unalignable.
 type ctrl struct {
-	pos  int
-	kind uint8
-	idle bool
-	wm   int64
+	pos         int
+	kind        uint8
+	idle        bool
+	unalignable bool
+	wm          int64
+	ts          int64
 }
 
 // Gate is one logical input of a task head: it merges C channels (all
@@ -38,12 +42,16 @@ type Gate[T any] struct {
 	wm     *atomicCounter // the valve's output, published for metrics
 	align  *Aligner       // nil without checkpointing
 	index  int            // the gate's index within its task
+	// rec holds the channel state recorded for an unaligned checkpoint, by
+	// channel (nil entries: nothing recorded).
+	rec []*chanRecording
 }
 
 // SetAligner makes the gate report barriers and ends to a task's aligner.
 func (g *Gate[T]) SetAligner(a *Aligner, index int) {
 	g.align, g.index = a, index
 	a.addChannels(index, len(g.ended))
+	a.addGate(index, g)
 }
 
 // NewGate returns a gate over the given number of channels feeding sink.
@@ -69,11 +77,17 @@ func (g *Gate[T]) Records(ch int, recs []Record[T]) error {
 		return nil
 	}
 	g.in.Add(int64(len(recs)))
+	if g.align != nil && g.align.recording(g.index, ch) {
+		g.record(ch, inflight[T]{Recs: recs})
+	}
 	return g.sink.ProcessBatch(recs)
 }
 
-// Watermark delivers a watermark of one channel.
+// WatermarkOn delivers a watermark of one channel.
 func (g *Gate[T]) WatermarkOn(ch int, wm int64) error {
+	if g.align != nil && g.align.recording(g.index, ch) {
+		g.record(ch, inflight[T]{WM: wm, IsWM: true})
+	}
 	g.events = g.valve.Watermark(ch, wm, g.events[:0])
 	return g.dispatch()
 }
@@ -149,7 +163,7 @@ func (g *Gate[T]) deliverFrom(ch int, recs []Record[T], ctrls []ctrl, r, c int) 
 			}
 		case ctrlBarrier:
 			if g.align != nil {
-				block, err := g.align.barrier(g.index, ch, x.wm)
+				block, err := g.align.barrier(g.index, ch, Barrier{ID: x.wm, Timestamp: x.ts, Unalignable: x.unalignable})
 				if err != nil {
 					return r, c, false, err
 				}

@@ -112,6 +112,7 @@ type exchange interface {
 }
 
 type gate interface {
+	channelStateGate
 	SetAligner(a *Aligner, index int)
 	Ended() bool
 	Watermark() int64
@@ -225,6 +226,16 @@ type Plan struct {
 func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 	for _, n := range nodes {
 		n.outs = nil
+	}
+	if cc := cfg.Checkpoint; cc != nil {
+		switch {
+		case cc.Unaligned && !cc.ExactlyOnce:
+			return nil, fmt.Errorf("unaligned checkpoints need exactly-once mode, not at-least-once (as Flink)")
+		case cc.AlignedTimeout < 0:
+			return nil, fmt.Errorf("the aligned-checkpoint timeout must not be negative, got %v", cc.AlignedTimeout)
+		case cc.AlignedTimeout > 0 && !cc.Unaligned:
+			return nil, fmt.Errorf("an aligned-checkpoint timeout (%v) needs unaligned checkpoints", cc.AlignedTimeout)
+		}
 	}
 	for _, n := range nodes {
 		if n.Kind != KindExternal && (n.Parallelism < 1 || n.Parallelism > cfg.MaxParallelism) {
@@ -429,8 +440,36 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		capacity += source.InboxCapacity()
 		t.source = true
 	}
+	t.parallelism = h.Parallelism
+	for _, n := range chain[1:] {
+		for _, o := range cfg.Restore[UIDOf(n)] {
+			if len(o.ChannelState) > 0 {
+				return nil, fmt.Errorf("operator %q: the checkpoint holds in-flight data of an unaligned checkpoint for it, but it is now chained behind %q and has no input channels of its own; restore with the old chaining", n.Name, h.Name)
+			}
+		}
+	}
+	if len(gates) > 0 {
+		t.headUID = UIDOf(h)
+		csg := make([]channelStateGate, len(gates))
+		for i, g := range gates {
+			csg[i] = g
+		}
+		replay, err := restoreChannelState(cfg.Restore[t.headUID], h.Name, sub, h.Parallelism, csg)
+		if err != nil {
+			return nil, err
+		}
+		t.replay = replay
+	}
 	if cfg.Checkpoint != nil && len(gates) > 0 {
-		t.aligner = NewAligner(cfg.Checkpoint.ExactlyOnce, t.Checkpoint, nil)
+		cc := cfg.Checkpoint
+		if cc.Unaligned {
+			for i, g := range gates {
+				if err := g.probeChannelState(); err != nil {
+					return nil, fmt.Errorf("operator %q: input %d: %w", h.Name, i+1, err)
+				}
+			}
+		}
+		t.aligner = t.newAligner(cc)
 		for i, g := range gates {
 			g.SetAligner(t.aligner, i)
 		}

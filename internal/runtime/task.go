@@ -73,8 +73,14 @@ type Task struct {
 	listeners []CheckpointListener
 	acks      chan<- TaskAck
 	aligner   *Aligner
+	pending   *TaskAck // snapshot taken, not yet acknowledged
+	headUID   string   // where channel state is reported
+	replay    func() error
+	periodic  atomic.Int64 // the last checkpoint triggered with Trigger
 	source    bool
-	finished  atomic.Bool
+	// parallelism of the task's operators (recorded with channel state)
+	parallelism int
+	finished    atomic.Bool
 }
 
 type namedLifecycle struct {
@@ -292,6 +298,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		w.SetContext(ctx)
 	}
 	if err := t.Open(); err != nil {
+		return err
+	}
+	if err := t.ReplayChannelState(); err != nil {
 		return err
 	}
 	for _, s := range t.starters {

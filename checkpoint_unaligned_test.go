@@ -1,0 +1,303 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/state"
+)
+
+// coRunningCount is a keyed co-process function that reports every element
+// it gets ("e L v" / "e R v") and the running count of its key ("c k n").
+// The set of lines is the same in every fault-free run, whatever the
+// interleaving of the two inputs: each element once, and the counts 1..N
+// of every key. A lost in-flight record leaves a key's count short and its
+// element missing; a record processed twice pushes a count past N. It
+// sleeps 1 ms every 8 elements (about 8k elements/s per subtask), slower
+// than the sources, so the inputs back up and the job lasts long enough
+// for many checkpoints.
+type coRunningCount struct {
+	n     state.ValueState[int64]
+	calls int
+	// check runs before each element (failure injection).
+	check func()
+}
+
+func (c *coRunningCount) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
+	c.n, err = weir.GetValueState(ctx, state.Value[int64]("n"))
+	return err
+}
+
+func (c *coRunningCount) element(side string, v int64, ctx weir.KeyedContext[int64], out weir.Collector[string]) error {
+	if c.check != nil {
+		c.check()
+	}
+	if c.calls++; c.calls%8 == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	n, _ := c.n.Value()
+	c.n.Update(n + 1)
+	out.Collect(fmt.Sprintf("e %s %d", side, v))
+	out.Collect(fmt.Sprintf("c %d %d", ctx.CurrentKey(), n+1))
+	return nil
+}
+
+func (c *coRunningCount) ProcessElement1(v int64, ctx weir.KeyedContext[int64], out weir.Collector[string]) error {
+	return c.element("L", v, ctx, out)
+}
+
+func (c *coRunningCount) ProcessElement2(v int64, ctx weir.KeyedContext[int64], out weir.Collector[string]) error {
+	return c.element("R", v, ctx, out)
+}
+
+func (c *coRunningCount) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[string]) error {
+	return nil
+}
+
+// hasChannelState reports whether a checkpoint stored in-flight data.
+func hasChannelState(cp *weir.Checkpoint) bool {
+	if cp == nil {
+		return false
+	}
+	for _, subs := range cp.Operators {
+		for _, s := range subs {
+			if len(s.ChannelState) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unalignedJob builds two generators -> keyed co-process -> exactly-once
+// file sink under backpressure (batches of 8, one credit per channel, a
+// co-process slower than the sources), with
+// unaligned checkpoints every 2 ms in store (in memory if nil). If fail is
+// set, the co-process fails once, after a quarter of the input, as soon as the
+// latest completed checkpoint holds channel state; the job restarts from
+// it (restarts: how often it may).
+func unalignedJob(t *testing.T, dir string, n int64, keys int64, timeout time.Duration, fail bool, opts ...jobOpt) (*weir.Environment, *atomic.Bool, weir.CheckpointStore) {
+	o := jobOpts{p: 2, restarts: 1}
+	for _, f := range opts {
+		f(&o)
+	}
+	store := o.store
+	if store == nil {
+		store = weir.NewMemoryCheckpointStore()
+	}
+	env := weir.NewEnvironment(weir.WithParallelism(o.p), weir.WithBufferSize(8), weir.WithBufferCredits(1),
+		weir.WithRestartStrategy(weir.FixedDelayRestart(o.restarts, time.Millisecond)))
+	env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store), weir.RestoreFromLatest(),
+		weir.UnalignedCheckpoints(), weir.AlignedCheckpointTimeout(timeout))
+	var failed atomic.Bool
+	var seen atomic.Int64
+	gen := func(i int64) int64 { return i }
+	key := func(v int64) int64 { return v % keys }
+	// A rate keeps the generators' batches small, so a source task takes
+	// a checkpoint trigger soon (it takes it between batches).
+	// The generators' splits depend on their parallelism: keep it at 2.
+	left := weir.Generate(env, n, 10000, gen, weir.NoWatermarks[int64]()).SetParallelism(2)
+	right := weir.Generate(env, n, 10000, gen, weir.NoWatermarks[int64]()).SetParallelism(2)
+	fn := &coRunningCount{}
+	if fail {
+		fn.check = func() {
+			if s := seen.Add(1); s > n/2 && s%16 == 0 && !failed.Load() {
+				if latest, _ := store.Latest(context.Background()); hasChannelState(latest) && failed.CompareAndSwap(false, true) {
+					panic(fmt.Sprintf("injected failure after checkpoint %d", latest.ID))
+				}
+			}
+		}
+	}
+	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(left, key), weir.KeyBy(right, key)),
+		weir.KeyedCoProcessFunction[int64, int64, int64, string](fn))
+	weir.FileSink(out, dir, func(s string) []byte { return []byte(s) })
+	return env, &failed, store
+}
+
+type jobOpts struct {
+	p        int
+	restarts int
+	store    weir.CheckpointStore
+}
+
+type jobOpt func(*jobOpts)
+
+// TestUnalignedCheckpointsExactlyOnce fails a backpressured keyed
+// co-process job once, right after an unaligned checkpoint that stored
+// in-flight data completed, restarts it from that checkpoint, and checks
+// that the committed output is exactly the output of a fault-free run:
+// the operator state and the replayed channel state together hold every
+// record before the cut exactly once. Unaligned from the start (timeout 0)
+// and aligned with a 1 ms timeout (which backpressure makes expire).
+func TestUnalignedCheckpointsExactlyOnce(t *testing.T) {
+	const n, keys = 2500, 20
+	for _, c := range []struct {
+		name     string
+		timeout  time.Duration
+		dirStore bool
+	}{
+		{"unaligned", 0, false},
+		{"timeout=1ms", time.Millisecond, false},
+		{"dir store", 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var opts []jobOpt
+			if c.dirStore {
+				st, err := weir.NewDirCheckpointStore(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, func(o *jobOpts) { o.store = st })
+			}
+			env, failed, _ := unalignedJob(t, dir, n, keys, c.timeout, true, opts...)
+			if err := env.Execute(t.Context(), "unaligned"); err != nil {
+				t.Fatal(err)
+			}
+			if !failed.Load() {
+				t.Fatal("no checkpoint with in-flight data completed in the first half of the input; nothing was tested")
+			}
+			lines, err := weir.ReadCommittedLines(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(lines)
+			want := faultFreeLines(n, keys)
+			if len(lines) != len(want) {
+				t.Errorf("%d lines committed, want %d", len(lines), len(want))
+			}
+			if diff := unalignedDiff(lines, want); diff != "" {
+				t.Fatal(diff)
+			}
+		})
+	}
+}
+
+// TestUnalignedFaultFreeRunMatchesModel checks the expectation the failure
+// test compares against: a fault-free run of the same job with unaligned
+// checkpoints commits exactly faultFreeLines.
+func TestUnalignedFaultFreeRunMatchesModel(t *testing.T) {
+	const n, keys = 1000, 20
+	dir := t.TempDir()
+	store := weir.NewMemoryCheckpointStore()
+	env, _, _ := unalignedJob(t, dir, n, keys, 0, false, func(o *jobOpts) { o.store = store })
+	if err := env.Execute(t.Context(), "fault-free"); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := weir.ReadCommittedLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lines)
+	if diff := unalignedDiff(lines, faultFreeLines(n, keys)); diff != "" {
+		t.Fatal(diff)
+	}
+	if len(store.IDs()) == 0 {
+		t.Log("no checkpoint completed during the run")
+	}
+}
+
+// faultFreeLines is the sorted output of a fault-free run.
+func faultFreeLines(n, keys int64) []string {
+	var out []string
+	perKey := map[int64]int64{}
+	for v := range n {
+		out = append(out, "e L "+strconv.FormatInt(v, 10), "e R "+strconv.FormatInt(v, 10))
+		perKey[v%keys] += 2
+	}
+	for k, c := range perKey {
+		for i := int64(1); i <= c; i++ {
+			out = append(out, fmt.Sprintf("c %d %d", k, i))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unalignedDiff describes the first difference of two sorted line lists.
+func unalignedDiff(got, want []string) string {
+	i, j := 0, 0
+	for i < len(got) && j < len(want) {
+		switch strings.Compare(got[i], want[j]) {
+		case 0:
+			i++
+			j++
+		case -1:
+			return fmt.Sprintf("committed %q, which a fault-free run does not (duplicate or extra)", got[i])
+		default:
+			return fmt.Sprintf("%q is missing from the committed output", want[j])
+		}
+	}
+	if i < len(got) {
+		return fmt.Sprintf("committed %q, which a fault-free run does not", got[i])
+	}
+	if j < len(want) {
+		return fmt.Sprintf("%q is missing from the committed output", want[j])
+	}
+	return ""
+}
+
+// TestUnalignedCheckpointOptions checks the build-time errors.
+func TestUnalignedCheckpointOptions(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []weir.CheckpointOption
+		want string
+	}{
+		{"at-least-once", []weir.CheckpointOption{weir.UnalignedCheckpoints(), weir.AtLeastOnce()}, "exactly-once"},
+		{"negative timeout", []weir.CheckpointOption{weir.UnalignedCheckpoints(), weir.AlignedCheckpointTimeout(-time.Second)}, "negative"},
+		{"timeout without unaligned", []weir.CheckpointOption{weir.AlignedCheckpointTimeout(time.Second)}, "needs unaligned"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := weir.NewEnvironment(weir.WithParallelism(1))
+			env.EnableCheckpointing(time.Second, c.opts...)
+			weir.Discard(weir.Rebalance(weir.Map(weir.FromSlice(env, []int{1, 2}), func(v int) int { return v })))
+			err := env.Execute(t.Context(), "bad")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// opaque cannot be gob-encoded: it has no exported fields.
+type opaque struct{ v int }
+
+func TestUnalignedCheckpointsNeedEncodableRecords(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	env.EnableCheckpointing(time.Second, weir.UnalignedCheckpoints())
+	src := weir.Map(weir.FromSlice(env, []int{1, 2}), func(v int) opaque { return opaque{v} })
+	weir.Discard(weir.Rebalance(src))
+	err := env.Execute(t.Context(), "opaque")
+	if err == nil || !strings.Contains(err.Error(), "opaque") || !strings.Contains(err.Error(), "gob") {
+		t.Fatalf("err %v, want one naming the record type and gob", err)
+	}
+}
+
+// TestUnalignedChannelStateRefusesRescale fails a job for good right after
+// an unaligned checkpoint with in-flight data, then restores it at another
+// parallelism: the job refuses to start, naming the operator and both
+// parallelisms, instead of dropping or misrouting the in-flight records.
+func TestUnalignedChannelStateRefusesRescale(t *testing.T) {
+	st, err := weir.NewDirCheckpointStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	useStore := func(o *jobOpts) { o.store = st; o.restarts = 0 }
+	env, failed, _ := unalignedJob(t, t.TempDir(), 2500, 20, 0, true, useStore)
+	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
+		t.Fatalf("the first run should fail after a checkpoint with channel state (err %v)", err)
+	}
+	env, _, _ = unalignedJob(t, t.TempDir(), 2500, 20, 0, false, useStore, func(o *jobOpts) { o.p = 3 })
+	err = env.Execute(t.Context(), "rescaled")
+	if err == nil || !strings.Contains(err.Error(), "parallelism 2") || !strings.Contains(err.Error(), "parallelism 3") || !strings.Contains(err.Error(), "KeyedCoProcess") {
+		t.Fatalf("err %v, want a refusal naming the operator and parallelisms 2 and 3", err)
+	}
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/state"
+)
+
+type counter struct{ n state.ValueState[int64] }
+
+func (c *counter) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
+	c.n, err = weir.GetValueState(ctx, state.Value[int64]("n"))
+	return err
+}
+
+func (c *counter) ProcessElement(v int64, _ weir.KeyedContext[int64], out weir.Collector[int64]) error {
+	n, _ := c.n.Value()
+	c.n.Update(n + 1)
+	out.Collect(n + 1)
+	return nil
+}
+
+func (c *counter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int64]) error { return nil }
+
+// TestSavepointCommand runs a job with a control endpoint in this process
+// and drives it with `weir savepoint`: a savepoint, its inspection, bad
+// input, then a stop with a savepoint.
+func TestSavepointCommand(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithControlAddress("127.0.0.1:0"))
+	env.EnableCheckpointing(time.Hour)
+	src := weir.Generate(env, -1, 5000, func(i int64) int64 { return i % 10 }, weir.NoWatermarks[int64]()).SetParallelism(1)
+	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &counter{}).UID("counter")
+	weir.Discard(counted)
+	h, err := env.ExecuteAsync(t.Context(), "counting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { h.Cancel(); h.Wait() }()
+	addr := h.ControlAddress()
+	if addr == "" {
+		t.Fatal("no control address")
+	}
+	dir := t.TempDir()
+	run1 := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+
+	resp, err := http.Get("http://" + addr + "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs struct {
+		Jobs []struct{ Name, Status string }
+	}
+	json.NewDecoder(resp.Body).Decode(&jobs)
+	resp.Body.Close()
+	if len(jobs.Jobs) != 1 || jobs.Jobs[0].Name != "counting" || jobs.Jobs[0].Status != "running" {
+		t.Fatalf("GET /jobs: %+v", jobs)
+	}
+
+	code, out, errs := run1("savepoint", "--address", addr, "--dir", dir, "counting")
+	path := strings.TrimSpace(out)
+	if code != 0 || filepath.Dir(path) != dir || !strings.HasPrefix(filepath.Base(path), "savepoint-") {
+		t.Fatalf("savepoint: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+
+	code, out, errs = run1("savepoint", "inspect", path)
+	if code != 0 || !strings.Contains(out, "savepoint 1 of job \"counting\"") || !strings.Contains(out, "counter") ||
+		!strings.Contains(out, "128") || !strings.Contains(out, "128 in [0, 127]") {
+		t.Fatalf("inspect: code %d, stdout:\n%s\nstderr %q", code, out, errs)
+	}
+	if code, out, _ = run1("savepoint", "inspect", "--json", dir); code != 0 || !strings.Contains(out, `"kind": "savepoint"`) {
+		t.Fatalf("inspect --json of the parent directory: code %d, %s", code, out)
+	}
+
+	for _, bad := range [][]string{
+		{"savepoint", "--dir", dir, "counting"},
+		{"savepoint", "--address", addr, "counting"},
+		{"savepoint", "--address", addr, "--dir", dir},
+		{"savepoint", "--address", addr, "--dir", dir, "--bogus", "counting"},
+		{"savepoint", "--address", addr, "--dir", dir, "no-such-job"},
+		{"savepoint", "inspect"},
+		{"savepoint", "inspect", filepath.Join(dir, "savepoint-99")},
+	} {
+		if code, _, errs := run1(bad...); code != 2 || errs == "" {
+			t.Errorf("%v: code %d, stderr %q; want 2 and a message", bad, code, errs)
+		}
+	}
+
+	code, out, errs = run1("savepoint", "--address", addr, "--dir", dir, "--stop", "counting")
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "savepoint-2") {
+		t.Fatalf("stop: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatalf("the stopped job ended with %v", err)
+	}
+
+	// A damaged file is reported.
+	kg, _ := filepath.Glob(filepath.Join(path, "*.kg"))
+	if len(kg) == 0 {
+		t.Fatal("no keyed state file")
+	}
+	if err := os.WriteFile(kg[0], []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run1("savepoint", "inspect", path); code != 1 || !strings.Contains(errs, "DAMAGED "+filepath.Base(kg[0])) {
+		t.Fatalf("inspect of a damaged savepoint: code %d, stderr %q", code, errs)
+	}
+}
