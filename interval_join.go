@@ -1,19 +1,11 @@
 package weir
 
 import (
-	"bytes"
-	"encoding/gob"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
-	"github.com/weirstream/weir/internal/keyedsnap"
-	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
-	istate "github.com/weirstream/weir/internal/state"
-	"github.com/weirstream/weir/internal/timer"
-	"github.com/weirstream/weir/state"
 )
 
 // JoinContext is given to a join function with each pair.
@@ -176,34 +168,8 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		upper--
 	}
 	ds := twoInput(left.ds, right.ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[L, R], runtime.Lifecycle, error) {
-		o := &intervalJoinOp[K, L, R, OUT]{
-			opBase: base(bc), lower: lower, upper: upper, kind: kind,
-			keyL: left.key, keyR: right.key, hash: left.hashK, maxP: bc.MaxParallelism,
-			backend: istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
-			timers:  timer.NewService[K, int8](),
-			out:     out, wm: math.MinInt64,
-			lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
-			fullScan: cfg.fullScan, restored: bc.Restored,
-		}
-		o.fn, o.user = newFn()
-		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
-		if cfg.lateLeft == "" {
-			o.lateL = nil
-		}
-		if cfg.lateRight == "" {
-			o.lateR = nil
-		}
-		o.col.out = out
-		o.ctx.op = &o.opBase
-		o.ctx.sides = bc.Sides
-		var err error
-		if o.left, err = istate.GetValue[K, void](o.backend, state.Value[*tsBuffer[L]]("LEFT_BUFFER")); err != nil {
-			return nil, nil, err
-		}
-		if o.right, err = istate.GetValue[K, void](o.backend, state.Value[*tsBuffer[R]]("RIGHT_BUFFER")); err != nil {
-			return nil, nil, err
-		}
-		o.initSides()
+		fn, user := newFn()
+		o := newIntervalJoinOp(bc, out, lower, upper, kind, left.key, right.key, left.hashK, fn, user, cfg)
 		return o, o, nil
 	})
 	// The late-data tags are side outputs of the join.
@@ -220,112 +186,6 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		}
 	}
 	return ds
-}
-
-// tsBuffer holds one key's records of one side, ordered by timestamp:
-// buckets of equal timestamps in arrival order.
-type tsBuffer[T any] struct {
-	buckets []tsBucket[T]
-}
-
-type tsBucket[T any] struct {
-	ts      int64
-	entries []tsEntry[T]
-}
-
-type tsEntry[T any] struct {
-	v      T
-	joined bool
-}
-
-// search returns the index of the first bucket with ts >= t.
-func (b *tsBuffer[T]) search(t int64) int {
-	return sort.Search(len(b.buckets), func(i int) bool { return b.buckets[i].ts >= t })
-}
-
-func (b *tsBuffer[T]) add(ts int64, v T, joined bool) {
-	i := b.search(ts)
-	if i < len(b.buckets) && b.buckets[i].ts == ts {
-		b.buckets[i].entries = append(b.buckets[i].entries, tsEntry[T]{v, joined})
-		return
-	}
-	b.buckets = append(b.buckets, tsBucket[T]{})
-	copy(b.buckets[i+1:], b.buckets[i:])
-	b.buckets[i] = tsBucket[T]{ts: ts, entries: []tsEntry[T]{{v, joined}}}
-}
-
-// remove takes out the bucket with timestamp ts.
-func (b *tsBuffer[T]) remove(ts int64) (tsBucket[T], bool) {
-	i := b.search(ts)
-	if i == len(b.buckets) || b.buckets[i].ts != ts {
-		return tsBucket[T]{}, false
-	}
-	bk := b.buckets[i]
-	if i == 0 {
-		b.buckets[0] = tsBucket[T]{}
-		b.buckets = b.buckets[1:]
-	} else {
-		copy(b.buckets[i:], b.buckets[i+1:])
-		b.buckets[len(b.buckets)-1] = tsBucket[T]{}
-		b.buckets = b.buckets[:len(b.buckets)-1]
-	}
-	return bk, true
-}
-
-// tsBufferWire is the encoded form of a tsBuffer.
-type tsBufferWire[T any] struct {
-	TS     []int64
-	Values [][]T
-	Joined [][]bool
-}
-
-// GobEncode encodes the buffer (for checkpoints).
-func (b tsBuffer[T]) GobEncode() ([]byte, error) {
-	w := tsBufferWire[T]{}
-	for _, bk := range b.buckets {
-		w.TS = append(w.TS, bk.ts)
-		vs := make([]T, len(bk.entries))
-		js := make([]bool, len(bk.entries))
-		for i, e := range bk.entries {
-			vs[i], js[i] = e.v, e.joined
-		}
-		w.Values, w.Joined = append(w.Values, vs), append(w.Joined, js)
-	}
-	var buf bytes.Buffer
-	err := gob.NewEncoder(&buf).Encode(w)
-	return buf.Bytes(), err
-}
-
-// GobDecode decodes what GobEncode wrote.
-func (b *tsBuffer[T]) GobDecode(data []byte) error {
-	var w tsBufferWire[T]
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
-		return err
-	}
-	if len(w.Values) != len(w.TS) || len(w.Joined) != len(w.TS) {
-		return fmt.Errorf("corrupt join buffer")
-	}
-	b.buckets = make([]tsBucket[T], len(w.TS))
-	for i, ts := range w.TS {
-		if len(w.Joined[i]) != len(w.Values[i]) {
-			return fmt.Errorf("corrupt join buffer")
-		}
-		es := make([]tsEntry[T], len(w.Values[i]))
-		for j := range es {
-			es[j] = tsEntry[T]{w.Values[i][j], w.Joined[i][j]}
-		}
-		b.buckets[i] = tsBucket[T]{ts: ts, entries: es}
-	}
-	return nil
-}
-
-// size returns the number of buffered records.
-func (b *tsBuffer[T]) size() int {
-	n := 0
-	for _, bk := range b.buckets {
-		n += len(bk.entries)
-	}
-	return n
 }
 
 type joinCtx struct {
@@ -349,62 +209,91 @@ func (c *joinCtx) Output(tag SideTag, v any) {
 	}
 }
 
-const (
-	nsLeft  int8 = 0
-	nsRight int8 = 1
-)
-
+// intervalJoinOp is the interval join of one subtask. Its keyed state is
+// its own (interval_join_buffer.go, interval_join_index.go): an index from
+// key to a slot holding both sides' timestamp-ordered buffers, and per side
+// a queue of pending cleanups that fire exactly as Flink's cleanup timers
+// would (same times, same order: timestamp, then registration), without a
+// timer per record. Checkpoints: interval_join_snapshot.go.
 type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	opBase
 	endBoth
-	lower, upper int64 // normalised, inclusive
-	kind         OuterJoinKind
-	keyL         func(L) K
-	keyR         func(R) K
-	hash         func(K) int32
-	maxP         int
-	backend      *istate.Backend[K]
-	left         *istate.Value[K, void, *tsBuffer[L]]
-	right        *istate.Value[K, void, *tsBuffer[R]]
-	timers       *timer.Service[K, int8]
-	wm           int64
-	fn           OuterJoinFunction[L, R, OUT]
-	out          *runtime.Output[OUT]
-	col          collector[OUT]
-	ctx          joinCtx
-	lateL, lateR runtime.OutputPort
-	sides        map[string]runtime.OutputPort
-	key          K
-	kg           int
-	fullScan     bool
-	restored     *runtime.Restored
-	leftSide     joinSide[K, L, R]
-	rightSide    joinSide[K, R, L]
-	user         any // the user's function, for Open and Close
-	rc           runtimeCtx
+	lower, upper   int64 // normalised, inclusive
+	kind           OuterJoinKind
+	hash           func(K) int32
+	maxP           int
+	kgFirst        int
+	kgLast         int
+	keys           ijIndex[K] // key -> slot
+	slots          ijSlab[ijKey[K, L, R]]
+	flags          [][]ijFlags // joined flags by slot, in pages like slots (outer joins only)
+	idle           []int32     // slots whose buffers became empty since the last watermark
+	chunk          []int32     // the slots of the records of a chunk (processChunk)
+	touched        int64       // what processChunk read to bring buffers into cache
+	qL, qR         ijQueue     // pending cleanups of left and right buckets
+	seq            uint64      // registration number of the last queued cleanup
+	delayL, delayR int64       // cleanup time minus bucket timestamp
+	trackL, trackR bool        // whether a side's unmatched records are emitted
+	wm             int64
+	fn             OuterJoinFunction[L, R, OUT]
+	out            *runtime.Output[OUT]
+	col            collector[OUT]
+	ctx            joinCtx
+	lateL, lateR   runtime.OutputPort
+	sides          map[string]runtime.OutputPort
+	fullScan       bool
+	restored       *runtime.Restored
+	leftSide       joinSide[K, L, R, L, R]
+	rightSide      joinSide[K, L, R, R, L]
+	user           any // the user's function, for Open and Close
+	rc             runtimeCtx
 }
 
-// first returns the index of the first bucket to probe for [lo, hi]: by
-// binary search, or 0 for the full-scan variant, which then skips buckets
-// outside the range one by one as Flink does.
-func first[T any](b *tsBuffer[T], lo int64, fullScan bool) int {
-	if fullScan {
-		return 0
+func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], lower, upper int64,
+	kind OuterJoinKind, keyL func(L) K, keyR func(R) K, hash func(K) int32, fn OuterJoinFunction[L, R, OUT], user any,
+	cfg intervalJoinConfig) *intervalJoinOp[K, L, R, OUT] {
+	o := &intervalJoinOp[K, L, R, OUT]{
+		opBase: base(bc), lower: lower, upper: upper, kind: kind,
+		hash: hash, maxP: bc.MaxParallelism, kgFirst: bc.KeyGroups.Start, kgLast: bc.KeyGroups.End,
+		keys:   newIJIndex(hash),
+		delayL: max(upper, 0), delayR: max(-lower, 0),
+		trackL: kind == LeftOuter || kind == FullOuter, trackR: kind == RightOuter || kind == FullOuter,
+		out: out, wm: math.MinInt64, fn: fn, user: user,
+		lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
+		fullScan: cfg.fullScan, restored: bc.Restored,
 	}
-	return b.search(lo)
+	o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+	if cfg.lateLeft == "" {
+		o.lateL = nil
+	}
+	if cfg.lateRight == "" {
+		o.lateR = nil
+	}
+	o.col.out = out
+	o.ctx.op = &o.opBase
+	o.ctx.sides = bc.Sides
+	o.leftSide = joinSide[K, L, R, L, R]{name: "left", key: keyL, late: o.lateL,
+		own:   func(k *ijKey[K, L, R]) *ijBuf[L] { return &k.left },
+		other: func(k *ijKey[K, L, R]) *ijBuf[R] { return &k.right },
+		ownJF: o.jfL, otherJF: o.jfR,
+		track: o.trackL, otherTrack: o.trackR, queue: &o.qL,
+		lo: o.lower, hi: o.upper, delay: o.delayL, emit: o.emit}
+	o.rightSide = joinSide[K, L, R, R, L]{name: "right", key: keyR, late: o.lateR,
+		own:   func(k *ijKey[K, L, R]) *ijBuf[R] { return &k.right },
+		other: func(k *ijKey[K, L, R]) *ijBuf[L] { return &k.left },
+		ownJF: o.jfR, otherJF: o.jfL,
+		track: o.trackR, otherTrack: o.trackL, queue: &o.qR,
+		lo: -o.upper, hi: -o.lower, delay: o.delayR,
+		emit: func(r *R, l *L, rts, lts int64) error { return o.emit(l, r, lts, rts) }}
+	return o
 }
 
-// past reports whether the probe can stop at bucket j.
-func past[T any](b *tsBuffer[T], j int, hi int64, fullScan bool) bool {
-	return j >= len(b.buckets) || (!fullScan && b.buckets[j].ts > hi)
-}
-
-// Open restores the buffers and cleanup timers from a checkpoint and opens
-// the user's function.
+// Open restores the buffers and pending cleanups from a checkpoint and
+// opens the user's function.
 func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
 	defer o.catch(&err)
 	if o.restored != nil {
-		if err := keyedsnap.Restore(o.backend, o.timers, o.restored.KeyGroups); err != nil {
+		if err := o.restore(o.restored.KeyGroups); err != nil {
 			return err
 		}
 	}
@@ -414,18 +303,12 @@ func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
 	return nil
 }
 
-// SnapshotState snapshots both sides' buffers and the cleanup timers.
+// SnapshotState snapshots both sides' buffers and the pending cleanups.
 func (o *intervalJoinOp[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
-	kgs, err := keyedsnap.Snapshot(o.backend, o.timers)
+	kgs, err := o.snapshot()
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
 }
 func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.user, &o.opBase) }
-
-func (o *intervalJoinOp[K, L, R, OUT]) setKey(k K) {
-	o.key = k
-	o.kg = keygroup.Of(o.hash(k), o.maxP)
-	o.backend.SetCurrentKey(k, o.kg)
-}
 
 func (o *intervalJoinOp[K, L, R, OUT]) emit(l *L, r *R, lts, rts int64) error {
 	o.ctx.lts, o.ctx.rts = lts, rts
@@ -441,73 +324,165 @@ func (o *intervalJoinOp[K, L, R, OUT]) emit(l *L, r *R, lts, rts int64) error {
 	return nil
 }
 
+// slotOf returns the slot of key k, taking a new one if k has none.
+func (o *intervalJoinOp[K, L, R, OUT]) slotOf(k K) (int32, *ijKey[K, L, R]) {
+	i := o.keys.getOrPut(k, o.newSlot)
+	return i, o.slots.at(i)
+}
+
+// newSlot takes a slot for key k.
+func (o *intervalJoinOp[K, L, R, OUT]) newSlot(k K) int32 {
+	i := o.slots.alloc()
+	o.slots.at(i).key = k
+	return i
+}
+
+// flagsOf returns the joined flags of slot si.
+func (o *intervalJoinOp[K, L, R, OUT]) flagsOf(si int32) *ijFlags {
+	p := int(si >> ijPageBits)
+	for p >= len(o.flags) {
+		o.flags = append(o.flags, make([]ijFlags, 1<<ijPageBits))
+	}
+	return &o.flags[p][si&(1<<ijPageBits-1)]
+}
+
+// jfL returns the joined flags of slot si's left buffer, nil if the left
+// side is not tracked; jfR those of the right buffer.
+func (o *intervalJoinOp[K, L, R, OUT]) jfL(si int32) *[]bool {
+	if !o.trackL {
+		return nil
+	}
+	return &o.flagsOf(si).l
+}
+
+func (o *intervalJoinOp[K, L, R, OUT]) jfR(si int32) *[]bool {
+	if !o.trackR {
+		return nil
+	}
+	return &o.flagsOf(si).r
+}
+
 // joinSide is one input of the interval join: its records X probe the
 // other side's buffer of Y for timestamps in [ts+lo, ts+hi], then wait in
-// their own buffer until their cleanup timer (ts + delay) fires.
-type joinSide[K comparable, X, Y any] struct {
-	name   string
-	key    func(X) K
-	own    *istate.Value[K, void, *tsBuffer[X]]
-	other  *istate.Value[K, void, *tsBuffer[Y]]
-	late   runtime.OutputPort
-	lo, hi int64
-	delay  int64
-	ns     int8
+// their own buffer until their cleanup time ts + delay is reached.
+type joinSide[K comparable, L, R, X, Y any] struct {
+	name              string
+	key               func(X) K
+	own               func(*ijKey[K, L, R]) *ijBuf[X]
+	other             func(*ijKey[K, L, R]) *ijBuf[Y]
+	ownJF, otherJF    func(si int32) *[]bool
+	track, otherTrack bool // keep joined flags of own / other records
+	queue             *ijQueue
+	late              runtime.OutputPort
+	lo, hi            int64
+	delay             int64
 	// emit calls the join function with the pair in (left, right) order.
 	emit func(x *X, y *Y, xts, yts int64) error
+	cur  X // the record being processed (its address goes to emit)
 }
 
-func (o *intervalJoinOp[K, L, R, OUT]) initSides() {
-	o.leftSide = joinSide[K, L, R]{name: "left", key: o.keyL, own: o.left, other: o.right, late: o.lateL,
-		lo: o.lower, hi: o.upper, delay: max(o.upper, 0), ns: nsLeft, emit: o.emit}
-	o.rightSide = joinSide[K, R, L]{name: "right", key: o.keyR, own: o.right, other: o.left, late: o.lateR,
-		lo: -o.upper, hi: -o.lower, delay: max(-o.lower, 0), ns: nsRight,
-		emit: func(r *R, l *L, rts, lts int64) error { return o.emit(l, r, lts, rts) }}
-}
+// ijChunk is the number of records processSide looks up before it joins
+// them.
+const ijChunk = 256
 
 // processSide runs Flink's processElement for one side: the late check,
-// the probe of the other side's buffer, buffering, the cleanup timer.
-func processSide[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, OUT], s *joinSide[K, X, Y], recs []runtime.Record[X]) error {
+// the probe of the other side's buffer, buffering, the cleanup (queued
+// when the record opens a new bucket, as Flink's timer de-duplicates).
+//
+// It works in chunks: first it finds (or makes) the slots of a chunk's
+// keys and touches their buffers, independent loads the processor overlaps,
+// then it joins and buffers the records, whose state is now in cache.
+func processSide[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, OUT], s *joinSide[K, L, R, X, Y], recs []runtime.Record[X]) error {
+	for len(recs) > 0 {
+		n := min(len(recs), ijChunk)
+		if err := processChunk(o, s, recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return o.out.Err()
+}
+
+func processChunk[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, OUT], s *joinSide[K, L, R, X, Y], recs []runtime.Record[X]) error {
+	slots := o.chunk[:0]
+	var touch int64
 	for i := range recs {
-		v, ts := recs[i].Value, recs[i].TS
+		ts := recs[i].TS
 		if ts == NoTimestamp {
-			return fmt.Errorf("interval join needs event timestamps: a %s record has none (assign timestamps and watermarks first)", s.name)
+			break
 		}
 		if ts < o.wm {
+			slots = append(slots, -1)
+			continue
+		}
+		si := o.keys.getOrPut(s.key(recs[i].Value), o.newSlot)
+		slots = append(slots, si)
+		ks := o.slots.at(si)
+		if b := s.other(ks); len(b.es) > 0 {
+			touch += b.es[len(b.es)-1].ts
+		}
+		if b := s.own(ks); len(b.es) > 0 {
+			touch += b.es[len(b.es)-1].ts
+		}
+	}
+	o.chunk, o.touched = slots, touch
+	for i := range recs {
+		ts := recs[i].TS
+		if i == len(slots) {
+			return fmt.Errorf("interval join needs event timestamps: a %s record has none (assign timestamps and watermarks first)", s.name)
+		}
+		si := slots[i]
+		if si < 0 {
 			if s.late != nil {
-				if err := s.late.EmitAny(v, ts); err != nil {
+				if err := s.late.EmitAny(recs[i].Value, ts); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		o.setKey(s.key(v))
+		ks := o.slots.at(si)
+		s.cur = recs[i].Value
 		matched := false
-		if other, ok := s.other.Value(); ok && other != nil {
+		if other := s.other(ks); !other.empty() {
 			lo, hi := ts+s.lo, ts+s.hi
-			for j := first(other, lo, o.fullScan); !past(other, j, hi, o.fullScan); j++ {
-				bk := &other.buckets[j]
-				if bk.ts < lo || bk.ts > hi {
+			var jf []bool
+			if s.otherTrack {
+				jf = *s.otherJF(si)
+			}
+			j := int(other.head)
+			if !o.fullScan {
+				j = other.search(lo)
+			}
+			for es := other.es; j < len(es); j++ {
+				e := &es[j]
+				if e.ts > hi {
+					if o.fullScan {
+						continue
+					}
+					break
+				}
+				if e.ts < lo {
 					continue
 				}
-				for e := range bk.entries {
-					bk.entries[e].joined = true
-					matched = true
-					if err := s.emit(&v, &bk.entries[e].v, ts, bk.ts); err != nil {
-						return err
-					}
+				matched = true
+				if jf != nil {
+					jf[j] = true
+				}
+				if err := s.emit(&s.cur, &e.v, ts, e.ts); err != nil {
+					return err
 				}
 			}
 		}
-		buf, ok := s.own.Value()
-		if !ok || buf == nil {
-			buf = &tsBuffer[X]{}
-			s.own.Update(buf)
+		var jf *[]bool
+		if s.track {
+			jf = s.ownJF(si)
 		}
-		buf.add(ts, v, matched)
-		o.timers.RegisterEventTime(o.key, o.kg, s.ns, ts+s.delay)
+		if s.own(ks).add(ts, &s.cur, matched, jf) {
+			o.seq++
+			s.queue.push(ts+s.delay, si, o.seq)
+		}
 	}
-	return o.out.Err()
+	return nil
 }
 
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
@@ -520,61 +495,88 @@ func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch2(recs []runtime.Record[R]) (
 	return processSide(o, &o.rightSide, recs)
 }
 
-func (o *intervalJoinOp[K, L, R, OUT]) onTimer(t timer.Timer[K, int8]) error {
-	o.key, o.kg = t.Key, t.KeyGroup
-	o.backend.SetCurrentKey(t.Key, t.KeyGroup)
-	if t.Namespace == nsLeft {
-		bucket := t.Timestamp
-		if o.upper > 0 {
-			bucket -= o.upper
+// cleanup removes the bucket ts of one side of slot si, emitting its
+// unmatched records first if the side is tracked.
+func cleanup[K comparable, L, R, OUT, X any](o *intervalJoinOp[K, L, R, OUT], si int32, b *ijBuf[X], ts int64, jf *[]bool,
+	emit func(x *X, ts int64) error) error {
+	i, j := b.bucket(ts)
+	var err error
+	if jf != nil {
+		for e := i; e < j; e++ {
+			if !(*jf)[e] {
+				if err = emit(&b.es[e].v, ts); err != nil {
+					break
+				}
+			}
 		}
-		buf, ok := o.left.Value()
-		if !ok || buf == nil {
+	}
+	b.removeRange(i, j, jf)
+	ks := o.slots.at(si)
+	if !ks.left.idle && ks.left.empty() && ks.right.empty() {
+		ks.left.idle = true
+		o.idle = append(o.idle, si)
+	}
+	return err
+}
+
+func (o *intervalJoinOp[K, L, R, OUT]) emitLeft(l *L, ts int64) error {
+	return o.emit(l, nil, ts, NoTimestamp)
+}
+func (o *intervalJoinOp[K, L, R, OUT]) emitRight(r *R, ts int64) error {
+	return o.emit(nil, r, NoTimestamp, ts)
+}
+
+// drain runs every pending cleanup with time <= wm, in the order the
+// cleanup timers would fire: by time, then registration. It stops at the
+// first error; that cleanup is done, the others stay queued.
+func (o *intervalJoinOp[K, L, R, OUT]) drain(wm int64) error {
+	for {
+		lt, ls, lok := o.qL.peek()
+		rt, rs, rok := o.qR.peek()
+		left := lok && (!rok || lt < rt || (lt == rt && ls < rs))
+		if left {
+			if lt > wm {
+				return nil
+			}
+			ts, si := o.qL.pop()
+			if err := cleanup(o, si, &o.slots.at(si).left, ts-o.delayL, o.jfL(si), o.emitLeft); err != nil {
+				return err
+			}
+			continue
+		}
+		if !rok || rt > wm {
 			return nil
 		}
-		bk, found := buf.remove(bucket)
-		if len(buf.buckets) == 0 {
-			o.left.Clear()
-		}
-		if found && (o.kind == LeftOuter || o.kind == FullOuter) {
-			for i := range bk.entries {
-				if !bk.entries[i].joined {
-					if err := o.emit(&bk.entries[i].v, nil, bk.ts, NoTimestamp); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
-	}
-	bucket := t.Timestamp
-	if o.lower <= 0 {
-		bucket += o.lower
-	}
-	buf, ok := o.right.Value()
-	if !ok || buf == nil {
-		return nil
-	}
-	bk, found := buf.remove(bucket)
-	if len(buf.buckets) == 0 {
-		o.right.Clear()
-	}
-	if found && (o.kind == RightOuter || o.kind == FullOuter) {
-		for i := range bk.entries {
-			if !bk.entries[i].joined {
-				if err := o.emit(nil, &bk.entries[i].v, NoTimestamp, bk.ts); err != nil {
-					return err
-				}
-			}
+		ts, si := o.qR.pop()
+		if err := cleanup(o, si, &o.slots.at(si).right, ts-o.delayR, o.jfR(si), o.emitRight); err != nil {
+			return err
 		}
 	}
-	return nil
+}
+
+// sweep frees the slots of keys whose buffers became empty before the last
+// watermark and stayed empty.
+func (o *intervalJoinOp[K, L, R, OUT]) sweep() {
+	for _, si := range o.idle {
+		ks := o.slots.at(si)
+		ks.left.idle = false
+		if ks.left.empty() && ks.right.empty() {
+			o.keys.delete(ks.key)
+			var zero K
+			ks.key = zero
+			ks.left.reset(o.jfL(si))
+			ks.right.reset(o.jfR(si))
+			o.slots.release(si)
+		}
+	}
+	o.idle = o.idle[:0]
 }
 
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessWatermark(wm int64) (err error) {
 	defer o.catch(&err)
 	o.wm = wm
-	if err := o.timers.AdvanceWatermark(wm, o.onTimer); err != nil {
+	o.sweep()
+	if err := o.drain(wm); err != nil {
 		return err
 	}
 	return o.out.EmitWatermark(wm)

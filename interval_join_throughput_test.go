@@ -105,9 +105,10 @@ var ijtMem struct {
 // timestamps, no right records, no watermark, so nothing is joined or
 // cleaned up) through a one-subtask harness and divides the growth of
 // HeapAlloc (after a GC, before and after) by the record count. What is
-// counted: the per-key buffer and its state-map entry, the timestamp
-// buckets and entries, and one cleanup timer per record (queue slot, heap
-// entry, de-duplication index).
+// counted: the key's index entry and slot (both sides' buffers), the
+// buffered entries, and the pending cleanup of each timestamp bucket (a
+// queue node and, every record having its own timestamp here, a time
+// bucket of the cleanup queue).
 func ijtBufferBytes(b *testing.B, perKey int) float64 {
 	h, err := weir.NewTwoInputHarness(func(l, r weir.DataStream[ijtRec]) weir.DataStream[int64] {
 		return weir.IntervalJoin(weir.KeyBy(l, ijtKey), weir.KeyBy(r, ijtKey), weir.Between(0, 10*time.Millisecond),

@@ -1,0 +1,339 @@
+package weir
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"reflect"
+	"slices"
+
+	"github.com/weirstream/weir/internal/keygroup"
+	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/state"
+)
+
+// Checkpoints of the interval join, one blob per key group (so key groups
+// move between subtasks on rescale):
+//
+//	"WIJ1"                       magic and version
+//	uvarint key group
+//	string K, string L, string R type names (uvarint length + bytes)
+//	uvarint number of keys, then per key:
+//	  key                        istate.DefaultCodec[K]
+//	  left side, then right side, each:
+//	    uvarint number of buckets, then per bucket (ascending timestamps):
+//	      varint  timestamp
+//	      uvarint registration number of the bucket's pending cleanup
+//	      uvarint number of records, then per record (arrival order):
+//	        value                istate.DefaultCodec of the side's type
+//	        byte                 1 if the record has been joined, else 0
+//	uint32 little-endian CRC-32C of everything before it
+//
+// Every buffered bucket has exactly one pending cleanup, at the bucket's
+// timestamp plus the side's delay, so the cleanups are restored from the
+// buckets; the registration numbers keep the firing order of cleanups with
+// equal times (as timer snapshots do). The watermark is not part of a
+// snapshot: after a restore it starts at math.MinInt64, as in Flink.
+
+const ijMagic = "WIJ1"
+
+var ijCRC = crc32.MakeTable(crc32.Castagnoli)
+
+var errIJCorrupt = errors.New("corrupt interval join snapshot")
+
+type ijCodecs[K comparable, L, R any] struct {
+	k state.Codec[K]
+	l state.Codec[L]
+	r state.Codec[R]
+}
+
+func newIJCodecs[K comparable, L, R any]() ijCodecs[K, L, R] {
+	return ijCodecs[K, L, R]{istate.DefaultCodec[K](), istate.DefaultCodec[L](), istate.DefaultCodec[R]()}
+}
+
+func ijTypeNames[K comparable, L, R any]() [3]string {
+	return [3]string{reflect.TypeFor[K]().String(), reflect.TypeFor[L]().String(), reflect.TypeFor[R]().String()}
+}
+
+// snapshot encodes every key group of the subtask's range.
+func (o *intervalJoinOp[K, L, R, OUT]) snapshot() (map[int][]byte, error) {
+	// The registration numbers of each slot's buckets, per side: a queue
+	// yields a slot's cleanups in bucket order (their times rise with the
+	// bucket timestamps), so the k-th number of a slot is its k-th bucket's.
+	seqL, offL := ijSeqs(&o.qL, o.slots.n)
+	seqR, offR := ijSeqs(&o.qR, o.slots.n)
+	n := o.kgLast - o.kgFirst + 1
+	byKG := make([][]int32, n)
+	var err error
+	o.keys.all(func(k K, si int32) {
+		if ks := o.slots.at(si); (ks.left.empty() && ks.right.empty()) || err != nil {
+			return
+		}
+		kg := keygroup.Of(o.hash(k), o.maxP)
+		if kg < o.kgFirst || kg > o.kgLast {
+			err = fmt.Errorf("interval join: key %v of key group %d is outside the subtask's range [%d, %d]", k, kg, o.kgFirst, o.kgLast)
+			return
+		}
+		byKG[kg-o.kgFirst] = append(byKG[kg-o.kgFirst], si)
+	})
+	if err != nil {
+		return nil, err
+	}
+	cs := newIJCodecs[K, L, R]()
+	names := ijTypeNames[K, L, R]()
+	out := make(map[int][]byte, n)
+	for i, slots := range byKG {
+		slices.Sort(slots)
+		kg := o.kgFirst + i
+		dst := append([]byte(nil), ijMagic...)
+		dst = binary.AppendUvarint(dst, uint64(kg))
+		for _, s := range names {
+			dst = binary.AppendUvarint(dst, uint64(len(s)))
+			dst = append(dst, s...)
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(slots)))
+		for _, si := range slots {
+			ks := o.slots.at(si)
+			if dst, err = cs.k.Append(dst, ks.key); err != nil {
+				return nil, fmt.Errorf("interval join: snapshot of key group %d: key: %w", kg, err)
+			}
+			if dst, err = appendIJBuf(dst, &ks.left, o.jfL(si), seqL[offL[si]:offL[si+1]], cs.l); err != nil {
+				return nil, fmt.Errorf("interval join: snapshot of key group %d: left record: %w", kg, err)
+			}
+			if dst, err = appendIJBuf(dst, &ks.right, o.jfR(si), seqR[offR[si]:offR[si+1]], cs.r); err != nil {
+				return nil, fmt.Errorf("interval join: snapshot of key group %d: right record: %w", kg, err)
+			}
+		}
+		out[kg] = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst, ijCRC))
+	}
+	return out, nil
+}
+
+// ijSeqs returns the registration numbers of q's cleanups grouped by slot
+// (slot s has seqs[off[s]:off[s+1]]), each group in firing order.
+func ijSeqs(q *ijQueue, slots int32) (seqs []uint64, off []int) {
+	off = make([]int, slots+1)
+	q.each(func(_ int64, _ uint64, s int32) { off[s+1]++ })
+	for s := range slots {
+		off[s+1] += off[s]
+	}
+	seqs = make([]uint64, q.n)
+	next := slices.Clone(off[:slots])
+	q.each(func(_ int64, seq uint64, s int32) {
+		seqs[next[s]] = seq
+		next[s]++
+	})
+	return seqs, off
+}
+
+func appendIJBuf[T any](dst []byte, b *ijBuf[T], jf *[]bool, seqs []uint64, c state.Codec[T]) ([]byte, error) {
+	live := b.es[b.head:]
+	nb := 0
+	for i := range live {
+		if i == 0 || live[i].ts != live[i-1].ts {
+			nb++
+		}
+	}
+	if nb != len(seqs) {
+		return dst, fmt.Errorf("%d buckets but %d pending cleanups", nb, len(seqs))
+	}
+	dst = binary.AppendUvarint(dst, uint64(nb))
+	var err error
+	for i, k := 0, 0; i < len(live); k++ {
+		j := i + 1
+		for j < len(live) && live[j].ts == live[i].ts {
+			j++
+		}
+		dst = binary.AppendVarint(dst, live[i].ts)
+		dst = binary.AppendUvarint(dst, seqs[k])
+		dst = binary.AppendUvarint(dst, uint64(j-i))
+		for e := i; e < j; e++ {
+			if dst, err = c.Append(dst, live[e].v); err != nil {
+				return dst, err
+			}
+			joined := byte(0)
+			if jf != nil && (*jf)[int(b.head)+e] {
+				joined = 1
+			}
+			dst = append(dst, joined)
+		}
+		i = j
+	}
+	return dst, nil
+}
+
+// ijPending is a restored cleanup.
+type ijPending struct {
+	ts   int64
+	seq  uint64
+	slot int32
+}
+
+// restore adds the key groups of a snapshot (taken at any parallelism) to
+// the operator, which must not have buffered anything yet.
+func (o *intervalJoinOp[K, L, R, OUT]) restore(kgs map[int][]byte) error {
+	cs := newIJCodecs[K, L, R]()
+	names := ijTypeNames[K, L, R]()
+	var pl, pr []ijPending
+	order := make([]int, 0, len(kgs))
+	for kg := range kgs {
+		order = append(order, kg)
+	}
+	slices.Sort(order) // ties of equal registration numbers: key group order
+	for _, kg := range order {
+		if err := o.restoreKeyGroup(kg, kgs[kg], cs, names, &pl, &pr); err != nil {
+			return fmt.Errorf("interval join: restoring key group %d: %w", kg, err)
+		}
+	}
+	for _, p := range [2]struct {
+		ps []ijPending
+		q  *ijQueue
+	}{{pl, &o.qL}, {pr, &o.qR}} {
+		slices.SortStableFunc(p.ps, func(a, b ijPending) int {
+			if a.ts != b.ts {
+				if a.ts < b.ts {
+					return -1
+				}
+				return 1
+			}
+			if a.seq != b.seq {
+				if a.seq < b.seq {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		for _, x := range p.ps {
+			p.q.push(x.ts, x.slot, x.seq)
+			o.seq = max(o.seq, x.seq)
+		}
+	}
+	return nil
+}
+
+func (o *intervalJoinOp[K, L, R, OUT]) restoreKeyGroup(kg int, data []byte, cs ijCodecs[K, L, R], names [3]string,
+	pl, pr *[]ijPending) error {
+	if len(data) < len(ijMagic)+4 {
+		return fmt.Errorf("%w: %d bytes", errIJCorrupt, len(data))
+	}
+	body := data[:len(data)-4]
+	if string(body[:len(ijMagic)]) != ijMagic {
+		return fmt.Errorf("%w: bad magic %q (not an interval join snapshot of this version)", errIJCorrupt, body[:len(ijMagic)])
+	}
+	if crc32.Checksum(body, ijCRC) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return fmt.Errorf("%w: checksum mismatch", errIJCorrupt)
+	}
+	src := body[len(ijMagic):]
+	uv := func(what string) (uint64, error) {
+		v, n := binary.Uvarint(src)
+		if n <= 0 {
+			return 0, fmt.Errorf("%w: bad %s", errIJCorrupt, what)
+		}
+		src = src[n:]
+		return v, nil
+	}
+	g, err := uv("key group")
+	if err != nil {
+		return err
+	}
+	if g != uint64(kg) {
+		return fmt.Errorf("the snapshot is of key group %d", g)
+	}
+	for _, want := range names {
+		n, err := uv("type name")
+		if err != nil {
+			return err
+		}
+		if n > uint64(len(src)) {
+			return fmt.Errorf("%w: type name of %d bytes", errIJCorrupt, n)
+		}
+		if got := string(src[:n]); got != want {
+			return fmt.Errorf("the snapshot holds type %s where the join has %s", got, want)
+		}
+		src = src[n:]
+	}
+	nk, err := uv("key count")
+	if err != nil {
+		return err
+	}
+	if nk > uint64(len(src)) {
+		return fmt.Errorf("%w: %d keys in %d bytes", errIJCorrupt, nk, len(src))
+	}
+	for range nk {
+		var k K
+		if k, src, err = cs.k.Decode(src); err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		if got := keygroup.Of(o.hash(k), o.maxP); got != kg {
+			return fmt.Errorf("key %v belongs to key group %d", k, got)
+		}
+		if _, dup := o.keys.get(k); dup {
+			return fmt.Errorf("key %v restored twice", k)
+		}
+		si, ks := o.slotOf(k)
+		if src, err = restoreIJBuf(src, &ks.left, o.jfL(si), cs.l, func(ts int64, seq uint64) {
+			*pl = append(*pl, ijPending{ts + o.delayL, seq, si})
+		}); err != nil {
+			return fmt.Errorf("left records of key %v: %w", k, err)
+		}
+		if src, err = restoreIJBuf(src, &ks.right, o.jfR(si), cs.r, func(ts int64, seq uint64) {
+			*pr = append(*pr, ijPending{ts + o.delayR, seq, si})
+		}); err != nil {
+			return fmt.Errorf("right records of key %v: %w", k, err)
+		}
+		if ks.left.empty() && ks.right.empty() && !ks.left.idle {
+			ks.left.idle = true
+			o.idle = append(o.idle, si)
+		}
+	}
+	if len(src) != 0 {
+		return fmt.Errorf("%w: %d bytes after the keys", errIJCorrupt, len(src))
+	}
+	return nil
+}
+
+func restoreIJBuf[T any](src []byte, b *ijBuf[T], jf *[]bool, c state.Codec[T], pending func(ts int64, seq uint64)) ([]byte, error) {
+	nb, n := binary.Uvarint(src)
+	if n <= 0 || nb > uint64(len(src)) {
+		return src, fmt.Errorf("%w: bad bucket count", errIJCorrupt)
+	}
+	src = src[n:]
+	prev := int64(0)
+	for k := range nb {
+		ts, n := binary.Varint(src)
+		if n <= 0 {
+			return src, fmt.Errorf("%w: bad timestamp", errIJCorrupt)
+		}
+		src = src[n:]
+		if k > 0 && ts <= prev {
+			return src, fmt.Errorf("%w: bucket timestamps not ascending", errIJCorrupt)
+		}
+		prev = ts
+		seq, n := binary.Uvarint(src)
+		if n <= 0 {
+			return src, fmt.Errorf("%w: bad registration number", errIJCorrupt)
+		}
+		src = src[n:]
+		cnt, n := binary.Uvarint(src)
+		if n <= 0 || cnt == 0 || cnt > uint64(len(src)) {
+			return src, fmt.Errorf("%w: bad record count", errIJCorrupt)
+		}
+		src = src[n:]
+		for range cnt {
+			var v T
+			var err error
+			if v, src, err = c.Decode(src); err != nil {
+				return src, err
+			}
+			if len(src) == 0 || src[0] > 1 {
+				return src, fmt.Errorf("%w: bad joined flag", errIJCorrupt)
+			}
+			b.add(ts, &v, src[0] == 1, jf)
+			src = src[1:]
+		}
+		pending(ts, seq)
+	}
+	return src, nil
+}
