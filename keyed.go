@@ -57,12 +57,16 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 
 // SnapshotState snapshots the keyed state and timers.
 func (b *keyedBase[K]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
-	if b.pebble != nil {
-		kgs, err := snapshotPebble(b.pebble, b.timers)
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
-	}
-	kgs, err := keyedsnap.Snapshot(b.backend, b.timers)
+	kgs, err := keyedsnap.Snapshot(b.snapBackend(), b.timers)
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+}
+
+// snapBackend is the state backend in use: both write the same snapshots.
+func (b *keyedBase[K]) snapBackend() keyedsnap.Backend {
+	if b.pebble != nil {
+		return b.pebble
+	}
+	return b.backend
 }
 
 // restore restores keyed state and timers and re-arms the earliest
@@ -72,13 +76,7 @@ func (b *keyedBase[K]) restore() error {
 		return err
 	}
 	if b.restored != nil {
-		restore := keyedsnap.Restore[K, void]
-		if b.pebble != nil {
-			restore = func(_ *istate.Backend[K], t *timer.Service[K, void], kgs map[int][]byte) error {
-				return restorePebble(b.pebble, t, kgs)
-			}
-		}
-		if err := restore(b.backend, b.timers, b.restored.KeyGroups); err != nil {
+		if err := keyedsnap.Restore(b.snapBackend(), b.timers, b.restored.KeyGroups); err != nil {
 			return err
 		}
 	}

@@ -1,14 +1,11 @@
 package weir
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"strings"
 
-	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/pebblestate"
-	"github.com/weirstream/weir/internal/timer"
 )
 
 // StateBackend selects where keyed operators keep the user keyed state of
@@ -132,47 +129,4 @@ func (b *keyedBase[K]) closeStateBackend() error {
 	err := b.pebble.Discard()
 	b.pebble = nil
 	return err
-}
-
-// snapshotPebble encodes every key group of the backend's range in the
-// frame of internal/keyedsnap (uvarint length of the state snapshot, the
-// state snapshot, the timer snapshot), so heap and Pebble checkpoints are
-// interchangeable.
-func snapshotPebble[K, N comparable](b *pebblestate.Backend[K], t *timer.Service[K, N]) (map[int][]byte, error) {
-	first, last := b.KeyGroupRange()
-	kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
-	timers, err := t.SnapshotKeyGroups(first, last, kc, nc)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int][]byte, last-first+1)
-	for kg := first; kg <= last; kg++ {
-		st, err := b.SnapshotKeyGroup(kg)
-		if err != nil {
-			return nil, err
-		}
-		frame := binary.AppendUvarint(make([]byte, 0, len(st)+len(timers[kg-first])+4), uint64(len(st)))
-		frame = append(frame, st...)
-		out[kg] = append(frame, timers[kg-first]...)
-	}
-	return out, nil
-}
-
-// restorePebble restores key groups written by snapshotPebble or
-// keyedsnap.Snapshot into b and t.
-func restorePebble[K, N comparable](b *pebblestate.Backend[K], t *timer.Service[K, N], kgs map[int][]byte) error {
-	kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
-	for kg, data := range kgs {
-		n, k := binary.Uvarint(data)
-		if k <= 0 || uint64(len(data)-k) < n {
-			return fmt.Errorf("restoring key group %d: corrupt frame", kg)
-		}
-		if err := b.RestoreKeyGroup(kg, data[k:k+int(n)]); err != nil {
-			return fmt.Errorf("restoring key group %d: %w", kg, err)
-		}
-		if err := t.RestoreKeyGroup(kg, data[k+int(n):], kc, nc); err != nil {
-			return fmt.Errorf("restoring the timers of key group %d: %w", kg, err)
-		}
-	}
-	return nil
 }

@@ -13,8 +13,16 @@ import (
 	"github.com/weirstream/weir/internal/timer"
 )
 
+// Backend is the part of a keyed state backend (the heap one of
+// internal/state or the Pebble one) that snapshots and restores need.
+type Backend interface {
+	KeyGroupRange() (first, last int)
+	SnapshotKeyGroup(kg int) ([]byte, error)
+	RestoreKeyGroup(kg int, data []byte) error
+}
+
 // Snapshot encodes every key group of b's range.
-func Snapshot[K comparable, N comparable](b *istate.Backend[K], t *timer.Service[K, N]) (map[int][]byte, error) {
+func Snapshot[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (map[int][]byte, error) {
 	first, last := b.KeyGroupRange()
 	kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
 	timers, err := t.SnapshotKeyGroups(first, last, kc, nc)
@@ -35,7 +43,7 @@ func Snapshot[K comparable, N comparable](b *istate.Backend[K], t *timer.Service
 }
 
 // Restore restores the key groups Snapshot wrote into b and t.
-func Restore[K comparable, N comparable](b *istate.Backend[K], t *timer.Service[K, N], kgs map[int][]byte) error {
+func Restore[K comparable, N comparable](b Backend, t *timer.Service[K, N], kgs map[int][]byte) error {
 	kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
 	for kg, data := range kgs {
 		n, k := binary.Uvarint(data)

@@ -97,3 +97,18 @@ func ParseKeyGroupFrame(data []byte, kg int, keyType string) ([]KeyGroupState, e
 
 // KindName returns the name of a kind number ("value", "list", ...).
 func KindName(kind byte) string { return stateKind(kind).String() }
+
+// ErrTruncated reports input that ends inside a value.
+var ErrTruncated = errTruncated
+
+// ReadUvarint decodes a uvarint from the front of src and returns it and
+// the rest of src.
+func ReadUvarint(src []byte) (uint64, []byte, error) { return readUvarint(src) }
+
+// ReadVarint decodes a varint from the front of src and returns it and the
+// rest of src.
+func ReadVarint(src []byte) (int64, []byte, error) { return readVarint(src) }
+
+// ReadBytes reads a uvarint length and that many bytes (aliasing src) from
+// the front of src and returns them and the rest of src.
+func ReadBytes(src []byte) ([]byte, []byte, error) { return readBytes(src) }

@@ -321,13 +321,13 @@ func decodeMeta(name string, v []byte) (*stateMeta, error) {
 	}
 	m := &stateMeta{name: name, id: binary.BigEndian.Uint16(v), kind: v[2], ts: v[3]&1 != 0}
 	src := v[4:]
-	n, src, err := readUvarint(src)
+	n, src, err := istate.ReadUvarint(src)
 	if err != nil || n > 3 {
 		return nil, fmt.Errorf("state metadata of %q: bad type count", name)
 	}
 	for range n {
 		var s []byte
-		if s, src, err = readBytes(src); err != nil {
+		if s, src, err = istate.ReadBytes(src); err != nil {
 			return nil, fmt.Errorf("state metadata of %q: %w", name, err)
 		}
 		m.types = append(m.types, string(s))
@@ -551,44 +551,6 @@ func (p *ttlParams) expired(ts, now int64) bool {
 func (p *ttlParams) usable(ts, now int64) bool { return p.returnExpired || !p.expired(ts, now) }
 
 // --- small encoding helpers ---
-
-var (
-	errTruncated = errors.New("truncated input")
-	errVarint    = errors.New("invalid varint")
-)
-
-func readUvarint(src []byte) (uint64, []byte, error) {
-	v, n := binary.Uvarint(src)
-	if n <= 0 {
-		if n == 0 {
-			return 0, src, errTruncated
-		}
-		return 0, src, errVarint
-	}
-	return v, src[n:], nil
-}
-
-func readVarint(src []byte) (int64, []byte, error) {
-	v, n := binary.Varint(src)
-	if n <= 0 {
-		if n == 0 {
-			return 0, src, errTruncated
-		}
-		return 0, src, errVarint
-	}
-	return v, src[n:], nil
-}
-
-func readBytes(src []byte) ([]byte, []byte, error) {
-	n, rest, err := readUvarint(src)
-	if err != nil {
-		return nil, src, err
-	}
-	if n > uint64(len(rest)) {
-		return nil, src, errTruncated
-	}
-	return rest[:n], rest[n:], nil
-}
 
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))

@@ -76,7 +76,7 @@ func (s *List[K, N, V]) load(key []byte) (vals []V, ts []int64) {
 			var err error
 			if s.r.ts {
 				var t int64
-				if t, body, err = readVarint(body); err != nil {
+				if t, body, err = istate.ReadVarint(body); err != nil {
 					return err
 				}
 				ts = append(ts, t)
@@ -102,11 +102,11 @@ func (s *List[K, N, V]) load(key []byte) (vals []V, ts []int64) {
 // stored list.
 func forChunks(raw []byte, f func(n uint64, body []byte) error) error {
 	for len(raw) > 0 {
-		n, rest, err := readUvarint(raw)
+		n, rest, err := istate.ReadUvarint(raw)
 		if err != nil {
 			return err
 		}
-		body, rest, err := readBytes(rest)
+		body, rest, err := istate.ReadBytes(rest)
 		if err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func (s *Map[K, N, UK, UV]) decodeValue(raw []byte) (UV, int64) {
 	var ts int64
 	var err error
 	if s.r.ts {
-		if ts, raw, err = readVarint(raw); err != nil {
+		if ts, raw, err = istate.ReadVarint(raw); err != nil {
 			panic(fmt.Errorf("pebblestate: state %q: timestamp: %w", s.r.name, err))
 		}
 	}

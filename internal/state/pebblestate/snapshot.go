@@ -192,22 +192,22 @@ func encodePending(s istate.KeyGroupState) []byte {
 
 func decodePendingHeader(v []byte) (*pendingInfo, []byte, error) {
 	if len(v) < 2 {
-		return nil, nil, errTruncated
+		return nil, nil, istate.ErrTruncated
 	}
 	h := &pendingInfo{kind: v[0], ts: v[1]&1 != 0}
 	src := v[2:]
-	n, src, err := readUvarint(src)
+	n, src, err := istate.ReadUvarint(src)
 	if err != nil || n > 3 {
 		return nil, nil, errors.New("bad type count")
 	}
 	for range n {
 		var t []byte
-		if t, src, err = readBytes(src); err != nil {
+		if t, src, err = istate.ReadBytes(src); err != nil {
 			return nil, nil, err
 		}
 		h.types = append(h.types, string(t))
 	}
-	c, src, err := readUvarint(src)
+	c, src, err := istate.ReadUvarint(src)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -326,7 +326,7 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, pa
 	value := func(dst []byte) ([]byte, error) {
 		var t int64
 		if ts {
-			if t, src, err = readVarint(src); err != nil {
+			if t, src, err = istate.ReadVarint(src); err != nil {
 				return dst, corruptf("timestamp: %v", err)
 			}
 		}
@@ -363,7 +363,7 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, pa
 			}
 		case istate.KindList:
 			var n uint64
-			if n, src, err = readUvarint(src); err != nil {
+			if n, src, err = istate.ReadUvarint(src); err != nil {
 				return corruptf("entry %d: list length: %v", i, err)
 			}
 			if n == 0 || (n > uint64(len(src)) && n > maxZeroSizeCount) {
@@ -380,7 +380,7 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, pa
 			}
 		case istate.KindMap:
 			var n uint64
-			if n, src, err = readUvarint(src); err != nil {
+			if n, src, err = istate.ReadUvarint(src); err != nil {
 				return corruptf("entry %d: map size: %v", i, err)
 			}
 			if n == 0 || (n > uint64(len(src)) && n != 1) {

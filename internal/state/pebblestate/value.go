@@ -120,7 +120,7 @@ func (h *cellHandle[K, N, S]) load(key []byte) (v S, ts int64, found bool) {
 	}
 	var err error
 	if h.r.ts {
-		if ts, raw, err = readVarint(raw); err != nil {
+		if ts, raw, err = istate.ReadVarint(raw); err != nil {
 			panic(fmt.Errorf("pebblestate: state %q: timestamp: %w", h.r.name, err))
 		}
 	}
