@@ -46,6 +46,12 @@ type Sink struct {
 // Name sets the sink's name.
 func (s Sink) Name(n string) Sink { s.node.Name = n; return s }
 
+// UID sets the sink's stable id, under which its state (the pending
+// transactions of an exactly-once sink) is kept in checkpoints and
+// savepoints, so a changed job still restores it. Without one the id is
+// derived from the order in which the job was built.
+func (s Sink) UID(uid string) Sink { s.node.UID = uid; return s }
+
 // SetParallelism sets the sink's parallelism.
 func (s Sink) SetParallelism(p int) Sink {
 	s.node.Parallelism = p

@@ -1,0 +1,32 @@
+package weir_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// TestSinkUIDNamesItsCheckpointState: an exactly-once sink's pending
+// transactions are stored under the UID it was given.
+func TestSinkUIDNamesItsCheckpointState(t *testing.T) {
+	st := weir.NewMemoryCheckpointStore()
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st))
+	src := weir.Generate(env, 20000, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
+	weir.FileSink(src, t.TempDir(), func(v int64) []byte { return []byte{byte('0' + v%10)} }).UID("files")
+	if err := env.Execute(t.Context(), "uid"); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.Latest(t.Context())
+	if err != nil || cp == nil {
+		t.Skipf("no checkpoint completed (err %v)", err)
+	}
+	if _, ok := cp.Operators["files"]; !ok {
+		ids := make([]string, 0, len(cp.Operators))
+		for id := range cp.Operators {
+			ids = append(ids, id)
+		}
+		t.Fatalf("checkpoint %d has no state under the sink's UID %q; operators: %v", cp.ID, "files", ids)
+	}
+}
