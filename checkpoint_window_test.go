@@ -132,15 +132,7 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 		t.Fatalf("the reference run committed only %d lines", len(want))
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("after failure and restore: %d lines, want %d; first difference: %s", len(got), len(want), firstDiff(got, want))
+		missing, extra := diffLines(want, got)
+		t.Fatalf("after failure and restore: %d lines, want %d; missing %v, extra %v", len(got), len(want), head(missing), head(extra))
 	}
-}
-
-func firstDiff(a, b []string) string {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return fmt.Sprintf("line %d: %q vs %q", i, a[i], b[i])
-		}
-	}
-	return fmt.Sprintf("one is a prefix of the other (%d vs %d lines)", len(a), len(b))
 }

@@ -198,8 +198,9 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		in := newInjector(rng, 1+rng.IntN(4), 5)
 		got := runFaultJob(t, p, in)
 		if !slices.Equal(got, want) {
-			t.Fatalf("trial %d (seed %d, parallelism %d, %d faults fired of %d planned): %d lines committed, want %d; %s",
-				trial, seed, p, in.fired.Load(), len(in.stage), len(got), len(want), firstDiff(got, want))
+			missing, extra := diffLines(want, got)
+			t.Fatalf("trial %d (seed %d, parallelism %d, %d faults fired of %d planned): %d lines committed, want %d; missing %v, extra %v",
+				trial, seed, p, in.fired.Load(), len(in.stage), len(got), len(want), head(missing), head(extra))
 		}
 		t.Logf("trial %d: parallelism %d, %d faults injected, %d lines equal", trial, p, in.fired.Load(), len(got))
 	}

@@ -88,12 +88,6 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	members []W
 
 	scheduledAt int64
-	// lastEvent is the event-time timer the trigger registered last while
-	// processing the current element (valid if hasLast): the cleanup timer
-	// of the same window often equals it (allowed lateness 0), and then its
-	// registration is a no-op that would cost a lookup.
-	lastEvent timer.Timer[K, W]
-	hasLast   bool
 	// stockEvent is set for the EventTimeTrigger on non-merging windows:
 	// then an element for a window that already has contents and whose
 	// end the watermark has not passed changes no timer (both its timers
@@ -182,9 +176,6 @@ func (o *Operator[K, IN, V, W]) registerCleanupTimer(w W) {
 		return
 	}
 	if o.eventTime {
-		if o.hasLast && o.lastEvent.Timestamp == c && o.lastEvent.Namespace == w && o.lastEvent.Key == o.key {
-			return // registered just now
-		}
 		o.timers.RegisterEventTime(o.key, o.kg, w, c)
 	} else {
 		o.registerProcessingTimer(w, c)
@@ -285,7 +276,6 @@ func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error
 	}
 	o.contents.Add(v, ts)
 	o.ctx.w = w
-	o.hasLast = false
 	r, err := o.trigger.OnElement(ts, &o.ctx)
 	if err != nil {
 		return err
@@ -294,7 +284,6 @@ func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error
 		return err
 	}
 	o.registerCleanupTimer(w)
-	o.hasLast = false
 	return nil
 }
 
@@ -571,15 +560,12 @@ func (c *triggerCtx[K, IN, V, W]) CurrentProcessingTime() int64 {
 }
 func (c *triggerCtx[K, IN, V, W]) RegisterEventTimeTimer(ts int64) {
 	c.o.timers.RegisterEventTime(c.o.key, c.o.kg, c.w, ts)
-	c.o.lastEvent = timer.Timer[K, W]{Timestamp: ts, Key: c.o.key, Namespace: c.w}
-	c.o.hasLast = true
 }
 func (c *triggerCtx[K, IN, V, W]) RegisterProcessingTimeTimer(ts int64) {
 	c.o.registerProcessingTimer(c.w, ts)
 }
 func (c *triggerCtx[K, IN, V, W]) DeleteEventTimeTimer(ts int64) {
 	c.o.timers.DeleteEventTime(c.o.key, c.w, ts)
-	c.o.hasLast = false
 }
 func (c *triggerCtx[K, IN, V, W]) DeleteProcessingTimeTimer(ts int64) {
 	c.o.timers.DeleteProcessingTime(c.o.key, c.w, ts)
