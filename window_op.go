@@ -255,6 +255,37 @@ type windowOp[K comparable, T, OUT any, W window.Window] struct {
 	user     any
 	rc       keyedRuntimeCtx[K]
 	restored *runtime.Restored
+	clock    batchClock
+}
+
+// batchClock reads a task's processing-time clock at most once per batch
+// of records: a processing-time window assigner asks for the time of every
+// element, and a clock read costs as much as assigning the window (tens
+// of ns, more on some virtual machines). Within a batch, which takes
+// microseconds, every element sees the time read for its first; outside
+// a batch (timers, watermarks) every call reads the clock.
+type batchClock struct {
+	now     func() int64
+	inBatch bool
+	valid   bool
+	at      int64
+}
+
+// begin starts a batch.
+func (c *batchClock) begin() { c.inBatch, c.valid = true, false }
+
+// end ends a batch.
+func (c *batchClock) end() { c.inBatch = false }
+
+// Now returns the processing time.
+func (c *batchClock) Now() int64 {
+	if !c.inBatch {
+		return c.now()
+	}
+	if !c.valid {
+		c.at, c.valid = c.now(), true
+	}
+	return c.at
 }
 
 func (o *windowOp[K, T, OUT, W]) Open() (err error) {
@@ -287,6 +318,8 @@ func (o *windowOp[K, T, OUT, W]) SnapshotState(int64) (runtime.OperatorSnapshot,
 
 func (o *windowOp[K, T, OUT, W]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	defer o.catch(&err)
+	o.clock.begin()
+	defer o.clock.end()
 	for i := range recs {
 		o.eng.SetCurrentKey(o.keyFn(recs[i].Value))
 		if err := o.eng.ProcessElement(recs[i].Value, recs[i].TS); err != nil {
@@ -398,7 +431,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 	lateness := max(ws.lateness, 0)
 	n := newNode[OUT](env, name, runtime.KindOneInput, par,
 		func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error) {
-			o := &windowOp[K, T, OUT, W]{keyFn: ws.ks.key, user: spec.user, restored: bc.Restored}
+			o := &windowOp[K, T, OUT, W]{keyFn: ws.ks.key, user: spec.user, restored: bc.Restored, clock: batchClock{now: bc.Time.Now}}
 			o.opContext = newOpContext(bc)
 			o.out, o.col.out = out, out
 			if spec.user != nil {
@@ -452,7 +485,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 					}
 					eng, err := windowing.New(windowing.Config[K, T, V, W]{
 						Assigner: ws.assigner, Trigger: trigger, Lateness: lateness, Backend: backend,
-						Hash: ws.ks.hashK, MaxParallelism: bc.MaxParallelism, Now: bc.Time.Now, Schedule: o.schedule(bc.Time),
+						Hash: ws.ks.hashK, MaxParallelism: bc.MaxParallelism, Now: o.clock.Now, Schedule: o.schedule(bc.Time),
 						Contents: contents, Late: late, ClearWindow: clearWin,
 						Emit: func(key K, w W, v V) error { return fn.process(key, w, v, &o.winCtx) },
 					})
@@ -469,7 +502,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 					ev := &evicting[K, T, V, OUT, W]{evictor: evictor, fold: spec.fold, fn: fn, contents: contents, c: &o.winCtx, now: bc.Time.Now}
 					eng, err := windowing.New(windowing.Config[K, T, []window.TimestampedValue[T], W]{
 						Assigner: ws.assigner, Trigger: trigger, Lateness: lateness, Backend: backend,
-						Hash: ws.ks.hashK, MaxParallelism: bc.MaxParallelism, Now: bc.Time.Now, Schedule: o.schedule(bc.Time),
+						Hash: ws.ks.hashK, MaxParallelism: bc.MaxParallelism, Now: o.clock.Now, Schedule: o.schedule(bc.Time),
 						Contents: contents, Late: late, ClearWindow: clearWin, Emit: ev.emit,
 					})
 					if err != nil {

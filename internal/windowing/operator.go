@@ -94,6 +94,10 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	// were registered with the window's first element) and only needs
 	// adding.
 	stockEvent bool
+	// stockProc is the same for the ProcessingTimeTrigger on non-merging
+	// windows: its timer, registered with the window's first element, is
+	// the cleanup timer too, so a window with contents always has it.
+	stockProc bool
 	// LateDropped counts late elements dropped (no late output set), as
 	// Flink's numLateRecordsDropped.
 	LateDropped int64
@@ -119,6 +123,7 @@ func New[K comparable, IN, V any, W window.Window](cfg Config[K, IN, V, W]) (*Op
 	o.elemAsg, _ = cfg.Assigner.(window.ElementAssigner[IN, W])
 	o.merging, _ = cfg.Assigner.(window.MergingAssigner[W])
 	o.stockEvent = o.merging == nil && o.eventTime && cfg.Trigger == window.EventTimeTrigger()
+	o.stockProc = o.merging == nil && !o.eventTime && cfg.Trigger == window.ProcessingTimeTrigger()
 	o.store = NewStore[K, W](cfg.Backend, nil)
 	o.ctx.o = o
 	if o.merging != nil {
@@ -268,8 +273,8 @@ func (o *Operator[K, IN, V, W]) clearElem() {
 
 func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error {
 	o.contents.SetNamespace(stateW)
-	if o.stockEvent && w.MaxTimestamp() > o.timers.CurrentWatermark() && o.contents.Exists() {
-		// The EventTimeTrigger's OnElement would re-register the window's
+	if (o.stockProc || o.stockEvent && w.MaxTimestamp() > o.timers.CurrentWatermark()) && o.contents.Exists() {
+		// The stock trigger's OnElement would re-register the window's
 		// timer and continue; the cleanup timer is registered too.
 		o.contents.Add(v, ts)
 		return nil
