@@ -86,13 +86,15 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	cands   []W
 	groups  []mergeGroup[W]
 	members []W
+	mstates []W
 
 	scheduledAt int64
-	// stockEvent is set for the EventTimeTrigger on non-merging windows:
-	// then an element for a window that already has contents and whose
-	// end the watermark has not passed changes no timer (both its timers
-	// were registered with the window's first element) and only needs
-	// adding.
+	// stockEvent is set for the EventTimeTrigger on non-merging windows,
+	// and on merging windows without allowed lateness: then an element for
+	// a window that already has contents and whose end the watermark has
+	// not passed changes no timer (both its timers were registered with the
+	// window's first element, or by the trigger's OnMerge when it became a
+	// merge result) and only needs adding.
 	stockEvent bool
 	// stockProc is the same for the ProcessingTimeTrigger on non-merging
 	// windows: its timer, registered with the window's first element, is
@@ -122,7 +124,10 @@ func New[K comparable, IN, V any, W window.Window](cfg Config[K, IN, V, W]) (*Op
 	}
 	o.elemAsg, _ = cfg.Assigner.(window.ElementAssigner[IN, W])
 	o.merging, _ = cfg.Assigner.(window.MergingAssigner[W])
-	o.stockEvent = o.merging == nil && o.eventTime && cfg.Trigger == window.EventTimeTrigger()
+	// With merging windows the cleanup timer of a merge result is only
+	// registered by the element's own step, unless it coincides with the
+	// trigger's timer, which the trigger's OnMerge registers.
+	o.stockEvent = o.eventTime && cfg.Trigger == window.EventTimeTrigger() && (o.merging == nil || o.lateness == 0)
 	o.stockProc = o.merging == nil && !o.eventTime && cfg.Trigger == window.ProcessingTimeTrigger()
 	o.store = NewStore[K, W](cfg.Backend, nil)
 	o.ctx.o = o
@@ -416,7 +421,11 @@ func (o *Operator[K, IN, V, W]) merge(result W, merged []W, stateResult W, merge
 		if err := o.trigger.Clear(&o.ctx); err != nil {
 			return err
 		}
-		o.deleteCleanupTimer(m)
+		if !o.stockEvent || o.lateness != 0 {
+			// (The stock trigger's Clear deleted the timer at the
+			// window's end, which is then the cleanup timer too.)
+			o.deleteCleanupTimer(m)
+		}
 	}
 	o.contents.MergeNamespaces(stateResult, mergedStates)
 	return nil
@@ -512,14 +521,15 @@ func (o *Operator[K, IN, V, W]) addWindow(set *mergeSet[W], newW W) (W, error) {
 	for _, g := range o.groups {
 		members := g.members
 		if i := slices.Index(members, newW); i >= 0 {
-			members = slices.Delete(slices.Clone(members), i, i+1)
+			// (members is this group's own part of o.members, read once.)
+			members = slices.Delete(members, i, i+1)
 			mergedNew, result = true, g.result
 		}
 		if len(members) == 0 {
 			continue
 		}
 		chosen, _ := set.stateWindow(members[0])
-		var mergedStates []W
+		mergedStates := o.mstates[:0]
 		for _, m := range members {
 			if st, ok := set.remove(m); ok {
 				mergedStates = append(mergedStates, st)
@@ -534,6 +544,7 @@ func (o *Operator[K, IN, V, W]) addWindow(set *mergeSet[W], newW W) (W, error) {
 				return result, err
 			}
 		}
+		o.mstates = mergedStates[:0]
 	}
 	if len(o.groups) == 0 || (result == newW && !mergedNew) {
 		set.put(result, result)
