@@ -34,8 +34,9 @@ type ident[K comparable, N comparable] struct {
 // slot holds one queued timer.
 type slot[K comparable, N comparable] struct {
 	timer Timer[K, N]
-	seq   uint64 // registration order, breaks timestamp ties
-	live  bool   // false once deleted; the slot is freed when its bucket passes it
+	seq   uint64  // registration order, breaks timestamp ties
+	b     *bucket // the bucket of timer.Timestamp, set while the slot is queued
+	live  bool    // false once deleted; the slot is freed when its bucket passes it
 }
 
 // entry names a queued timer for snapshots: its timestamp, registration
@@ -122,7 +123,7 @@ func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 		q.seq = seq
 	}
 	b := q.bucketFor(t.Timestamp)
-	q.slots[si] = slot[K, N]{timer: t, seq: seq, live: true}
+	q.slots[si] = slot[K, N]{timer: t, seq: seq, b: b, live: true}
 	q.index[id] = si
 	q.n++
 	if k := len(b.items); k > b.head && q.slots[b.items[k-1]].seq > seq {
@@ -173,8 +174,9 @@ func (q *Queue[K, N]) Delete(ts int64, key K, ns N) bool {
 		return false
 	}
 	delete(q.index, id)
-	q.slots[si].live = false
-	b := q.buckets[ts]
+	s := &q.slots[si]
+	s.live = false
+	b := s.b
 	q.n--
 	if b.live--; b.live == 0 {
 		q.release(b)
