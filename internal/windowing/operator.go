@@ -87,6 +87,8 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	groups  []mergeGroup[W]
 	members []W
 	mstates []W
+	// collectGroup is o.addGroup.
+	collectGroup func(result W, merged []W)
 
 	scheduledAt int64
 	// stockEvent is set for the EventTimeTrigger on non-merging windows,
@@ -131,6 +133,7 @@ func New[K comparable, IN, V any, W window.Window](cfg Config[K, IN, V, W]) (*Op
 	o.stockProc = o.merging == nil && !o.eventTime && cfg.Trigger == window.ProcessingTimeTrigger()
 	o.store = NewStore[K, W](cfg.Backend, nil)
 	o.ctx.o = o
+	o.collectGroup = o.addGroup
 	if o.merging != nil {
 		s, err := istate.GetValue[K, void, *mergeSet[W]](cfg.Backend, mergeSetDescriptor[W]())
 		if err != nil {
@@ -512,11 +515,7 @@ func (o *Operator[K, IN, V, W]) addWindow(set *mergeSet[W], newW W) (W, error) {
 	}
 	o.groups = o.groups[:0]
 	o.members = o.members[:0]
-	o.merging.MergeWindows(o.cands, func(result W, merged []W) {
-		start := len(o.members)
-		o.members = append(o.members, merged...)
-		o.groups = append(o.groups, mergeGroup[W]{result: result, members: o.members[start:len(o.members):len(o.members)]})
-	})
+	o.merging.MergeWindows(o.cands, o.collectGroup)
 	result, mergedNew := newW, false
 	for _, g := range o.groups {
 		members := g.members
@@ -550,6 +549,15 @@ func (o *Operator[K, IN, V, W]) addWindow(set *mergeSet[W], newW W) (W, error) {
 		set.put(result, result)
 	}
 	return result, nil
+}
+
+// addGroup is the callback of MergeWindows in addWindow: it records a
+// merge group (o.collectGroup holds it as a func value made once, so a
+// merge does not allocate a closure).
+func (o *Operator[K, IN, V, W]) addGroup(result W, merged []W) {
+	start := len(o.members)
+	o.members = append(o.members, merged...)
+	o.groups = append(o.groups, mergeGroup[W]{result: result, members: o.members[start:len(o.members):len(o.members)]})
 }
 
 // triggerCtx implements window.TriggerContext, window.OnMergeContext and
