@@ -203,7 +203,9 @@ func TestChannelStateRescaleAssignment(t *testing.T) {
 func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
 	const maxP = 128
 	route := func(par int) func(int64) int {
-		return func(v int64) int { return keygroup.OperatorIndex(keygroup.Of(keygroup.HashInt64(v%50), maxP), par, maxP) }
+		return func(v int64) int {
+			return keygroup.OperatorIndex(keygroup.Of(keygroup.HashInt64(v%50), maxP), par, maxP)
+		}
 	}
 	encode := func(es ...inflight[int64]) []byte {
 		var b bytes.Buffer
