@@ -17,9 +17,12 @@ import "time"
 // record type cannot be encoded at all, and the checkpoint fails the job if
 // a value cannot, e.g. an unregistered type in an interface field).
 // Savepoints stay aligned. Exactly-once only: combined with AtLeastOnce,
-// Execute fails. A checkpoint with channel state restores only at the
-// parallelism it was taken with (Flink redistributes channel state; Weir
-// refuses with an error).
+// Execute fails. A checkpoint with channel state also restores at another
+// parallelism (of an operator or of its upstream), as in Flink: in-flight
+// records of keyed inputs go to the subtask that now owns their key group,
+// broadcast inputs follow the broadcast state, other inputs go round robin,
+// and watermarks recorded on rescaled inputs are dropped (see DESIGN.md,
+// "Checkpoints").
 func UnalignedCheckpoints() CheckpointOption {
 	return func(c *checkpointConfig) { c.unaligned = true }
 }

@@ -25,6 +25,8 @@ type checkpointConfig struct {
 	// unaligned and alignedTimeout: checkpoint_unaligned.go
 	unaligned      bool
 	alignedTimeout time.Duration
+	// savepointDir: DefaultSavepointDir (savepoint_target.go)
+	savepointDir string
 }
 
 // RestoreFromLatest starts the job from the latest completed checkpoint in

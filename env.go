@@ -56,6 +56,7 @@ type config struct {
 	savepoint      *savepointRestore // RestoreFromSavepoint
 	controlAddr    string            // WithControlAddress
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
+	s3             *S3Options        // WithS3
 }
 
 // Option configures an Environment.
@@ -201,7 +202,7 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 		allow bool
 	)
 	if r := e.cfg.savepoint; r != nil {
-		sp, err := ReadSavepoint(ctx, r.path)
+		sp, err := readSavepoint(ctx, r.path, e.cfg.s3, e.cfg.logger)
 		if err != nil {
 			return nil, fmt.Errorf("weir: restoring from savepoint: %w", err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"log/slog"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/runtime"
@@ -29,7 +29,8 @@ func AllowNonRestoredState() RestoreOption {
 // RestoreFromSavepoint starts the job from the savepoint (or retained
 // checkpoint) at path: a savepoint's directory as TriggerSavepoint returns
 // it (".../savepoint-7"), a checkpoint's (".../chk-12"), or a directory
-// holding savepoints, which stands for its newest one. The job may have
+// holding savepoints, which stands for its newest one. Each form may be a
+// local path or, with WithS3, an s3://bucket/prefix path. The job may have
 // another parallelism: each keyed operator's key groups are redistributed
 // over its new subtasks and every key's state and timers go with them.
 // State is matched to operators by UID (set them with .UID(...) so that
@@ -48,13 +49,21 @@ func RestoreFromSavepoint(path string, opts ...RestoreOption) Option {
 }
 
 // ReadSavepoint reads the savepoint or checkpoint at path (see
-// RestoreFromSavepoint for the forms of path), verifying every file's
-// checksum.
-func ReadSavepoint(ctx context.Context, path string) (*Checkpoint, error) {
+// RestoreFromSavepoint for the forms of path; s3:// paths need
+// ReadWithS3), verifying every file's checksum.
+func ReadSavepoint(ctx context.Context, path string, opts ...ReadOption) (*Checkpoint, error) {
+	var c readConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return readSavepoint(ctx, path, c.s3, nil)
+}
+
+func readSavepoint(ctx context.Context, path string, s3 *S3Options, log *slog.Logger) (*Checkpoint, error) {
 	if path == "" {
 		return nil, errors.New("no savepoint path given")
 	}
-	s, m, err := store.OpenPath(ctx, path)
+	s, m, err := openSavepoint(ctx, path, s3, log)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +72,9 @@ func ReadSavepoint(ctx context.Context, path string) (*Checkpoint, error) {
 }
 
 // TriggerSavepoint takes a savepoint of the running job and returns its
-// directory, dir/savepoint-<id> (dir is created if needed). A savepoint is
+// path, dir/savepoint-<id>. dir is a local directory (created if needed)
+// or, with WithS3, an s3://bucket/prefix path (the savepoint's objects are
+// prefix/savepoint-<id>/...); "" means the DefaultSavepointDir. A savepoint is
 // a checkpoint taken on demand, always aligned, in the format of
 // internal/checkpoint/store/FORMAT.md with kind "savepoint"; retention
 // never deletes it and failover never uses it. It starts as soon as no
@@ -99,13 +110,12 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 		return "", errors.New("weir: savepoints need checkpointing: call EnableCheckpointing on the environment")
 	}
 	if dir == "" {
-		return "", errors.New("weir: savepoint: no target directory given")
+		dir = e.checkpoint.savepointDir
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("weir: savepoint: %w", err)
+	if dir == "" {
+		return "", errors.New("weir: savepoint: no target directory given, and no DefaultSavepointDir is configured")
 	}
-	s, err := store.NewLocal(abs, store.WithCreateDir(), store.WithLogger(e.cfg.logger))
+	s, pathOf, err := savepointTarget(dir, e.cfg.s3, e.cfg.logger)
 	if err != nil {
 		return "", fmt.Errorf("weir: savepoint: %w", err)
 	}
@@ -126,7 +136,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 				res <- result{err: fmt.Errorf("weir: %w", err)}
 				return
 			}
-			path := filepath.Join(abs, store.DirName(store.Savepoint, id))
+			path := pathOf(id)
 			e.cfg.logger.Info("savepoint completed", "job", h.name, "savepoint", id, "path", path, "stop", stop)
 			res <- result{path: path} // before the job ends (h.done)
 			if stop {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,8 +27,9 @@ const savepointUsage = `usage: weir savepoint --address HOST:PORT --dir DIR [--s
 
 The first form asks the control endpoint of a running job (started with
 weir.WithControlAddress) for a savepoint of JOB into DIR, a directory on the
-job's machine (a relative DIR is taken from the current directory), and
-prints the savepoint's path. --stop stops the job once
+job's machine (a relative DIR is taken from the current directory) or an
+s3://bucket/prefix path if the job was given weir.WithS3, and prints the
+savepoint's path. --stop stops the job once
 the savepoint is stored (Flink's stop-with-savepoint, without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
@@ -80,8 +82,13 @@ func savepointMain(args []string, stdout, stderr io.Writer) int {
 		defer c()
 	}
 	target := *dir
-	if abs, err := filepath.Abs(target); err == nil {
-		target = abs // the job's process may have another working directory
+	// A relative directory is made absolute (the job's process may have
+	// another working directory); an s3://bucket/prefix target is the
+	// job's to resolve (weir.WithS3).
+	if !strings.Contains(target, "://") {
+		if abs, err := filepath.Abs(target); err == nil {
+			target = abs
+		}
 	}
 	path, err := control.TriggerSavepoint(ctx, http.DefaultClient, *addr, fs.Arg(0), target, *stop)
 	if err != nil {

@@ -46,10 +46,23 @@ type chanRecording struct {
 }
 
 // GateChannelState is the channel state of one input gate: the number of
-// channels it had, and each recording channel's gob stream of elements.
+// channels it had, how they were split over the edges into the gate, and
+// each recording channel's gob stream of elements.
 type GateChannelState struct {
 	Channels int
 	Data     map[int][]byte
+	// Edges lists the gate's edges in the order their channels follow
+	// one another (a union has several); nil in checkpoints written before
+	// it was recorded, which are read as one edge of Channels channels.
+	Edges []EdgeChannels
+}
+
+// EdgeChannels is one edge into a gate: its partitioning and the number
+// of channels it gives each consumer (its producers' parallelism, or 1 for
+// forward).
+type EdgeChannels struct {
+	Partition Partitioning
+	Channels  int
 }
 
 // taskChannelState is what a task stores as the ChannelState of its head
@@ -66,8 +79,47 @@ type channelStateGate interface {
 	Channels() int
 	takeChannelState() GateChannelState
 	dropChannelState()
-	replayChannel(ch int, data []byte) error
+	replayChannel(ch int, data []byte, how replayMode) error
 	probeChannelState() error
+	addEdge(kind Partitioning, channels int, route any)
+	layout() []EdgeChannels
+}
+
+// gateEdge is one edge into a gate as a restore needs it.
+type gateEdge[T any] struct {
+	EdgeChannels
+	// route maps a record of a hash edge to the consumer subtask that owns
+	// its key group (the exchange's routing), nil for other edges.
+	route func(T) int
+}
+
+// addEdge appends an edge to the gate's layout; route is the exchange's
+// func(T) int for a hash edge, else nil.
+func (g *Gate[T]) addEdge(kind Partitioning, channels int, route any) {
+	r, _ := route.(func(T) int)
+	g.edges = append(g.edges, gateEdge[T]{EdgeChannels{kind, channels}, r})
+}
+
+// layout returns the gate's edges; a gate built without them (a test) is
+// one edge over all its channels.
+func (g *Gate[T]) layout() []EdgeChannels {
+	if len(g.edges) == 0 {
+		return []EdgeChannels{{PartitionDefault, len(g.ended)}}
+	}
+	l := make([]EdgeChannels, len(g.edges))
+	for i, e := range g.edges {
+		l[i] = e.EdgeChannels
+	}
+	return l
+}
+
+// replayMode says how a recorded channel is replayed: as recorded
+// (watermarks included), or for a rescaled restore, records only and, on a
+// hash edge, only those whose key group the subtask owns.
+type replayMode struct {
+	rescaled bool
+	edge     int // the gate's edge the channel belongs to (rescaled)
+	owner    int // the subtask replaying (rescaled)
 }
 
 // record appends an element to a channel's recording; if it cannot be
@@ -89,7 +141,7 @@ func (g *Gate[T]) record(ch int, e inflight[T]) {
 }
 
 func (g *Gate[T]) takeChannelState() GateChannelState {
-	s := GateChannelState{Channels: len(g.ended)}
+	s := GateChannelState{Channels: len(g.ended), Edges: g.layout()}
 	for ch, r := range g.rec {
 		if r == nil {
 			continue
@@ -106,9 +158,15 @@ func (g *Gate[T]) takeChannelState() GateChannelState {
 func (g *Gate[T]) dropChannelState() { g.rec = nil }
 
 // replayChannel feeds a channel's recorded elements back into the gate.
-func (g *Gate[T]) replayChannel(ch int, data []byte) error {
+// A rescaled replay skips watermarks and, on a hash edge, records another
+// subtask owns (see restoreChannelState).
+func (g *Gate[T]) replayChannel(ch int, data []byte, how replayMode) error {
 	if ch < 0 || ch >= len(g.ended) {
 		return fmt.Errorf("channel state of input %d names channel %d of %d", g.index+1, ch, len(g.ended))
+	}
+	var route func(T) int
+	if how.rescaled && how.edge < len(g.edges) {
+		route = g.edges[how.edge].route
 	}
 	dec := gob.NewDecoder(bytes.NewReader(data))
 	for {
@@ -120,9 +178,19 @@ func (g *Gate[T]) replayChannel(ch int, data []byte) error {
 			return fmt.Errorf("channel state of input %d channel %d: %w", g.index+1, ch, err)
 		}
 		var err error
-		if e.IsWM {
+		switch {
+		case e.IsWM && how.rescaled:
+		case e.IsWM:
 			err = g.WatermarkOn(ch, e.WM)
-		} else {
+		case route != nil:
+			keep := e.Recs[:0]
+			for _, r := range e.Recs {
+				if route(r.Value) == how.owner {
+					keep = append(keep, r)
+				}
+			}
+			err = g.Records(ch, keep)
+		default:
 			err = g.Records(ch, e.Recs)
 		}
 		if err != nil {
@@ -155,51 +223,182 @@ func encodeChannelState(id int64, sub, par int, gates []GateChannelState) ([]byt
 	return encodeGob(taskChannelState{Checkpoint: id, Subtask: sub, Parallelism: par, Gates: gates})
 }
 
-// restoreChannelState finds the channel state of subtask sub among the
-// snapshots of a task's head operator and returns a function that replays
-// it, or nil when there is none. Channel state is restored only at the
-// parallelism and channel layout it was taken with: Flink redistributes
-// in-flight data on rescale, Weir refuses with an error instead.
+// restoreChannelState finds the channel state for subtask sub (of par)
+// among the snapshots of a task's head operator and returns a function
+// that replays it, or nil when there is none.
+//
+// A gate whose layout did not change (same parallelism, same channels per
+// edge) replays its own old subtask's channels as recorded, watermarks
+// included. Any other gate is rescaled, as Flink's SubtaskStateMapper and
+// RecordFilter do it, edge by edge (the new edge decides):
+//
+//   - hash: every new subtask reads the channels of every old subtask and
+//     keeps the records whose key group it owns now (the exchange's
+//     routing), so each record is replayed exactly once, by its key's
+//     subtask (Flink: RANGE plus filtering).
+//   - broadcast: new subtask k replays old subtask k mod oldPar, whose
+//     broadcast state it also restores (newBroadcastStore), so state and
+//     in-flight data come from the same cut; every old subtask saw the same
+//     stream, so nothing is lost and no subtask sees a record twice.
+//     (Flink runs broadcast inputs aligned instead.)
+//   - forward, rebalance, global and external inputs: a record may go to
+//     any subtask, so old subtask j goes whole to new subtask j mod par
+//     (Flink: ROUND_ROBIN; a global edge's data is all at old subtask 0,
+//     which goes to new subtask 0).
+//
+// Old channel c of an edge (its producer) is replayed onto the edge's
+// channel c mod its new channel count; channels are replayed one after
+// the other, each in recorded order, all before any new input.
+//
+// A rescaled gate does not replay watermarks. Channels no longer map one
+// to one, so an old channel's watermark would speak for a new channel that
+// also carries other old channels' records (Flink keeps one watermark per
+// virtual channel and emits their minimum for that reason). Dropping them
+// cannot make a record late: watermarks are not part of a snapshot, so the
+// restored operator's event time starts at the minimum and no watermark
+// reaches it before every replayed record was processed; after the replay
+// its watermarks come from the restored producers, which derive them
+// again from their own restored input, as after any restore. A dropped
+// watermark only delays timers until the producers catch up.
 func restoreChannelState(old []OperatorSnapshot, name string, sub, par int, gates []channelStateGate) (func() error, error) {
-	var mine *taskChannelState
+	var olds []*taskChannelState
+	oldPar := 0
 	for _, o := range old {
 		if len(o.ChannelState) == 0 {
 			continue
 		}
-		var s taskChannelState
-		if err := decodeGob(o.ChannelState, &s); err != nil {
+		s := new(taskChannelState)
+		if err := decodeGob(o.ChannelState, s); err != nil {
 			return nil, fmt.Errorf("operator %q: reading channel state: %w", name, err)
 		}
-		if s.Parallelism != par {
-			return nil, fmt.Errorf("operator %q: checkpoint %d holds in-flight data of an unaligned checkpoint taken at parallelism %d; restoring it at parallelism %d is not supported (restore at the old parallelism, or rescale from an aligned checkpoint)",
-				name, s.Checkpoint, s.Parallelism, par)
+		if oldPar == 0 {
+			oldPar = s.Parallelism
 		}
-		if s.Subtask == sub {
-			mine = &s
+		if s.Parallelism != oldPar || s.Subtask < 0 || s.Subtask >= s.Parallelism {
+			return nil, fmt.Errorf("operator %q: checkpoint %d holds channel state of subtask %d of %d beside subtasks of %d; the checkpoint is damaged",
+				name, s.Checkpoint, s.Subtask, s.Parallelism, oldPar)
 		}
+		if len(s.Gates) != len(gates) {
+			return nil, fmt.Errorf("operator %q: checkpoint %d holds in-flight data for %d inputs, the operator has %d", name, s.Checkpoint, len(s.Gates), len(gates))
+		}
+		olds = append(olds, s)
 	}
-	if mine == nil {
+	if len(olds) == 0 {
 		return nil, nil
 	}
-	if len(mine.Gates) != len(gates) {
-		return nil, fmt.Errorf("operator %q: checkpoint %d holds in-flight data for %d inputs, the operator has %d", name, mine.Checkpoint, len(mine.Gates), len(gates))
+	bySub := map[int]*taskChannelState{}
+	for _, s := range olds {
+		bySub[s.Subtask] = s
 	}
-	for i, gs := range mine.Gates {
-		if len(gs.Data) > 0 && gs.Channels != gates[i].Channels() {
-			return nil, fmt.Errorf("operator %q: checkpoint %d holds in-flight data of input %d with %d channels, now it has %d (an upstream operator changed parallelism); unaligned channel state cannot be redistributed",
-				name, mine.Checkpoint, i+1, gs.Channels, gates[i].Channels())
+	type step struct {
+		g    channelStateGate
+		ch   int
+		data []byte
+		how  replayMode
+	}
+	var steps []step
+	for i, g := range gates {
+		now := g.layout()
+		oldLayout := func(s *taskChannelState) []EdgeChannels {
+			gs := s.Gates[i]
+			if len(gs.Edges) > 0 {
+				return gs.Edges
+			}
+			return []EdgeChannels{{PartitionDefault, gs.Channels}}
 		}
-	}
-	return func() error {
-		for i, gs := range mine.Gates {
-			for ch := range gs.Channels {
-				if data, ok := gs.Data[ch]; ok {
-					if err := gates[i].replayChannel(ch, data); err != nil {
-						return err
+		same := oldPar == par
+		for _, s := range olds {
+			if len(s.Gates[i].Data) > 0 && !sameChannels(oldLayout(s), now) {
+				same = false
+			}
+		}
+		if same {
+			if s := bySub[sub]; s != nil {
+				for ch := range s.Gates[i].Channels {
+					if data, ok := s.Gates[i].Data[ch]; ok {
+						steps = append(steps, step{g, ch, data, replayMode{}})
 					}
 				}
+			}
+			continue
+		}
+		for _, s := range olds {
+			if len(s.Gates[i].Data) == 0 {
+				continue
+			}
+			ol := oldLayout(s)
+			if len(ol) != len(now) {
+				return nil, fmt.Errorf("operator %q: checkpoint %d holds in-flight data of input %d from %d unioned streams, now it has %d; restore with the old job graph",
+					name, s.Checkpoint, i+1, len(ol), len(now))
+			}
+			for e := range ol {
+				wasB, isB := ol[e].Partition == PartitionBroadcast, now[e].Partition == PartitionBroadcast
+				if wasB != isB && ol[e].Partition != PartitionDefault {
+					return nil, fmt.Errorf("operator %q: checkpoint %d holds in-flight data of input %d stream %d partitioned %s, now it is %s; in-flight data cannot move between broadcast and other partitionings",
+						name, s.Checkpoint, i+1, e+1, ol[e].Partition, now[e].Partition)
+				}
+			}
+		}
+		newOff := 0
+		for e, ne := range now {
+			var from []int // old subtasks to read, ascending
+			switch ne.Partition {
+			case PartitionHash:
+				for j := range oldPar {
+					from = append(from, j)
+				}
+			case PartitionBroadcast:
+				from = []int{sub % oldPar}
+			default:
+				for j := sub; j < oldPar; j += par {
+					from = append(from, j)
+				}
+			}
+			for _, j := range from {
+				s := bySub[j]
+				if s == nil {
+					continue
+				}
+				ol := oldLayout(s)
+				if len(ol) != len(now) {
+					continue // no data for this gate (checked above)
+				}
+				oldOff := 0
+				for _, x := range ol[:e] {
+					oldOff += x.Channels
+				}
+				for c := range ol[e].Channels {
+					if data, ok := s.Gates[i].Data[oldOff+c]; ok {
+						steps = append(steps, step{g, newOff + c%ne.Channels, data, replayMode{rescaled: true, edge: e, owner: sub}})
+					}
+				}
+			}
+			newOff += ne.Channels
+		}
+	}
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	return func() error {
+		for _, st := range steps {
+			if err := st.g.replayChannel(st.ch, st.data, st.how); err != nil {
+				return err
 			}
 		}
 		return nil
 	}, nil
+}
+
+// sameChannels reports whether two gate layouts have the same channels
+// per edge.
+func sameChannels(a, b []EdgeChannels) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Channels != b[i].Channels {
+			return false
+		}
+	}
+	return true
 }

@@ -1,21 +1,48 @@
 package runtime
 
 import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/internal/keygroup"
 )
 
-func TestChannelStateRestoreRefusesOtherLayouts(t *testing.T) {
-	blob := func(sub, par, chans int) OperatorSnapshot {
+func TestChannelStateRestoreLayouts(t *testing.T) {
+	blob := func(sub, par int, edges ...EdgeChannels) OperatorSnapshot {
+		chans := 0
+		for _, e := range edges {
+			chans += e.Channels
+		}
+		cs, err := encodeChannelState(7, sub, par, []GateChannelState{{Channels: chans, Data: map[int][]byte{0: {1}}, Edges: edges}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return OperatorSnapshot{UID: "op", ChannelState: cs}
+	}
+	legacy := func(sub, par, chans int) OperatorSnapshot { // written before Edges existed
 		cs, err := encodeChannelState(7, sub, par, []GateChannelState{{Channels: chans, Data: map[int][]byte{0: {1}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return OperatorSnapshot{UID: "op", ChannelState: cs}
 	}
-	gates := func(chans int) []channelStateGate {
-		return []channelStateGate{NewGate[string](chans, &sink[string]{})}
+	gates := func(edges ...EdgeChannels) []channelStateGate {
+		chans := 0
+		for _, e := range edges {
+			chans += e.Channels
+		}
+		g := NewGate[string](chans, &sink[string]{})
+		for _, e := range edges {
+			g.addEdge(e.Partition, e.Channels, nil)
+		}
+		return []channelStateGate{g}
 	}
+	hash := func(n int) EdgeChannels { return EdgeChannels{PartitionHash, n} }
+	bcast := func(n int) EdgeChannels { return EdgeChannels{PartitionBroadcast, n} }
 	for _, c := range []struct {
 		name  string
 		old   []OperatorSnapshot
@@ -24,11 +51,15 @@ func TestChannelStateRestoreRefusesOtherLayouts(t *testing.T) {
 		gates []channelStateGate
 		want  string // "" for no error
 	}{
-		{"same layout", []OperatorSnapshot{blob(0, 2, 2), blob(1, 2, 2)}, 1, 2, gates(2), ""},
-		{"other parallelism", []OperatorSnapshot{blob(0, 2, 2)}, 0, 3, gates(2), "taken at parallelism 2; restoring it at parallelism 3 is not supported"},
-		{"upstream rescaled", []OperatorSnapshot{blob(0, 1, 2)}, 0, 1, gates(3), "input 1 with 2 channels, now it has 3"},
-		{"inputs changed", []OperatorSnapshot{blob(0, 1, 2)}, 0, 1, append(gates(2), gates(1)...), "for 1 inputs, the operator has 2"},
-		{"no channel state", []OperatorSnapshot{{UID: "op", State: []byte{1}}}, 0, 5, gates(2), ""},
+		{"same layout", []OperatorSnapshot{blob(0, 2, hash(2)), blob(1, 2, hash(2))}, 1, 2, gates(hash(2)), ""},
+		{"other parallelism", []OperatorSnapshot{blob(0, 2, hash(2))}, 0, 3, gates(hash(2)), ""},
+		{"upstream rescaled", []OperatorSnapshot{blob(0, 1, hash(2))}, 0, 1, gates(hash(3)), ""},
+		{"legacy upstream rescaled", []OperatorSnapshot{legacy(0, 1, 2)}, 0, 1, gates(hash(3)), ""},
+		{"inputs changed", []OperatorSnapshot{blob(0, 1, hash(2))}, 0, 1, append(gates(hash(2)), gates(hash(1))...), "for 1 inputs, the operator has 2"},
+		{"union changed", []OperatorSnapshot{blob(0, 1, hash(2))}, 0, 2, gates(hash(2), hash(2)), "from 1 unioned streams, now it has 2"},
+		{"broadcast became hash", []OperatorSnapshot{blob(0, 1, bcast(2))}, 0, 2, gates(hash(2)), "partitioned BROADCAST, now it is HASH"},
+		{"damaged", []OperatorSnapshot{blob(0, 2, hash(2)), blob(1, 3, hash(2))}, 0, 2, gates(hash(2)), "damaged"},
+		{"no channel state", []OperatorSnapshot{{UID: "op", State: []byte{1}}}, 0, 5, gates(hash(2)), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := restoreChannelState(c.old, "join", c.sub, c.par, c.gates)
@@ -39,6 +70,222 @@ func TestChannelStateRestoreRefusesOtherLayouts(t *testing.T) {
 				t.Fatalf("err %v, want one naming the operator and saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// replayLog is a channelStateGate that logs what a restore replays onto it.
+// Each recorded channel's data is two bytes: old subtask, old channel.
+type replayLog struct {
+	edges []EdgeChannels
+	got   []string
+}
+
+func (r *replayLog) Channels() int {
+	n := 0
+	for _, e := range r.edges {
+		n += e.Channels
+	}
+	return n
+}
+func (r *replayLog) takeChannelState() GateChannelState { return GateChannelState{} }
+func (r *replayLog) dropChannelState()                  {}
+func (r *replayLog) probeChannelState() error           { return nil }
+func (r *replayLog) addEdge(Partitioning, int, any)     {}
+func (r *replayLog) layout() []EdgeChannels             { return r.edges }
+func (r *replayLog) replayChannel(ch int, data []byte, how replayMode) error {
+	mode := "as recorded"
+	if how.rescaled {
+		mode = fmt.Sprintf("edge %d owner %d", how.edge, how.owner)
+	}
+	r.got = append(r.got, fmt.Sprintf("old %d/%d -> ch %d (%s)", data[0], data[1], ch, mode))
+	return nil
+}
+
+// TestChannelStateRescaleAssignment checks which old subtask's channels
+// each new subtask replays, onto which channel, for each partitioning.
+func TestChannelStateRescaleAssignment(t *testing.T) {
+	// old builds the snapshots of oldPar subtasks whose gate had the given
+	// edges, every channel holding data.
+	old := func(oldPar int, edges ...EdgeChannels) []OperatorSnapshot {
+		var out []OperatorSnapshot
+		for sub := range oldPar {
+			gs := GateChannelState{Data: map[int][]byte{}, Edges: edges}
+			for _, e := range edges {
+				for range e.Channels {
+					gs.Data[gs.Channels] = []byte{byte(sub), byte(gs.Channels)}
+					gs.Channels++
+				}
+			}
+			cs, err := encodeChannelState(3, sub, oldPar, []GateChannelState{gs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, OperatorSnapshot{UID: "op", ChannelState: cs})
+		}
+		return out
+	}
+	e := func(p Partitioning, n int) EdgeChannels { return EdgeChannels{p, n} }
+	for _, c := range []struct {
+		name string
+		old  []OperatorSnapshot
+		par  int
+		now  []EdgeChannels
+		want [][]string // by new subtask
+	}{
+		{"same layout replays its own subtask as recorded", old(2, e(PartitionHash, 2)), 2, []EdgeChannels{e(PartitionHash, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (as recorded)", "old 0/1 -> ch 1 (as recorded)"},
+			{"old 1/0 -> ch 0 (as recorded)", "old 1/1 -> ch 1 (as recorded)"},
+		}},
+		{"hash 2->3: every old subtask, filtered by owner", old(2, e(PartitionHash, 2)), 3, []EdgeChannels{e(PartitionHash, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 1 (edge 0 owner 0)", "old 1/0 -> ch 0 (edge 0 owner 0)", "old 1/1 -> ch 1 (edge 0 owner 0)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 1)", "old 0/1 -> ch 1 (edge 0 owner 1)", "old 1/0 -> ch 0 (edge 0 owner 1)", "old 1/1 -> ch 1 (edge 0 owner 1)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 2)", "old 0/1 -> ch 1 (edge 0 owner 2)", "old 1/0 -> ch 0 (edge 0 owner 2)", "old 1/1 -> ch 1 (edge 0 owner 2)"},
+		}},
+		{"hash, upstream 3->2 at the same parallelism", old(1, e(PartitionHash, 3)), 1, []EdgeChannels{e(PartitionHash, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 1 (edge 0 owner 0)", "old 0/2 -> ch 0 (edge 0 owner 0)"},
+		}},
+		{"rebalance 3->2: round robin", old(3, e(PartitionRebalance, 2)), 2, []EdgeChannels{e(PartitionRebalance, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 1 (edge 0 owner 0)", "old 2/0 -> ch 0 (edge 0 owner 0)", "old 2/1 -> ch 1 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)", "old 1/1 -> ch 1 (edge 0 owner 1)"},
+		}},
+		{"forward 2->3", old(2, e(PartitionForward, 1)), 3, []EdgeChannels{e(PartitionForward, 1)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)"},
+			nil,
+		}},
+		{"forward 2 became rebalance from 3 producers", old(2, e(PartitionForward, 1)), 2, []EdgeChannels{e(PartitionRebalance, 3)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)"},
+		}},
+		{"broadcast 2->3: the old subtask whose broadcast state it restores", old(2, e(PartitionBroadcast, 2)), 3, []EdgeChannels{e(PartitionBroadcast, 1)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)", "old 1/1 -> ch 0 (edge 0 owner 1)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 2)", "old 0/1 -> ch 0 (edge 0 owner 2)"},
+		}},
+		{"broadcast 3->1", old(3, e(PartitionBroadcast, 1)), 1, []EdgeChannels{e(PartitionBroadcast, 1)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)"},
+		}},
+		{"union of hash and rebalance 2->3", old(2, e(PartitionHash, 2), e(PartitionRebalance, 1)), 3, []EdgeChannels{e(PartitionHash, 2), e(PartitionRebalance, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 1 (edge 0 owner 0)", "old 1/0 -> ch 0 (edge 0 owner 0)", "old 1/1 -> ch 1 (edge 0 owner 0)", "old 0/2 -> ch 2 (edge 1 owner 0)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 1)", "old 0/1 -> ch 1 (edge 0 owner 1)", "old 1/0 -> ch 0 (edge 0 owner 1)", "old 1/1 -> ch 1 (edge 0 owner 1)", "old 1/2 -> ch 2 (edge 1 owner 1)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 2)", "old 0/1 -> ch 1 (edge 0 owner 2)", "old 1/0 -> ch 0 (edge 0 owner 2)", "old 1/1 -> ch 1 (edge 0 owner 2)"},
+		}},
+		{"global 2->1", old(2, e(PartitionGlobal, 2)), 1, []EdgeChannels{e(PartitionGlobal, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 1 (edge 0 owner 0)", "old 1/0 -> ch 0 (edge 0 owner 0)", "old 1/1 -> ch 1 (edge 0 owner 0)"},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for sub := range c.par {
+				g := &replayLog{edges: c.now}
+				replay, err := restoreChannelState(c.old, "op", sub, c.par, []channelStateGate{g})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if replay != nil {
+					if err := replay(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !slices.Equal(g.got, c.want[sub]) {
+					t.Errorf("new subtask %d replays\n  %s\nwant\n  %s", sub, strings.Join(g.got, "\n  "), strings.Join(c.want[sub], "\n  "))
+				}
+			}
+		})
+	}
+}
+
+// TestChannelStateRescaleKeyGroupFilter restores the in-flight records of
+// two old subtasks of a hash-partitioned gate at parallelism 3 (and 1):
+// every record is replayed exactly once, by the subtask that owns its key
+// group under the new parallelism, each old channel's records in their
+// recorded order; watermarks are not replayed. The same layout replays
+// watermarks as before.
+func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
+	const maxP = 128
+	route := func(par int) func(int64) int {
+		return func(v int64) int {
+			return keygroup.OperatorIndex(keygroup.Of(keygroup.HashInt64(v%50), maxP), par, maxP)
+		}
+	}
+	encode := func(es ...inflight[int64]) []byte {
+		var b bytes.Buffer
+		enc := gob.NewEncoder(&b)
+		for _, e := range es {
+			if err := enc.Encode(&e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.Bytes()
+	}
+	// Old parallelism 2, 2 producers: old subtask s, channel c holds values
+	// 1000*s + 100*c + i of the key groups s owned at parallelism 2, with a
+	// watermark in between.
+	var old []OperatorSnapshot
+	var all []int64
+	for s := range 2 {
+		gs := GateChannelState{Channels: 2, Data: map[int][]byte{}, Edges: []EdgeChannels{{PartitionHash, 2}}}
+		for c := range 2 {
+			var a, b []Record[int64]
+			for i := range int64(60) {
+				v := int64(1000*s+100*c) + i
+				if route(2)(v) != s {
+					continue
+				}
+				all = append(all, v)
+				if i < 30 {
+					a = append(a, Record[int64]{Value: v, TS: v})
+				} else {
+					b = append(b, Record[int64]{Value: v, TS: v})
+				}
+			}
+			gs.Data[c] = encode(inflight[int64]{Recs: a}, inflight[int64]{WM: 5000, IsWM: true}, inflight[int64]{Recs: b})
+		}
+		cs, err := encodeChannelState(9, s, 2, []GateChannelState{gs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, OperatorSnapshot{UID: "op", ChannelState: cs})
+	}
+	for _, par := range []int{3, 1, 2} {
+		var got []int64
+		for sub := range par {
+			s := &sink[int64]{}
+			g := NewGate[int64](2, s)
+			g.addEdge(PartitionHash, 2, route(par))
+			replay, err := restoreChannelState(old, "op", sub, par, []channelStateGate{g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replay == nil {
+				t.Fatalf("parallelism %d subtask %d: nothing to replay", par, sub)
+			}
+			if err := replay(); err != nil {
+				t.Fatal(err)
+			}
+			last := map[int64]int64{} // old subtask*10+channel -> last value
+			for _, r := range s.recs {
+				if o := route(par)(r.Value); o != sub {
+					t.Errorf("parallelism %d: subtask %d replayed %d, which subtask %d owns", par, sub, r.Value, o)
+				}
+				from := r.Value / 100
+				if p, ok := last[from]; ok && r.Value <= p {
+					t.Errorf("parallelism %d subtask %d: %d after %d: a channel's order was not kept", par, sub, r.Value, p)
+				}
+				last[from] = r.Value
+				got = append(got, r.Value)
+			}
+			switch {
+			case par != 2 && len(s.wms) > 0:
+				t.Errorf("parallelism %d subtask %d: a rescaled replay emitted watermarks %v", par, sub, s.wms)
+			case par == 2 && !slices.Equal(s.wms, []int64{5000}):
+				t.Errorf("same layout, subtask %d: watermarks %v, want the recorded 5000", sub, s.wms)
+			}
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(all))
+		if !slices.Equal(got, want) {
+			t.Errorf("parallelism %d: replayed %d records, want each of the %d once", par, len(got), len(want))
+		}
 	}
 }
 

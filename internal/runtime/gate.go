@@ -45,6 +45,8 @@ type Gate[T any] struct {
 	// rec holds the channel state recorded for an unaligned checkpoint, by
 	// channel (nil entries: nothing recorded).
 	rec []*chanRecording
+	// edges is the gate's channel layout by edge (channel_state.go).
+	edges []gateEdge[T]
 }
 
 // SetAligner makes the gate report barriers and ends to a task's aligner.

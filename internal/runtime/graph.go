@@ -109,6 +109,8 @@ type exchange interface {
 	attach(i int, g gate, offset int, inbox chan message)
 	producers() int
 	channels() int
+	// routeFunc returns a hash exchange's routing, func(T) int, else nil.
+	routeFunc() any
 }
 
 type gate interface {
@@ -165,6 +167,12 @@ func (t typedExchange[T]) attach(i int, g gate, offset int, inbox chan message) 
 }
 func (t typedExchange[T]) producers() int { return t.x.Producers() }
 func (t typedExchange[T]) channels() int  { return t.x.ChannelsPerConsumer() }
+func (t typedExchange[T]) routeFunc() any {
+	if t.x.route == nil {
+		return nil
+	}
+	return t.x.route
+}
 
 // Config holds the job-wide settings a plan needs.
 type Config struct {
@@ -427,10 +435,12 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		for _, e := range edges {
 			if e.From.Kind == KindExternal {
 				plan.External = append(plan.External, ExternalInput{Node: e.From, Gate: g, Input: input, Task: t})
+				g.addEdge(PartitionDefault, max(e.From.Channels, 1), nil)
 				offset += max(e.From.Channels, 1)
 				continue
 			}
 			x := exchanges[e]
+			g.addEdge(e.Partition, x.channels(), x.routeFunc())
 			atts = append(atts, attachment{x, g, offset})
 			offset += x.channels()
 			capacity += x.producers() * max(cfg.Credits, 1)
