@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/control"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -113,7 +114,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 		dir = e.checkpoint.savepointDir
 	}
 	if dir == "" {
-		return "", errors.New("weir: savepoint: no target directory given, and no DefaultSavepointDir is configured")
+		return "", fmt.Errorf("weir: savepoint: %w (set one with DefaultSavepointDir)", control.ErrNoTarget)
 	}
 	s, pathOf, err := savepointTarget(dir, e.cfg.s3, e.cfg.logger)
 	if err != nil {

@@ -22,14 +22,14 @@ import (
 	"github.com/weirstream/weir/internal/control"
 )
 
-const savepointUsage = `usage: weir savepoint --address HOST:PORT --dir DIR [--stop] [--timeout D] JOB
+const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir DIR] [--stop] [--timeout D] JOB
        weir savepoint inspect [--json] PATH
 
 The first form asks the control endpoint of a running job (started with
 weir.WithControlAddress) for a savepoint of JOB into DIR, a directory on the
 job's machine (a relative DIR is taken from the current directory) or an
-s3://bucket/prefix path if the job was given weir.WithS3, and prints the
-savepoint's path. --stop stops the job once
+s3://bucket/prefix path if the job was given weir.WithS3 (without --dir,
+the job's weir.DefaultSavepointDir), and prints the savepoint's path. --stop stops the job once
 the savepoint is stored (Flink's stop-with-savepoint, without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
@@ -63,8 +63,6 @@ func savepointMain(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *addr == "":
 		problem = "--address is required"
-	case *dir == "":
-		problem = "--dir is required"
 	case fs.NArg() != 1:
 		problem = "give exactly one job name"
 	case *timeout < 0:
@@ -84,8 +82,8 @@ func savepointMain(args []string, stdout, stderr io.Writer) int {
 	target := *dir
 	// A relative directory is made absolute (the job's process may have
 	// another working directory); an s3://bucket/prefix target is the
-	// job's to resolve (weir.WithS3).
-	if !strings.Contains(target, "://") {
+	// job's to resolve (weir.WithS3); no --dir asks for the job's default.
+	if target != "" && !strings.Contains(target, "://") {
 		if abs, err := filepath.Abs(target); err == nil {
 			target = abs
 		}

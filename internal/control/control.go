@@ -6,9 +6,10 @@
 //	POST /jobs/{name}/savepoints      {"dir": "/savepoints", "stop": false}
 //	                                  -> 200 {"path": "/savepoints/savepoint-7"}
 //
-// Errors are {"error": "..."} with status 400 (bad request body), 404
-// (no such job) or 500 (the savepoint failed); a wrong method gets the
-// router's plain 405.
+// An empty or missing "dir" asks for the job's default savepoint
+// directory. Errors are {"error": "..."} with status 400 (bad request
+// body, or no dir and no default), 404 (no such job) or 500 (the savepoint
+// failed); a wrong method gets the router's plain 405.
 package control
 
 import (
@@ -33,10 +34,16 @@ type Job interface {
 	Name() string
 	// Status describes the job: "running", "finished", "failed", ...
 	Status() string
-	// Savepoint takes a savepoint into dir (and stops the job if stop) and
-	// returns its path.
+	// Savepoint takes a savepoint into dir, or the job's default
+	// directory if dir is "" (and stops the job if stop), and returns its
+	// path.
 	Savepoint(ctx context.Context, dir string, stop bool) (string, error)
 }
+
+// ErrNoTarget is what a Job's Savepoint returns (wrapped) when asked for a
+// savepoint without a directory and it has no default one; the endpoint
+// answers 400.
+var ErrNoTarget = errors.New("no savepoint directory given, and the job has no default savepoint directory")
 
 // SavepointRequest is the body of POST /jobs/{name}/savepoints.
 type SavepointRequest struct {
@@ -149,12 +156,12 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, http.StatusBadRequest, errorBody{"bad request body: " + err.Error()})
 			return
 		}
-		if req.Dir == "" {
-			writeJSON(w, http.StatusBadRequest, errorBody{`bad request body: "dir" is missing`})
-			return
-		}
 		s.log.Info("savepoint requested", "job", name, "dir", req.Dir, "stop", req.Stop, "remote", r.RemoteAddr)
 		path, err := j.Savepoint(r.Context(), req.Dir, req.Stop)
+		if errors.Is(err, ErrNoTarget) {
+			writeJSON(w, http.StatusBadRequest, errorBody{err.Error()})
+			return
+		}
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
 			return

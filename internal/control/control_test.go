@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,9 +55,15 @@ func TestEndpoint(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != http.StatusNotFound || !strings.Contains(se.Message, `"other"`) {
 		t.Fatalf("unknown job: %v", err)
 	}
+	// No dir: the job's default, or 400 if it has none.
+	path, err = TriggerSavepoint(ctx, client, s.Addr(), "j 1", "", false)
+	if err != nil || path != "/savepoint-3" || job.got != (SavepointRequest{"", false}) {
+		t.Fatalf("no dir, a default: path %q, err %v, request %+v", path, err, job.got)
+	}
+	job.err = fmt.Errorf("weir: savepoint: %w", ErrNoTarget)
 	_, err = TriggerSavepoint(ctx, client, s.Addr(), "j 1", "", false)
-	if !errors.As(err, &se) || se.Code != http.StatusBadRequest || !strings.Contains(se.Message, "dir") {
-		t.Fatalf("no dir: %v", err)
+	if !errors.As(err, &se) || se.Code != http.StatusBadRequest || !strings.Contains(se.Message, "no savepoint directory") {
+		t.Fatalf("no dir, no default: %v", err)
 	}
 	job.err = errors.New("savepoint 4 expired")
 	_, err = TriggerSavepoint(ctx, client, s.Addr(), "j 1", "/sp", false)
