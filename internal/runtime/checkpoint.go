@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"time"
 )
 
 // OperatorSnapshot is the state of one operator in one subtask at a
@@ -109,6 +110,11 @@ func (t *Task) Checkpoint(id int64) error {
 // snapshot flushes the task, snapshots every operator for the barrier's
 // checkpoint and keeps the snapshots until acknowledge.
 func (t *Task) snapshot(b Barrier) error {
+	start := time.Now()
+	defer func() {
+		t.Metrics.CheckpointSyncNanos.Add(int64(time.Since(start)))
+		t.Metrics.Checkpoints.Add(1)
+	}()
 	id := b.ID
 	if err := t.Flush(); err != nil {
 		return err

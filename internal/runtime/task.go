@@ -23,6 +23,16 @@ type TaskMetrics struct {
 	BusyNanos          atomic.Int64
 	IdleNanos          atomic.Int64
 	BackPressuredNanos atomic.Int64
+	// CheckpointSyncNanos is the time the task goroutine spent in the
+	// synchronous part of its snapshots (at the barrier, from the flush
+	// before the operators' snapshots to the acknowledgement or the start of
+	// the asynchronous part), over Checkpoints snapshots.
+	CheckpointSyncNanos atomic.Int64
+	// CheckpointAsyncNanos is the time the asynchronous parts of the
+	// task's snapshots took, on their own goroutines.
+	CheckpointAsyncNanos atomic.Int64
+	// Checkpoints counts the snapshots the task took.
+	Checkpoints atomic.Int64
 	// Operators lists per-operator counters in chain order.
 	Operators []*OperatorMetrics
 }
