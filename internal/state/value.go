@@ -28,6 +28,7 @@ func (h *handle[K, N, S]) readTTL() (*cell[S], bool) {
 		return c, p.returnExpired
 	}
 	if p.updateOnRead {
+		c = h.w(c)
 		c.ts = now
 	}
 	return c, true
@@ -49,7 +50,7 @@ func GetValue[K comparable, N comparable, V any](b *Backend[K], d state.ValueDes
 		return nil, err
 	}
 	t, err := register[K, N, V](b, d.Name, kindValue,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)})
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)}, valueCOW[V]())
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +86,9 @@ func (s *Value[K, N, V]) Update(v V) {
 		return
 	}
 	if c := s.lookup(); c != nil {
+		if c.ver <= s.t.cow.frozen {
+			c = s.w(c)
+		}
 		c.v = v
 		return
 	}
@@ -94,6 +98,7 @@ func (s *Value[K, N, V]) Update(v V) {
 func (s *Value[K, N, V]) updateTTL(v V) {
 	now := s.access()
 	if c := s.lookup(); c != nil {
+		c = s.w(c)
 		c.v, c.ts = v, now
 		return
 	}
@@ -123,7 +128,7 @@ func GetReducing[K comparable, N comparable, V any](b *Backend[K], d state.Reduc
 		return nil, err
 	}
 	t, err := register[K, N, V](b, d.Name, kindReducing,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)})
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)}, valueCOW[V]())
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +156,9 @@ func (s *Reducing[K, N, V]) Get() (V, bool) {
 func (s *Reducing[K, N, V]) Add(v V) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
+			if c.ver <= s.t.cow.frozen {
+				c = s.w(c)
+			}
 			c.v = s.reduce(c.v, v)
 			return
 		}
@@ -163,6 +171,7 @@ func (s *Reducing[K, N, V]) Add(v V) {
 		s.create(v, now)
 		return
 	}
+	c = s.w(c)
 	if s.t.ttl.usable(c.ts, now) {
 		c.v = s.reduce(c.v, v)
 	} else {
@@ -220,6 +229,7 @@ func mergeValueCells[K, N comparable, S any](h *handle[K, N, S], target N, sourc
 			h.take(target)
 			return
 		}
+		c = h.wns(target, c)
 		c.v, c.ts = v, ts
 		return
 	}
@@ -266,7 +276,7 @@ func GetAggregating[K comparable, N comparable, IN, ACC, OUT any](b *Backend[K],
 		return nil, err
 	}
 	t, err := register[K, N, ACC](b, d.Name, kindAggregating,
-		[]reflect.Type{typeOf[N](), typeOf[IN](), typeOf[ACC](), typeOf[OUT]()}, d.TTL, purgeValue[ACC], valueCells[ACC]{codecOr(d.Codec)})
+		[]reflect.Type{typeOf[N](), typeOf[IN](), typeOf[ACC](), typeOf[OUT]()}, d.TTL, purgeValue[ACC], valueCells[ACC]{codecOr(d.Codec)}, valueCOW[ACC]())
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +303,9 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Get() (OUT, bool) {
 func (s *Aggregating[K, N, IN, ACC, OUT]) Add(v IN) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
+			if c.ver <= s.t.cow.frozen {
+				c = s.w(c)
+			}
 			c.v = s.fn.Add(v, c.v)
 			return
 		}
@@ -305,6 +318,7 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Add(v IN) {
 		s.create(s.fn.Add(v, s.fn.CreateAccumulator()), now)
 		return
 	}
+	c = s.w(c)
 	if s.t.ttl.usable(c.ts, now) {
 		c.v = s.fn.Add(v, c.v)
 	} else {
