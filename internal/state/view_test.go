@@ -26,7 +26,12 @@ func drawOp(t *rapid.T, kgOfKey func(int64) int) func(f *fixture, clk *clock.Man
 		return func(f *fixture, _ *clock.Manual) { f.b.SetCurrentKey(k, kgOfKey(k)) }
 	case 2:
 		a, b, c, w := namespaces.Draw(t, "ns"), namespaces.Draw(t, "ns"), namespaces.Draw(t, "ns"), windows.Draw(t, "w")
-		return func(f *fixture, _ *clock.Manual) { f.v.SetNamespace(a); f.l.SetNamespace(b); f.r.SetNamespace(c); f.m.SetNamespace(w) }
+		return func(f *fixture, _ *clock.Manual) {
+			f.v.SetNamespace(a)
+			f.l.SetNamespace(b)
+			f.r.SetNamespace(c)
+			f.m.SetNamespace(w)
+		}
 	case 3, 4:
 		s := rapid.StringN(0, 5, 5).Draw(t, "s")
 		return func(f *fixture, _ *clock.Manual) { f.v.Update(s) }
