@@ -83,8 +83,11 @@ type Task struct {
 	listeners []CheckpointListener
 	acks      chan<- TaskAck
 	aligner   *Aligner
-	pending   *TaskAck // snapshot taken, not yet acknowledged
-	headUID   string   // where channel state is reported
+	pending   *TaskAck         // snapshot taken, not yet acknowledged
+	async     *asyncCheckpoint // asynchronous part in flight (checkpoint_async.go)
+	ctx       context.Context  // Run's; nil when driven step by step
+	wg        *sync.WaitGroup  // Run's helper goroutines
+	headUID   string           // where channel state is reported
 	replay    func() error
 	periodic  atomic.Int64 // the last checkpoint triggered with Trigger
 	source    bool
@@ -307,6 +310,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	for _, w := range t.writers {
 		w.SetContext(ctx)
 	}
+	t.ctx, t.wg = ctx, &wg
 	if err := t.Open(); err != nil {
 		return err
 	}
@@ -348,6 +352,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		}
 	}
 	t.Metrics.BusyNanos.Add(int64(time.Since(last)))
+	t.finishAsync()
 	return nil
 }
 

@@ -128,6 +128,15 @@ func (o *Operator[K, IN, V, W]) Snapshot() (map[int][]byte, error) {
 	return keyedsnap.Snapshot(o.cfg.Backend, o.timers)
 }
 
+// SnapshotAsync takes the synchronous part of Snapshot (a copy-on-write
+// view of the backend and a copy of the timers) and returns the part that
+// encodes them, which may run on another goroutine. States whose values
+// are pointers (the merging-window sets) are encoded in the synchronous
+// part; see internal/state/cow.go.
+func (o *Operator[K, IN, V, W]) SnapshotAsync() (keyedsnap.Async, error) {
+	return keyedsnap.SnapshotAsync(o.cfg.Backend, o.timers)
+}
+
 // Restore restores key groups Snapshot wrote (of any subtask) and
 // schedules the earliest processing-time timer; timers already due fire
 // at the first watermark or processing-time callback.
@@ -145,6 +154,13 @@ func (o *Operator[K, IN, V, W]) Restore(kgs map[int][]byte) error {
 // Snapshot encodes the operator's partials and timers per key group.
 func (s *Sliced[K, IN, ACC]) Snapshot() (map[int][]byte, error) {
 	return keyedsnap.Snapshot(s.cfg.Backend, s.timers)
+}
+
+// SnapshotAsync is Operator.SnapshotAsync for the sliced engine. Its
+// partials are one pointer value per key, so they are encoded in the
+// synchronous part; only the timers' encoding is asynchronous.
+func (s *Sliced[K, IN, ACC]) SnapshotAsync() (keyedsnap.Async, error) {
+	return keyedsnap.SnapshotAsync(s.cfg.Backend, s.timers)
 }
 
 // Restore restores key groups Snapshot wrote (of any subtask).
