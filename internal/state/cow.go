@@ -72,6 +72,8 @@ type cowState[S any] struct {
 	// copy copies a stored value for a write after a view (nil: by
 	// assignment).
 	copy func(S) S
+	// copyOnRead: reads also copy (values with a Copier).
+	copyOnRead bool
 	// purgeWrites: TTL cleanup may change a cell in place (lists, maps);
 	// stale reports whether it would.
 	purgeWrites bool
@@ -221,8 +223,39 @@ func copyMap[UK comparable, UV any](m map[UK]mapEntry[UV]) map[UK]mapEntry[UV] {
 	return maps.Clone(m)
 }
 
+// Copier is implemented by stored value types that hold pointers (so that
+// copy-on-write could not protect them by copying the cell) but can copy
+// themselves: CopyForSnapshot returns a copy sharing nothing that the
+// holder of the original may change in place, and whether the type
+// supports it at all (it is called on the zero value when the state is
+// registered; false: views encode the state when they are taken). A value
+// state of such a type is copied before a write and also before a read
+// (the reader may change what it gets), while a view may still read it, as
+// Flink's CopyOnWriteStateMap does for mutable values. The window engines'
+// per-key structures implement it; their holders must not keep the value
+// past the call that read it.
+type Copier[V any] interface {
+	CopyForSnapshot() (V, bool)
+}
+
+// IsPlain reports whether values of type t can be copied by assignment
+// for a snapshot: no pointers, slices, maps, interfaces, channels,
+// functions or unsafe pointers anywhere in it (strings are immutable).
+func IsPlain(t reflect.Type) bool { return isPlain(t) }
+
 // valueCOW is the copy-on-write configuration of value, reducing and
 // aggregating state, whose stored value is V.
 func valueCOW[V any]() cowState[V] {
-	return cowState[V]{plain: isPlain(typeOf[V]())}
+	if isPlain(typeOf[V]()) {
+		return cowState[V]{plain: true}
+	}
+	if cp, ok := any(*new(V)).(Copier[V]); ok {
+		if _, can := cp.CopyForSnapshot(); can {
+			return cowState[V]{plain: true, copyOnRead: true, copy: func(v V) V {
+				c, _ := any(v).(Copier[V]).CopyForSnapshot()
+				return c
+			}}
+		}
+	}
+	return cowState[V]{}
 }

@@ -27,11 +27,23 @@ func (h *handle[K, N, S]) readTTL() (*cell[S], bool) {
 		h.removeCurrent(c)
 		return c, p.returnExpired
 	}
-	if p.updateOnRead {
+	if p.updateOnRead || h.t.cow.copyOnRead {
 		c = h.w(c)
+	}
+	if p.updateOnRead {
 		c.ts = now
 	}
 	return c, true
+}
+
+// r returns c, the cell of the current key and namespace, for a read that
+// hands out its value: a copy if the value type copies on reads (Copier)
+// and a view may read c.
+func (h *handle[K, N, S]) r(c *cell[S]) *cell[S] {
+	if c.ver <= h.t.cow.frozen && h.t.cow.copyOnRead {
+		return h.w(c)
+	}
+	return c
 }
 
 // Value is a ValueState handle of a Backend for namespace type N.
@@ -64,6 +76,9 @@ func (s *Value[K, N, V]) Value() (V, bool) {
 		return s.valueTTL()
 	}
 	if c := s.lookup(); c != nil {
+		if c.ver <= s.t.cow.frozen {
+			c = s.r(c)
+		}
 		return c.v, true
 	}
 	var zero V
@@ -143,7 +158,7 @@ func (s *Reducing[K, N, V]) Get() (V, bool) {
 			return c.v, true
 		}
 	} else if c := s.lookup(); c != nil {
-		return c.v, true
+		return s.r(c).v, true
 	}
 	var zero V
 	return zero, false
@@ -291,7 +306,7 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Get() (OUT, bool) {
 			return s.fn.GetResult(c.v), true
 		}
 	} else if c := s.lookup(); c != nil {
-		return s.fn.GetResult(c.v), true
+		return s.fn.GetResult(s.r(c).v), true
 	}
 	var zero OUT
 	return zero, false

@@ -220,3 +220,85 @@ func compareFraming(t *rapid.T, kg int, got, want []byte) {
 		}
 	}
 }
+
+// cpBox is a pointer value that can copy itself for snapshots.
+type cpBox struct{ N int }
+
+func (b *cpBox) CopyForSnapshot() (*cpBox, bool) {
+	if b == nil {
+		return nil, true
+	}
+	c := *b
+	return &c, true
+}
+
+// rawBox is a pointer value without a Copier.
+type rawBox struct{ N int }
+
+// TestViewOfMutableValues: a value state whose values are pointers changed
+// in place by their reader is snapshotted as at the view, both when the
+// type can copy itself (copied on the read after the view) and when it
+// cannot (encoded when the view is taken).
+func TestViewOfMutableValues(t *testing.T) {
+	b := NewBackend[int64](0, 3, clock.NewManual(0))
+	cp, err := GetValue[int64, struct{}](b, state.Value[*cpBox]("cp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := GetValue[int64, struct{}](b, state.Value[*rawBox]("raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.t.cow.plain || !cp.t.cow.copyOnRead || raw.t.cow.plain {
+		t.Fatalf("cow config: cp %+v, raw plain %v", cp.t.cow, raw.t.cow.plain)
+	}
+	for k := range int64(20) {
+		b.SetCurrentKey(k, int(k%4))
+		cp.Update(&cpBox{N: int(k)})
+		raw.Update(&rawBox{N: int(k)})
+	}
+	want := map[int][]byte{}
+	for kg := range 4 {
+		want[kg], _ = b.SnapshotKeyGroup(kg)
+	}
+	v, err := b.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range int64(20) {
+		b.SetCurrentKey(k, int(k%4))
+		x, _ := cp.Value()
+		x.N += 1000
+		y, _ := raw.Value()
+		y.N += 1000
+	}
+	b.SetCurrentKey(3, 3)
+	if x, _ := cp.Value(); x.N != 1003 {
+		t.Fatalf("live value %d, want 1003", x.N)
+	}
+	got := map[int][]byte{}
+	for kg := range 4 {
+		if got[kg], err = v.AppendKeyGroupSnapshot(nil, kg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewBackend[int64](0, 3, clock.NewManual(0))
+	rcp, _ := GetValue[int64, struct{}](r, state.Value[*cpBox]("cp"))
+	rraw, _ := GetValue[int64, struct{}](r, state.Value[*rawBox]("raw"))
+	for kg := range 4 {
+		if len(got[kg]) != len(want[kg]) {
+			t.Fatalf("key group %d: %d bytes, want %d", kg, len(got[kg]), len(want[kg]))
+		}
+		if err := r.RestoreKeyGroup(kg, got[kg]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range int64(20) {
+		r.SetCurrentKey(k, int(k%4))
+		x, _ := rcp.Value()
+		y, _ := rraw.Value()
+		if x.N != int(k) || y.N != int(k) {
+			t.Fatalf("key %d: restored %d and %d, want %d", k, x.N, y.N, k)
+		}
+	}
+}
