@@ -186,10 +186,11 @@ func (t *Task) snapshot(b Barrier) error {
 	}
 	if t.ctx == nil {
 		// Driven step by step: the asynchronous parts run now.
-		for _, p := range parts {
+		for i, p := range parts {
 			snap, err := p.call(context.Background())
 			if err != nil {
 				t.pending = nil
+				releaseParts(parts[i+1:])
 				return fmt.Errorf("checkpoint %d: %w", id, err)
 			}
 			ack.Ops[p.index] = snap
