@@ -2,6 +2,7 @@ package weir
 
 import (
 	"bytes"
+	"context"
 	"encoding/gob"
 	"fmt"
 	"iter"
@@ -365,6 +366,32 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotState(id int64) (runtime.Opera
 	bs, err := o.store.snapshot()
 	ks.State = bs.State
 	return ks, err
+}
+
+// SnapshotStateAsync is the asynchronous form of SnapshotState: the
+// keyed part is keyedBase's, the broadcast state is encoded at once.
+func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
+	keyed, err := o.keyedBase.SnapshotStateAsync(id)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := o.store.snapshot()
+	if err != nil {
+		keyed(canceledContext()) //nolint:errcheck // releases the view
+		return nil, err
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+		ks, err := keyed(ctx)
+		ks.State = bs.State
+		return ks, err
+	}, nil
+}
+
+// canceledContext returns a context that has ended.
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {

@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,11 @@ import (
 // over 1M keys at parallelism 2, without checkpoints and with a checkpoint
 // every second into a directory store (issue 6: the checkpointed run keeps
 // >= 90% of the throughput). Run it with enough records to span several
-// checkpoints, e.g. -benchtime 100000000x.
+// checkpoints, e.g. -benchtime 100000000x. With checkpoints it also reports
+// the time a keyed subtask's goroutine spends per checkpoint in the
+// synchronous part of its snapshot (ms/sync-snapshot: processing stops
+// for it) and the time of the asynchronous part (ms/async-snapshot, on
+// another goroutine), averaged over the keyed subtasks' checkpoints.
 func BenchmarkKeyedCountCheckpointed(b *testing.B) {
 	for _, every := range []time.Duration{0, time.Second} {
 		name := "checkpoints=off"
@@ -32,10 +37,29 @@ func BenchmarkKeyedCountCheckpointed(b *testing.B) {
 			weir.Discard(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &benchCount{}))
 			b.ResetTimer()
 			cpu0 := cpuTime(b)
-			if err := env.Execute(context.Background(), "bench"); err != nil {
+			h, err := env.ExecuteAsync(context.Background(), "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := h.Wait(); err != nil {
 				b.Fatal(err)
 			}
 			reportThroughput(b, int64(b.N), cpuTime(b)-cpu0)
+			if every > 0 {
+				var n int64
+				var sync, async time.Duration
+				for _, m := range h.Metrics() {
+					if strings.HasPrefix(m.Task, "KeyedProcess") {
+						n += m.Checkpoints
+						sync += m.CheckpointSync
+						async += m.CheckpointAsync
+					}
+				}
+				if n > 0 {
+					b.ReportMetric(float64(sync.Microseconds())/1e3/float64(n), "ms/sync-snapshot")
+					b.ReportMetric(float64(async.Microseconds())/1e3/float64(n), "ms/async-snapshot")
+				}
+			}
 		})
 	}
 }

@@ -473,7 +473,14 @@ type TaskMetrics struct {
 	Busy          time.Duration
 	Idle          time.Duration
 	BackPressured time.Duration
-	Operators     []OperatorMetrics
+	// Checkpoints is the number of snapshots the subtask took;
+	// CheckpointSync is the time its goroutine spent in their synchronous
+	// parts (at the barrier, processing stopped), CheckpointAsync the time
+	// their asynchronous parts took on other goroutines.
+	Checkpoints     int64
+	CheckpointSync  time.Duration
+	CheckpointAsync time.Duration
+	Operators       []OperatorMetrics
 }
 
 // OperatorMetrics is a snapshot of one operator's counters in one subtask.
@@ -497,7 +504,10 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 		tm := TaskMetrics{
 			Task: m.Name, Subtask: m.Subtask,
 			Busy: time.Duration(m.BusyNanos.Load()), Idle: time.Duration(m.IdleNanos.Load()),
-			BackPressured: time.Duration(m.BackPressuredNanos.Load()),
+			BackPressured:   time.Duration(m.BackPressuredNanos.Load()),
+			Checkpoints:     m.Checkpoints.Load(),
+			CheckpointSync:  time.Duration(m.CheckpointSyncNanos.Load()),
+			CheckpointAsync: time.Duration(m.CheckpointAsyncNanos.Load()),
 		}
 		for _, o := range m.Operators {
 			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}

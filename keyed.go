@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -59,6 +60,28 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 func (b *keyedBase[K]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
 	kgs, err := keyedsnap.Snapshot(b.snapBackend(), b.timers)
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+}
+
+// SnapshotStateAsync takes the synchronous part of the snapshot of the
+// keyed state and timers: with the heap backend, a copy-on-write view and
+// a copy of the timers (keyedsnap.SnapshotAsync); with Pebble the whole
+// snapshot (SnapshotState), handed over as it is.
+func (b *keyedBase[K]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
+	if b.pebble != nil {
+		snap, err := b.SnapshotState(id)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+	}
+	async, err := keyedsnap.SnapshotAsync[K, void](b.backend, b.timers)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+		kgs, err := async(ctx)
+		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	}, nil
 }
 
 // snapBackend is the state backend in use: both write the same snapshots.

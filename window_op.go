@@ -1,9 +1,11 @@
 package weir
 
 import (
+	"context"
 	"fmt"
 	"math"
 
+	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/windowing"
@@ -244,6 +246,8 @@ type windowEngine[K comparable, T any] interface {
 	// Snapshot and Restore checkpoint the engine's keyed state and timers
 	// per key group.
 	Snapshot() (map[int][]byte, error)
+	// SnapshotAsync is the synchronous part of an asynchronous snapshot.
+	SnapshotAsync() (keyedsnap.Async, error)
 	Restore(kgs map[int][]byte) error
 }
 
@@ -314,6 +318,22 @@ func (o *windowOp[K, T, OUT, W]) SnapshotState(int64) (runtime.OperatorSnapshot,
 		return runtime.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", o.name, err)
 	}
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, nil
+}
+
+// SnapshotStateAsync takes a copy-on-write view of the window state and a
+// copy of the timers at the barrier and encodes them asynchronously.
+func (o *windowOp[K, T, OUT, W]) SnapshotStateAsync(int64) (runtime.AsyncSnapshot, error) {
+	async, err := o.eng.SnapshotAsync()
+	if err != nil {
+		return nil, fmt.Errorf("operator %q: snapshot of the window state: %w", o.name, err)
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+		kgs, err := async(ctx)
+		if err != nil {
+			return runtime.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", o.name, err)
+		}
+		return runtime.OperatorSnapshot{KeyGroups: kgs}, nil
+	}, nil
 }
 
 func (o *windowOp[K, T, OUT, W]) ProcessBatch(recs []runtime.Record[T]) (err error) {

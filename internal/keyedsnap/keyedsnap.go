@@ -6,6 +6,7 @@
 package keyedsnap
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -40,6 +41,65 @@ func Snapshot[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (ma
 		out[kg] = append(frame, timers[kg-first]...)
 	}
 	return out, nil
+}
+
+// Async is the asynchronous part of a snapshot: it encodes what the
+// synchronous part took, in Snapshot's frame. It must be called exactly
+// once, on any goroutine; when ctx ends it stops between key groups and
+// returns ctx's error. Either way it releases the state backend's view.
+type Async func(ctx context.Context) (map[int][]byte, error)
+
+// SnapshotAsync takes the synchronous part of a snapshot of b and t: with
+// the heap backend, a copy-on-write view of the keyed state (no entry is
+// copied or encoded now) and a copy of the timers (timer.View); other
+// backends are encoded now, as Snapshot does, and the returned function
+// only hands the result over.
+func SnapshotAsync[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (Async, error) {
+	hb, ok := b.(*istate.Backend[K])
+	if !ok {
+		kgs, err := Snapshot(b, t)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (map[int][]byte, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return kgs, nil
+		}, nil
+	}
+	first, last := hb.KeyGroupRange()
+	tv, err := t.View(first, last)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := hb.View()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (map[int][]byte, error) {
+		defer sv.Release()
+		kc, nc := istate.DefaultCodec[K](), istate.DefaultCodec[N]()
+		out := make(map[int][]byte, last-first+1)
+		for kg := first; kg <= last; kg++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			st, err := sv.AppendKeyGroupSnapshot(nil, kg)
+			if err != nil {
+				return nil, err
+			}
+			// The frame is built around the state snapshot: its length
+			// first, then the timers appended.
+			frame := binary.AppendUvarint(make([]byte, 0, len(st)+binary.MaxVarintLen64+64), uint64(len(st)))
+			frame = append(frame, st...)
+			if frame, err = tv.AppendKeyGroupSnapshot(frame, kg, kc, nc); err != nil {
+				return nil, err
+			}
+			out[kg] = frame
+		}
+		return out, nil
+	}, nil
 }
 
 // Restore restores the key groups Snapshot wrote into b and t.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"time"
 )
 
 // OperatorSnapshot is the state of one operator in one subtask at a
@@ -27,6 +28,34 @@ type OperatorSnapshot struct {
 type Snapshotter interface {
 	SnapshotState(id int64) (OperatorSnapshot, error)
 }
+
+// AsyncSnapshotter is implemented by operators whose snapshots have an
+// asynchronous part (Flink's SnapshotStrategy with an
+// AsyncSnapshotCallable). At the barrier the task calls SnapshotStateAsync
+// on its goroutine, after every output has been flushed: the synchronous
+// part, which takes a consistent view of the state as cheaply as it can
+// (copy-on-write, a copy of small structures). The task then forwards the
+// barrier and goes on processing while the returned AsyncSnapshot encodes
+// the view on another goroutine; the task acknowledges the checkpoint
+// when every asynchronous part of its operators has finished. Operators
+// that only implement Snapshotter are snapshotted synchronously, as before;
+// SnapshotState stays the synchronous form of the same snapshot.
+type AsyncSnapshotter interface {
+	Snapshotter
+	SnapshotStateAsync(id int64) (AsyncSnapshot, error)
+}
+
+// AsyncSnapshot is the asynchronous part of an operator's snapshot. The
+// task calls it exactly once, on a goroutine of its own (or on the task
+// goroutine at once when the task is driven step by step, without Run),
+// concurrently with the operator's processing: it may only read what the
+// synchronous part prepared. ctx ends when the checkpoint is abandoned (a
+// newer barrier, a declined checkpoint) or the task stops; the function
+// then returns promptly with an error, and in every case releases what the
+// synchronous part holds. An error declines the checkpoint; the job goes
+// on (tolerable checkpoint failures apply), as Flink declines a checkpoint
+// whose AsyncCheckpointRunnable fails.
+type AsyncSnapshot func(ctx context.Context) (OperatorSnapshot, error)
 
 // CheckpointListener is implemented by operators that act when a
 // checkpoint completes (two-phase-commit sinks commit then).
@@ -107,30 +136,68 @@ func (t *Task) Checkpoint(id int64) error {
 }
 
 // snapshot flushes the task, snapshots every operator for the barrier's
-// checkpoint and keeps the snapshots until acknowledge.
+// checkpoint and keeps the snapshots until acknowledge. The synchronous
+// parts run now; the asynchronous parts start on a goroutine of their own
+// (see asyncCheckpoint), or run now when the task is driven step by step.
 func (t *Task) snapshot(b Barrier) error {
+	start := time.Now()
+	defer func() {
+		t.Metrics.CheckpointSyncNanos.Add(int64(time.Since(start)))
+		t.Metrics.Checkpoints.Add(1)
+	}()
 	id := b.ID
+	// An asynchronous part still running belongs to a checkpoint that the
+	// coordinator has completed (its acknowledgement is out) or abandoned:
+	// it has at most one in flight.
+	t.stopAsync()
 	if err := t.Flush(); err != nil {
 		return err
 	}
 	ack := &TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask}
+	var parts []asyncPart
 	for _, s := range t.snaps {
 		t.curOp = s.uid
 		var snap OperatorSnapshot
+		var async AsyncSnapshot
 		err := t.guard(func() error {
 			var err error
+			if as, ok := s.s.(AsyncSnapshotter); ok {
+				async, err = as.SnapshotStateAsync(id)
+				return err
+			}
 			snap, err = s.s.SnapshotState(id)
 			return err
 		})
 		if err != nil {
 			t.curOp = ""
+			releaseParts(parts)
 			return fmt.Errorf("checkpoint %d: %w", id, err)
+		}
+		if async != nil {
+			parts = append(parts, asyncPart{index: len(ack.Ops), uid: s.uid, run: async})
 		}
 		snap.UID = s.uid
 		ack.Ops = append(ack.Ops, snap)
 	}
 	t.curOp = ""
 	t.pending = ack
+	if len(parts) == 0 {
+		return nil
+	}
+	if t.ctx == nil {
+		// Driven step by step: the asynchronous parts run now.
+		for i, p := range parts {
+			snap, err := p.call(context.Background())
+			if err != nil {
+				t.pending = nil
+				releaseParts(parts[i+1:])
+				return fmt.Errorf("checkpoint %d: %w", id, err)
+			}
+			ack.Ops[p.index] = snap
+		}
+		return nil
+	}
+	t.startAsync(ack, parts)
 	return nil
 }
 
@@ -156,16 +223,12 @@ func (t *Task) acknowledge(id int64, channels []GateChannelState) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %d: encoding channel state: %w", id, err)
 	}
-	if cs != nil {
-		i := 0
-		for i < len(ack.Ops) && ack.Ops[i].UID != t.headUID {
-			i++
-		}
-		if i == len(ack.Ops) {
-			ack.Ops = append(ack.Ops, OperatorSnapshot{UID: t.headUID})
-		}
-		ack.Ops[i].ChannelState = cs
+	if a := t.async; a != nil && a.id == id {
+		// The asynchronous part acknowledges once it is done.
+		a.channels <- cs
+		return nil
 	}
+	ack.Ops = t.withChannelState(ack.Ops, cs)
 	if t.acks != nil {
 		select {
 		case t.acks <- *ack:
@@ -199,10 +262,14 @@ func (t *Task) declineCheckpoint(id int64, err error) {
 }
 
 // abortCheckpoint drops the snapshot of checkpoint id, which a newer
-// barrier cut short before it could be acknowledged.
+// barrier cut short before it could be acknowledged, and cancels its
+// asynchronous part.
 func (t *Task) abortCheckpoint(id int64) {
 	if t.pending != nil && t.pending.ID == id {
 		t.pending = nil
+	}
+	if a := t.async; a != nil && a.id == id {
+		a.cancel()
 	}
 }
 

@@ -23,6 +23,16 @@ type TaskMetrics struct {
 	BusyNanos          atomic.Int64
 	IdleNanos          atomic.Int64
 	BackPressuredNanos atomic.Int64
+	// CheckpointSyncNanos is the time the task goroutine spent in the
+	// synchronous part of its snapshots (at the barrier, from the flush
+	// before the operators' snapshots to the acknowledgement or the start of
+	// the asynchronous part), over Checkpoints snapshots.
+	CheckpointSyncNanos atomic.Int64
+	// CheckpointAsyncNanos is the time the asynchronous parts of the
+	// task's snapshots took, on their own goroutines.
+	CheckpointAsyncNanos atomic.Int64
+	// Checkpoints counts the snapshots the task took.
+	Checkpoints atomic.Int64
 	// Operators lists per-operator counters in chain order.
 	Operators []*OperatorMetrics
 }
@@ -73,8 +83,11 @@ type Task struct {
 	listeners []CheckpointListener
 	acks      chan<- TaskAck
 	aligner   *Aligner
-	pending   *TaskAck // snapshot taken, not yet acknowledged
-	headUID   string   // where channel state is reported
+	pending   *TaskAck         // snapshot taken, not yet acknowledged
+	async     *asyncCheckpoint // asynchronous part in flight (checkpoint_async.go)
+	ctx       context.Context  // Run's; nil when driven step by step
+	wg        *sync.WaitGroup  // Run's helper goroutines
+	headUID   string           // where channel state is reported
 	replay    func() error
 	periodic  atomic.Int64 // the last checkpoint triggered with Trigger
 	source    bool
@@ -297,6 +310,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	for _, w := range t.writers {
 		w.SetContext(ctx)
 	}
+	t.ctx, t.wg = ctx, &wg
 	if err := t.Open(); err != nil {
 		return err
 	}
@@ -338,6 +352,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		}
 	}
 	t.Metrics.BusyNanos.Add(int64(time.Since(last)))
+	t.finishAsync()
 	return nil
 }
 

@@ -51,6 +51,7 @@ type Backend[K comparable] struct {
 	keyCodec state.Codec[K]           // nil until first needed
 	pending  map[string]*pendingState // restored, not yet registered states
 	restored []bool                   // key groups restored, by index
+	view     *viewFlags               // the last view taken (view.go)
 }
 
 // NewBackend returns an empty backend for the key groups firstKeyGroup to
@@ -185,6 +186,8 @@ type tableOps[K comparable] interface {
 	groupLen(idx int) int
 	appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]byte, error)
 	decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K]) (func(), error)
+	// view freezes the table for a snapshot view (view.go).
+	view(flags *viewFlags, kc state.Codec[K]) (groupView[K], error)
 }
 
 // register returns the table registered under name, creating it if needed.
@@ -192,9 +195,10 @@ type tableOps[K comparable] interface {
 // config (any two configs that leave TTL disabled count as the same). A new
 // table receives the restored entries of the state, if any; cells encodes
 // and decodes its entries' bodies (the codecs of the first registration
-// are used; later registrations' codecs are ignored).
+// are used; later registrations' codecs are ignored), and cow says how to
+// copy them for a write after a view (cow.go).
 func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind, types []reflect.Type,
-	ttl state.TTLConfig, purge func(p *ttlParams, c *cell[S], now int64) bool, cells cellCodec[S]) (*table[K, N, S], error) {
+	ttl state.TTLConfig, purge func(p *ttlParams, c *cell[S], now int64) bool, cells cellCodec[S], cow cowState[S]) (*table[K, N, S], error) {
 	if r, ok := b.states[name]; ok {
 		if r.kind != kind || !equalTypes(r.types, types) {
 			return nil, fmt.Errorf("state %q is already registered as %v state of %v; cannot register it as %v state of %v",
@@ -208,6 +212,8 @@ func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind
 	}
 	t := newTable[K, N, S](b.last-b.first+1, ttl, purge)
 	t.cells, t.nsCodec = cells, DefaultCodec[N]()
+	cow.ver = t.cow.ver
+	t.cow = cow
 	r := &registration[K]{kind: kind, types: types, ttl: ttl, tbl: t, ops: t, stored: storedTypes(kind, types)}
 	if err := b.restorePending(name, r); err != nil {
 		return nil, err

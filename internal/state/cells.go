@@ -228,11 +228,18 @@ type entryCopy[K, N comparable, S any] struct {
 // so the processor overlaps their cache misses, which encoding each cell
 // as it is reached does not allow. For large states this halves the time.
 func (t *table[K, N, S]) appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]byte, error) {
-	m := t.groups[idx]
+	return t.appendMap(dst, t.groups[idx], kc, &t.scratch)
+}
+
+// appendMap appends the entries of m, a key group's map of t (live, or
+// frozen in a view), with scratch as the buffer of copies. It reads of
+// the table only its codecs and TTL flag, which do not change after the
+// registration.
+func (t *table[K, N, S]) appendMap(dst []byte, m map[entryKey[K, N]]*cell[S], kc state.Codec[K], scratch *[]entryCopy[K, N, S]) ([]byte, error) {
 	if len(m) == 0 {
 		return dst, nil
 	}
-	buf := t.scratch
+	buf := *scratch
 	if buf == nil {
 		buf = make([]entryCopy[K, N, S], min(len(m), snapChunk))
 	}
@@ -240,7 +247,7 @@ func (t *table[K, N, S]) appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]
 	defer func() {
 		clear(buf)
 		if len(buf) == snapChunk {
-			t.scratch = buf
+			*scratch = buf
 		}
 	}()
 	n := 0
@@ -312,11 +319,15 @@ func (t *table[K, N, S]) install(idx int, m map[entryKey[K, N]]*cell[S]) {
 		return
 	}
 	t.groups[idx] = m
+	t.gver[idx] = t.cow.ver
+	for _, c := range m {
+		c.ver = t.cow.ver
+	}
 	t.size += len(m)
 	if t.slots != nil {
 		ss := make([]slot[K, N, S], 0, len(m))
 		for k, c := range m {
-			c.pos = len(ss)
+			c.pos = int32(len(ss))
 			ss = append(ss, slot[K, N, S]{k: k, c: c})
 		}
 		t.slots[idx] = ss

@@ -3,6 +3,7 @@ package state
 import (
 	"iter"
 	"reflect"
+	"slices"
 
 	"github.com/weirstream/weir/state"
 )
@@ -95,7 +96,8 @@ func GetList[K comparable, N comparable, V any](b *Backend[K], d state.ListDescr
 	}
 	t, err := register[K, N, listData[V]](b, d.Name, kindList,
 		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeList[V],
-		listCells[V]{c: codecOr(d.Codec), zeroSize: zeroSize[V]()})
+		listCells[V]{c: codecOr(d.Codec), zeroSize: zeroSize[V]()},
+		cowState[listData[V]]{plain: isPlain(typeOf[V]()), copy: copyList[V], purgeWrites: true, stale: staleList[V]})
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +119,11 @@ func (s *List[K, N, V]) view() []V {
 		return nil
 	}
 	p := &s.t.ttl
+	first := firstExpired(p, c.v.ts, now)
+	if first >= 0 || p.updateOnRead {
+		c = s.w(c)
+	}
 	d := &c.v
-	first := firstExpired(p, d.ts, now)
 	if first < 0 {
 		if p.updateOnRead {
 			for i := range d.ts {
@@ -172,6 +177,9 @@ func (s *List[K, N, V]) All() iter.Seq[V] {
 func (s *List[K, N, V]) Add(v V) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
+			if c.ver <= s.t.cow.frozen {
+				c = s.w(c)
+			}
 			c.v.vals = append(c.v.vals, v)
 			return
 		}
@@ -180,6 +188,7 @@ func (s *List[K, N, V]) Add(v V) {
 	}
 	now := s.access()
 	if c := s.lookup(); c != nil {
+		c = s.w(c)
 		c.v.vals = append(c.v.vals, v)
 		c.v.ts = append(c.v.ts, now)
 		return
@@ -202,6 +211,7 @@ func (s *List[K, N, V]) AddAll(vs []V) {
 		s.create(s.newData(vs, now), 0)
 		return
 	}
+	c = s.w(c)
 	c.v.vals = append(c.v.vals, vs...)
 	if s.t.ttl.enabled {
 		for range vs {
@@ -223,6 +233,7 @@ func (s *List[K, N, V]) Update(vs []V) {
 	}
 	d := s.newData(vs, now)
 	if c := s.lookup(); c != nil {
+		c = s.w(c)
 		c.v = d
 		return
 	}
@@ -267,7 +278,10 @@ func (s *List[K, N, V]) MergeNamespaces(target N, sources []N) {
 			continue
 		}
 		if !have {
-			merged, have = c.v, true
+			// The elements are shared with c, which a view may read: only
+			// appends beyond its length follow, but the TTL timestamps
+			// would be updated in place, so they are copied.
+			merged, have = listData[V]{vals: c.v.vals, ts: slices.Clone(c.v.ts)}, true
 			continue
 		}
 		merged.vals = append(merged.vals, c.v.vals...)
@@ -279,6 +293,7 @@ func (s *List[K, N, V]) MergeNamespaces(target N, sources []N) {
 		return
 	}
 	if c := s.peek(target); c != nil {
+		c = s.wns(target, c)
 		c.v.vals = append(c.v.vals, merged.vals...)
 		if s.t.ttl.enabled {
 			c.v.ts = append(c.v.ts, merged.ts...)

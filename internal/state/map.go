@@ -44,7 +44,9 @@ func GetMap[K comparable, N comparable, UK comparable, UV any](b *Backend[K], d 
 	}
 	t, err := register[K, N, map[UK]mapEntry[UV]](b, d.Name, kindMap,
 		[]reflect.Type{typeOf[N](), typeOf[UK](), typeOf[UV]()}, d.TTL, purgeMap[UK, UV],
-		mapCells[UK, UV]{kc: codecOr(d.KeyCodec), vc: codecOr(d.Codec), zeroSize: zeroSize[UK]()})
+		mapCells[UK, UV]{kc: codecOr(d.KeyCodec), vc: codecOr(d.Codec), zeroSize: zeroSize[UK]()},
+		cowState[map[UK]mapEntry[UV]]{plain: isPlain(typeOf[UK]()) && isPlain(typeOf[UV]()),
+			copy: copyMap[UK, UV], purgeWrites: true, stale: staleMap[UK, UV]})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +80,9 @@ func (s *Map[K, N, UK, UV]) getTTL(k UK) (UV, bool) {
 		return zero, false
 	}
 	p := &s.t.ttl
+	if p.expired(e.ts, now) || p.updateOnRead {
+		c = s.w(c)
+	}
 	if p.expired(e.ts, now) {
 		delete(c.v, k)
 		if len(c.v) == 0 {
@@ -103,6 +108,8 @@ func (s *Map[K, N, UK, UV]) Put(k UK, v UV) {
 	c := s.lookup()
 	if c == nil {
 		c = s.create(make(map[UK]mapEntry[UV]), 0)
+	} else if c.ver <= s.t.cow.frozen {
+		c = s.w(c)
 	}
 	c.v[k] = mapEntry[UV]{v: v, ts: now}
 }
@@ -119,6 +126,8 @@ func (s *Map[K, N, UK, UV]) PutAll(m map[UK]UV) {
 	c := s.lookup()
 	if c == nil {
 		c = s.create(make(map[UK]mapEntry[UV], len(m)), 0)
+	} else {
+		c = s.w(c)
 	}
 	for k, v := range m {
 		c.v[k] = mapEntry[UV]{v: v, ts: now}
@@ -134,6 +143,10 @@ func (s *Map[K, N, UK, UV]) Remove(k UK) {
 	if c == nil {
 		return
 	}
+	if _, ok := c.v[k]; !ok {
+		return
+	}
+	c = s.w(c)
 	delete(c.v, k)
 	if len(c.v) == 0 {
 		s.removeCurrent(c)
@@ -183,6 +196,7 @@ func (s *Map[K, N, UK, UV]) entries(yield func(UK, UV) bool) {
 		return
 	}
 	p := &s.t.ttl
+	c = s.w(c)
 	idx, ek := s.b.idx, entryKey[K, N]{s.ns, s.b.key}
 	m := c.v
 	for k, e := range m {
@@ -236,6 +250,7 @@ func (s *Map[K, N, UK, UV]) IsEmpty() bool {
 	if p.returnExpired {
 		return len(c.v) == 0
 	}
+	c = s.w(c)
 	for k, e := range c.v {
 		if !p.expired(e.ts, now) {
 			return false

@@ -20,8 +20,13 @@ type cell[S any] struct {
 	ts int64 // last access, for value-granularity TTL
 	// pos is the cell's index in its key group's cleanup slots (0 when the
 	// table has no incremental cleanup), or -1 once the cell has been
-	// removed from its table, so that cached pointers to it are dropped.
-	pos int
+	// removed from its table (or replaced by a copy, cow.go), so that
+	// cached pointers to it are dropped.
+	pos int32
+	// ver is the table's version when the cell was created or copied; a
+	// cell with ver <= table.frozen may be read by a snapshot view and is
+	// copied before it is changed (cow.go).
+	ver uint32
 }
 
 func (c *cell[S]) dead() bool { return c.pos < 0 }
@@ -111,6 +116,8 @@ type table[K, N comparable, S any] struct {
 	cells   cellCodec[S]
 	nsCodec state.Codec[N]
 	scratch []entryCopy[K, N, S] // reused by appendGroup
+	cow     cowState[S]
+	gver    []uint32 // version of each key group's map (cow.go)
 }
 
 func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool) *table[K, N, S] {
@@ -118,6 +125,11 @@ func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge fun
 		groups: make([]map[entryKey[K, N]]*cell[S], groups),
 		ttl:    newTTLParams(ttl),
 		purge:  purge,
+		gver:   make([]uint32, groups),
+		cow:    cowState[S]{ver: 1},
+	}
+	for i := range t.gver {
+		t.gver[i] = 1
 	}
 	if t.ttl.cleanupN > 0 {
 		t.slots = make([][]slot[K, N, S], groups)
@@ -126,15 +138,16 @@ func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge fun
 }
 
 func (t *table[K, N, S]) insert(idx int, k entryKey[K, N], c *cell[S]) {
-	m := t.groups[idx]
+	m := t.wgroup(idx)
 	if m == nil {
 		m = make(map[entryKey[K, N]]*cell[S])
 		t.groups[idx] = m
 	}
+	c.ver = t.cow.ver
 	m[k] = c
 	t.size++
 	if t.slots != nil {
-		c.pos = len(t.slots[idx])
+		c.pos = int32(len(t.slots[idx]))
 		t.slots[idx] = append(t.slots[idx], slot[K, N, S]{k: k, c: c})
 	}
 }
@@ -144,7 +157,7 @@ func (t *table[K, N, S]) unlink(idx int, c *cell[S]) {
 	t.size--
 	if t.slots != nil {
 		ss := t.slots[idx]
-		last := len(ss) - 1
+		last := int32(len(ss) - 1)
 		if c.pos != last {
 			ss[c.pos] = ss[last]
 			ss[c.pos].c.pos = c.pos
@@ -157,21 +170,19 @@ func (t *table[K, N, S]) unlink(idx int, c *cell[S]) {
 
 // remove deletes the entry k of key group idx, if any, and returns its cell.
 func (t *table[K, N, S]) remove(idx int, k entryKey[K, N]) *cell[S] {
-	m := t.groups[idx]
-	c, ok := m[k]
+	c, ok := t.groups[idx][k]
 	if !ok {
 		return nil
 	}
-	delete(m, k)
+	delete(t.wgroup(idx), k)
 	t.unlink(idx, c)
 	return c
 }
 
 // removeCell deletes the entry k of key group idx if it still holds c.
 func (t *table[K, N, S]) removeCell(idx int, k entryKey[K, N], c *cell[S]) {
-	m := t.groups[idx]
-	if c != nil && m[k] == c {
-		delete(m, k)
+	if c != nil && t.groups[idx][k] == c {
+		delete(t.wgroup(idx), k)
 		t.unlink(idx, c)
 	}
 }
@@ -240,14 +251,18 @@ func (t *table[K, N, S]) cleanup(now int64) {
 		}
 		budget--
 		s := ss[t.cur.pos]
-		if t.purge(&t.ttl, s.c, now) {
+		c := s.c
+		if t.cow.purgeWrites && c.ver <= t.cow.frozen && t.cow.stale(&t.ttl, c, now) {
+			c = t.cowCell(g, s.k, c)
+		}
+		if t.purge(&t.ttl, c, now) {
 			t.cur.pos++
 			continue
 		}
 		// Drop the entry; the last slot moves to cur.pos and is examined
 		// next.
-		delete(t.groups[g], s.k)
-		t.unlink(g, s.c)
+		delete(t.wgroup(g), s.k)
+		t.unlink(g, c)
 	}
 }
 

@@ -526,7 +526,7 @@ func checkInvariants[K, N comparable, S any](t fataler, tb *table[K, N, S]) {
 			t.Fatalf("group %d: %d slots, %d entries", g, len(ss), len(m))
 		}
 		for i, s := range ss {
-			if m[s.k] != s.c || s.c.pos != i {
+			if m[s.k] != s.c || int(s.c.pos) != i {
 				t.Fatalf("group %d slot %d inconsistent", g, i)
 			}
 		}

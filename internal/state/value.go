@@ -27,10 +27,23 @@ func (h *handle[K, N, S]) readTTL() (*cell[S], bool) {
 		h.removeCurrent(c)
 		return c, p.returnExpired
 	}
+	if p.updateOnRead || h.t.cow.copyOnRead {
+		c = h.w(c)
+	}
 	if p.updateOnRead {
 		c.ts = now
 	}
 	return c, true
+}
+
+// r returns c, the cell of the current key and namespace, for a read that
+// hands out its value: a copy if the value type copies on reads (Copier)
+// and a view may read c.
+func (h *handle[K, N, S]) r(c *cell[S]) *cell[S] {
+	if c.ver <= h.t.cow.frozen && h.t.cow.copyOnRead {
+		return h.w(c)
+	}
+	return c
 }
 
 // Value is a ValueState handle of a Backend for namespace type N.
@@ -49,7 +62,7 @@ func GetValue[K comparable, N comparable, V any](b *Backend[K], d state.ValueDes
 		return nil, err
 	}
 	t, err := register[K, N, V](b, d.Name, kindValue,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)})
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)}, valueCOW[V]())
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +76,9 @@ func (s *Value[K, N, V]) Value() (V, bool) {
 		return s.valueTTL()
 	}
 	if c := s.lookup(); c != nil {
+		if c.ver <= s.t.cow.frozen {
+			c = s.r(c)
+		}
 		return c.v, true
 	}
 	var zero V
@@ -85,6 +101,9 @@ func (s *Value[K, N, V]) Update(v V) {
 		return
 	}
 	if c := s.lookup(); c != nil {
+		if c.ver <= s.t.cow.frozen {
+			c = s.w(c)
+		}
 		c.v = v
 		return
 	}
@@ -94,6 +113,7 @@ func (s *Value[K, N, V]) Update(v V) {
 func (s *Value[K, N, V]) updateTTL(v V) {
 	now := s.access()
 	if c := s.lookup(); c != nil {
+		c = s.w(c)
 		c.v, c.ts = v, now
 		return
 	}
@@ -123,7 +143,7 @@ func GetReducing[K comparable, N comparable, V any](b *Backend[K], d state.Reduc
 		return nil, err
 	}
 	t, err := register[K, N, V](b, d.Name, kindReducing,
-		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)})
+		[]reflect.Type{typeOf[N](), typeOf[V]()}, d.TTL, purgeValue[V], valueCells[V]{codecOr(d.Codec)}, valueCOW[V]())
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +158,7 @@ func (s *Reducing[K, N, V]) Get() (V, bool) {
 			return c.v, true
 		}
 	} else if c := s.lookup(); c != nil {
-		return c.v, true
+		return s.r(c).v, true
 	}
 	var zero V
 	return zero, false
@@ -151,6 +171,9 @@ func (s *Reducing[K, N, V]) Get() (V, bool) {
 func (s *Reducing[K, N, V]) Add(v V) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
+			if c.ver <= s.t.cow.frozen {
+				c = s.w(c)
+			}
 			c.v = s.reduce(c.v, v)
 			return
 		}
@@ -163,6 +186,7 @@ func (s *Reducing[K, N, V]) Add(v V) {
 		s.create(v, now)
 		return
 	}
+	c = s.w(c)
 	if s.t.ttl.usable(c.ts, now) {
 		c.v = s.reduce(c.v, v)
 	} else {
@@ -220,6 +244,7 @@ func mergeValueCells[K, N comparable, S any](h *handle[K, N, S], target N, sourc
 			h.take(target)
 			return
 		}
+		c = h.wns(target, c)
 		c.v, c.ts = v, ts
 		return
 	}
@@ -266,7 +291,7 @@ func GetAggregating[K comparable, N comparable, IN, ACC, OUT any](b *Backend[K],
 		return nil, err
 	}
 	t, err := register[K, N, ACC](b, d.Name, kindAggregating,
-		[]reflect.Type{typeOf[N](), typeOf[IN](), typeOf[ACC](), typeOf[OUT]()}, d.TTL, purgeValue[ACC], valueCells[ACC]{codecOr(d.Codec)})
+		[]reflect.Type{typeOf[N](), typeOf[IN](), typeOf[ACC](), typeOf[OUT]()}, d.TTL, purgeValue[ACC], valueCells[ACC]{codecOr(d.Codec)}, valueCOW[ACC]())
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +306,7 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Get() (OUT, bool) {
 			return s.fn.GetResult(c.v), true
 		}
 	} else if c := s.lookup(); c != nil {
-		return s.fn.GetResult(c.v), true
+		return s.fn.GetResult(s.r(c).v), true
 	}
 	var zero OUT
 	return zero, false
@@ -293,6 +318,9 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Get() (OUT, bool) {
 func (s *Aggregating[K, N, IN, ACC, OUT]) Add(v IN) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
+			if c.ver <= s.t.cow.frozen {
+				c = s.w(c)
+			}
 			c.v = s.fn.Add(v, c.v)
 			return
 		}
@@ -305,6 +333,7 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Add(v IN) {
 		s.create(s.fn.Add(v, s.fn.CreateAccumulator()), now)
 		return
 	}
+	c = s.w(c)
 	if s.t.ttl.usable(c.ts, now) {
 		c.v = s.fn.Add(v, c.v)
 	} else {

@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -434,4 +435,77 @@ func FuzzTimerRestoreKeyGroup(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkViewTimers1M takes the view of BenchmarkSnapshotTimers1M's
+// timers (the part of an asynchronous snapshot at the barrier); encode
+// is the rest, on another goroutine.
+func BenchmarkViewTimers1M(b *testing.B) {
+	const n = 1_000_000
+	s := NewService[int, string]()
+	for k := range n {
+		s.RegisterEventTime(k, k%128, "", int64(k%1000))
+	}
+	b.Run("view", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.View(0, 127); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/timer")
+	})
+	b.Run("encode", func(b *testing.B) {
+		v, err := s.View(0, 127)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			for kg := range 128 {
+				if _, err := v.AppendKeyGroupSnapshot(nil, kg, intCodec, stringCodec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/timer")
+	})
+}
+
+// TestViewEqualsSnapshot checks that a view, encoded after the service
+// changed, gives the bytes SnapshotKeyGroups gave at the view.
+func TestViewEqualsSnapshot(t *testing.T) {
+	s := NewService[int, string]()
+	for k := range 5000 {
+		s.RegisterEventTime(k, k%16, fmt.Sprint(k%3), int64(k%70))
+		if k%7 == 0 {
+			s.RegisterProcessingTime(k, k%16, "p", int64(k%11))
+		}
+	}
+	want, err := s.SnapshotKeyGroups(0, 15, intCodec, stringCodec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.View(0, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3000 {
+		s.DeleteEventTime(k, fmt.Sprint(k%3), int64(k%70))
+		s.RegisterEventTime(k+9000, k%16, "x", int64(k))
+	}
+	if err := s.AdvanceWatermark(40, func(Timer[int, string]) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for kg := range 16 {
+		got, err := v.AppendKeyGroupSnapshot(nil, kg, intCodec, stringCodec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want[kg]) {
+			t.Fatalf("key group %d: the view's snapshot differs from the synchronous one", kg)
+		}
+	}
+	if _, err := v.AppendKeyGroupSnapshot(nil, 16, intCodec, stringCodec); err == nil {
+		t.Fatal("a key group outside the range was accepted")
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 
 	"github.com/weirstream/weir/internal/keyedsnap"
 	istate "github.com/weirstream/weir/internal/state"
@@ -72,6 +74,32 @@ func (c mergeSetCodec[W]) Decode(src []byte) (*mergeSet[W], []byte, error) {
 	return s, src, nil
 }
 
+// CopyForSnapshot implements istate.Copier: the set's windows are plain
+// values (window types are comparable structs).
+func (s *mergeSet[W]) CopyForSnapshot() (*mergeSet[W], bool) {
+	if !istate.IsPlain(reflect.TypeFor[W]()) {
+		return nil, false
+	}
+	if s == nil {
+		return nil, true
+	}
+	return &mergeSet[W]{ws: slices.Clone(s.ws), states: slices.Clone(s.states)}, true
+}
+
+// CopyForSnapshot implements istate.Copier when the accumulator is a
+// plain value (else the partials are encoded when a view is taken).
+func (l *sliceList[ACC]) CopyForSnapshot() (*sliceList[ACC], bool) {
+	if !istate.IsPlain(reflect.TypeFor[ACC]()) {
+		return nil, false
+	}
+	if l == nil {
+		return nil, true
+	}
+	c := *l
+	c.parts = slices.Clone(l.parts)
+	return &c, true
+}
+
 // sliceListCodec encodes *sliceList[ACC].
 type sliceListCodec[ACC any] struct{ acc state.Codec[ACC] }
 
@@ -128,6 +156,16 @@ func (o *Operator[K, IN, V, W]) Snapshot() (map[int][]byte, error) {
 	return keyedsnap.Snapshot(o.cfg.Backend, o.timers)
 }
 
+// SnapshotAsync takes the synchronous part of Snapshot (a copy-on-write
+// view of the backend and a copy of the timers) and returns the part that
+// encodes them, which may run on another goroutine. The merging-window
+// sets copy themselves on the first access after the view (Copier); window
+// contents whose element or accumulator types hold pointers are encoded in
+// the synchronous part (internal/state/cow.go).
+func (o *Operator[K, IN, V, W]) SnapshotAsync() (keyedsnap.Async, error) {
+	return keyedsnap.SnapshotAsync(o.cfg.Backend, o.timers)
+}
+
 // Restore restores key groups Snapshot wrote (of any subtask) and
 // schedules the earliest processing-time timer; timers already due fire
 // at the first watermark or processing-time callback.
@@ -145,6 +183,14 @@ func (o *Operator[K, IN, V, W]) Restore(kgs map[int][]byte) error {
 // Snapshot encodes the operator's partials and timers per key group.
 func (s *Sliced[K, IN, ACC]) Snapshot() (map[int][]byte, error) {
 	return keyedsnap.Snapshot(s.cfg.Backend, s.timers)
+}
+
+// SnapshotAsync is Operator.SnapshotAsync for the sliced engine. A key's
+// partials (one pointer value per key) copy themselves on the first
+// access after the view when the accumulator is a plain value; otherwise
+// they are encoded in the synchronous part.
+func (s *Sliced[K, IN, ACC]) SnapshotAsync() (keyedsnap.Async, error) {
+	return keyedsnap.SnapshotAsync(s.cfg.Backend, s.timers)
 }
 
 // Restore restores key groups Snapshot wrote (of any subtask).
