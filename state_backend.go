@@ -48,6 +48,11 @@ func PebbleStateBackend(dir string) StateBackend { return pebbleStateBackend{dir
 type pebbleStateBackend struct {
 	dir  string
 	opts pebblestate.Options
+	// incremental is set for the operators of a job whose checkpoints go
+	// to a durable store (incremental.go); staged then keeps the staged
+	// checkpoints of ended operators until the attempt ends.
+	incremental bool
+	staged      *stagedSet
 }
 
 func (pebbleStateBackend) stateBackend() {}
@@ -88,15 +93,21 @@ func handleOf[S, H any](h H, err error) (S, error) {
 }
 
 // openStateBackend opens the Pebble database of the operator subtask when
-// the job selected the Pebble backend.
+// the job selected the Pebble backend, restored from the checkpointed
+// databases of an incremental checkpoint if there are any; with the heap
+// backend it restores the heap from such databases.
 func (b *keyedBase[K]) openStateBackend() error {
 	p, ok := b.stateBackend.(pebbleStateBackend)
-	if !ok || b.pebble != nil {
+	if b.pebble != nil {
 		return nil
 	}
 	root := p.dir
 	if root == "" {
 		root = os.TempDir()
+	}
+	images := b.restoredImages()
+	if !ok {
+		return b.restoreImagesToHeap(images, root)
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("pebble state backend: %w", err)
@@ -112,7 +123,7 @@ func (b *keyedBase[K]) openStateBackend() error {
 		return fmt.Errorf("pebble state backend: %w", err)
 	}
 	first, last := b.backend.KeyGroupRange()
-	pb, err := pebblestate.Open[K](dir, first, last, b.clk, p.opts)
+	pb, err := pebblestate.RestoreImages[K](images, dir, first, last, b.clk, p.opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return err
@@ -125,6 +136,10 @@ func (b *keyedBase[K]) openStateBackend() error {
 func (b *keyedBase[K]) closeStateBackend() error {
 	if b.pebble == nil {
 		return nil
+	}
+	if p, ok := b.stateBackend.(pebbleStateBackend); ok && p.staged != nil {
+		// The coordinator may still store the last staged checkpoint.
+		p.staged.add(b.pebble.TakeStaged())
 	}
 	err := b.pebble.Discard()
 	b.pebble = nil

@@ -688,9 +688,15 @@ func (w *writer) ReuseShared(ctx context.Context, name string) (bool, error) {
 		w.mu.Unlock()
 		return false, fmt.Errorf("%w: ReuseShared %q on %s %d", ErrClosed, name, w.kind, w.id)
 	}
-	if _, ok := w.shared[name]; ok || w.busy["/"+name] {
+	if _, ok := w.shared[name]; ok {
+		// Another subtask's database has the file too (they were
+		// restored from one database).
 		w.mu.Unlock()
-		return false, fmt.Errorf("checkpoint store: %s %d: shared file %q written or reused twice", w.kind, w.id, name)
+		return true, nil
+	}
+	if w.busy["/"+name] {
+		w.mu.Unlock()
+		return false, fmt.Errorf("checkpoint store: %s %d: shared file %q reused while it is being written", w.kind, w.id, name)
 	}
 	w.mu.Unlock()
 	fi, ok, err := w.c.reuse(ctx, name)
@@ -703,7 +709,9 @@ func (w *writer) ReuseShared(ctx context.Context, name string) (bool, error) {
 	if w.state != writerOpen {
 		return false, fmt.Errorf("%w: ReuseShared %q on %s %d", ErrClosed, name, w.kind, w.id)
 	}
-	w.shared[name] = fi
+	if _, ok := w.shared[name]; !ok {
+		w.shared[name] = fi
+	}
 	return true, nil
 }
 

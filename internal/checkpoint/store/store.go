@@ -115,10 +115,10 @@ type Writer interface {
 	WriteShared(ctx context.Context, name string, data []byte) error
 
 	// ReuseShared makes the checkpoint reference the shared file name that
-	// an earlier, still stored, checkpoint wrote, without writing it
-	// again, and reports true; it reports false if no stored checkpoint
-	// (as the manifests say) references name, and then the caller writes
-	// it with WriteShared.
+	// an earlier, still stored, checkpoint wrote, or that this Writer
+	// already wrote or reused, without writing it again, and reports true;
+	// it reports false if no stored checkpoint (as the manifests say)
+	// references name, and then the caller writes it with WriteShared.
 	ReuseShared(ctx context.Context, name string) (bool, error)
 
 	// Commit waits for WriteFile calls in progress, validates m (see

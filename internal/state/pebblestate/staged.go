@@ -92,7 +92,10 @@ func (s *Staged) Release() error {
 	return nil
 }
 
-// discard removes the staging directory unless an uploader claimed it.
+// Discard removes the staging directory unless an uploader claimed it
+// (which then releases it).
+func (s *Staged) Discard() { s.discard() }
+
 func (s *Staged) discard() {
 	s.mu.Lock()
 	open := s.state == stagedOpen
@@ -182,6 +185,17 @@ func (b *Backend[K]) stage(id int64) (*Staged, error) {
 	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Name < s.Files[j].Name })
 	b.staged = append(b.staged, s)
 	return s, nil
+}
+
+// TakeStaged returns the staged checkpoints that the backend would
+// discard at its next Stage, Close or Discard, and forgets them: the
+// caller discards them (Staged.Discard) once no uploader can claim them
+// any more. An operator that ends while its last checkpoint may still be
+// stored hands them over this way.
+func (b *Backend[K]) TakeStaged() []*Staged {
+	s := b.staged
+	b.staged = nil
+	return s
 }
 
 // discardStaged discards the staged checkpoints no uploader claimed.
