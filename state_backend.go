@@ -16,9 +16,12 @@ import (
 // The backend holds only the state that functions register: timers stay
 // in memory, and window, window-join, interval-join and keyed broadcast
 // operators keep their internal state on the heap whatever the backend.
-// Checkpoints hold full per-key-group snapshots in the same format for
-// both backends, so a job can be restored with the other backend or at
-// another parallelism.
+// Savepoints, and checkpoints in the in-memory store, hold full
+// per-key-group snapshots in the same format for both backends, so a job
+// can be restored with the other backend or at another parallelism; with
+// the Pebble backend and a durable store (NewDirCheckpointStore,
+// NewS3CheckpointStore) checkpoints are incremental (see
+// PebbleStateBackend) and restore at any parallelism too.
 type StateBackend interface {
 	stateBackend()
 }
@@ -39,6 +42,14 @@ func (heapStateBackend) stateBackend() {}
 // new directory under dir, removed when the subtask ends; the state
 // survives failures through checkpoints. An empty dir means the system's
 // temporary directory.
+//
+// With a durable checkpoint store, checkpoints are incremental, as
+// Flink's RocksDB incremental checkpoints: at the barrier a subtask
+// flushes and hard-links its database files into a staging directory under
+// dir, and the store uploads only the SST files no stored checkpoint has
+// yet (as shared files, referenced by later checkpoints and deleted by
+// retention once none refers to them). Savepoints stay full, canonical
+// snapshots.
 //
 // TTL works as on the heap except that incremental cleanup
 // (TTLConfig.CleanupEntries, CleanupEveryRecord) is not performed: expired

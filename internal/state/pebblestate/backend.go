@@ -21,6 +21,11 @@
 //     an earlier checkpoint of the same directory has not copied yet;
 //     RestoreIncrementalMerged combines the checkpoints of several old
 //     backends into one (a restore at a lower parallelism).
+//   - Stage / RestoreImages are the two halves of the Weir runtime's
+//     incremental job checkpoints: Stage takes Pebble's checkpoint at the
+//     barrier and names every immutable file for sharing, the checkpoint
+//     store uploads it later; RestoreImages restores from one or several
+//     old databases (staged.go).
 //
 // Values are serialized on every write and deserialized on every read with
 // the descriptor's codec (state.WithCodec) or internal/state's
