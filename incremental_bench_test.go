@@ -111,4 +111,3 @@ func BenchmarkPebbleCheckpoint(b *testing.B) {
 
 // hashLong is Java's Long.hashCode, the key hash of int64 keys.
 func hashLong(k int64) int32 { return int32(k ^ k>>32) }
-
