@@ -138,6 +138,14 @@ func (d *durableStore) save(ctx context.Context, cp *Checkpoint, kind store.Kind
 					return nil, err
 				}
 			}
+			if sn.KeyedFiles != nil {
+				// Incremental keyed state (incremental.go); a savepoint
+				// gets it back in KeyGroups.
+				if st.DB, err = saveFiles(ctx, w, kind, base, &sn); err != nil {
+					return nil, err
+				}
+				op.MaxParallelism = cp.MaxParallelism
+			}
 			if len(sn.KeyGroups) > 0 {
 				// Only keyed operators record the number of key groups,
 				// which a restore must keep.
@@ -224,6 +232,11 @@ func (d *durableStore) load(ctx context.Context, m *store.Manifest) (*Checkpoint
 			}
 			if st.ChannelState != "" {
 				if sn.ChannelState, err = read(st.ChannelState); err != nil {
+					return nil, err
+				}
+			}
+			if st.DB != nil {
+				if sn.KeyedFiles, err = d.loadFiles(ctx, m, st.DB, read); err != nil {
 					return nil, err
 				}
 			}

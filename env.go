@@ -119,6 +119,11 @@ type Environment struct {
 	// onFinished runs once the job has finished successfully: exactly-once
 	// sinks commit the transactions of their last stretch of input then.
 	onFinished []func() error
+
+	// staged holds the staged Pebble checkpoints of operators that ended
+	// while the coordinator could still store them (incremental.go);
+	// each attempt discards them when it has ended.
+	staged stagedSet
 }
 
 // NewEnvironment returns an environment with the given options. Invalid
@@ -374,6 +379,7 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 		e.cancelAttempt = cancel
 		e.mu.Unlock()
 		err := p.Run(actx)
+		e.staged.discard()
 		if cause := context.Cause(actx); ctx.Err() == nil && errors.Is(cause, ErrTooManyCheckpointFailures) {
 			err = fmt.Errorf("weir: %w", cause)
 		}

@@ -57,7 +57,10 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 }
 
 // SnapshotState snapshots the keyed state and timers.
-func (b *keyedBase[K]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error) {
+	if b.incremental() {
+		return b.snapshotIncremental(id) // incremental.go
+	}
 	kgs, err := keyedsnap.Snapshot(b.snapBackend(), b.timers)
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
 }
@@ -99,7 +102,7 @@ func (b *keyedBase[K]) restore() error {
 		return err
 	}
 	if b.restored != nil {
-		if err := keyedsnap.Restore(b.snapBackend(), b.timers, b.restored.KeyGroups); err != nil {
+		if err := keyedsnap.Restore(b.restoreBackend(), b.timers, b.restored.KeyGroups); err != nil {
 			return err
 		}
 	}
@@ -279,7 +282,7 @@ func Process[K comparable, IN, OUT any](ks KeyedStream[K, IN], fn KeyedProcessFu
 	}
 	return oneInput(ks.ds, "KeyedProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
 		o := &keyedProcessOp[K, IN, OUT]{keyedBase: newKeyedBase(bc, ks.hashK), fn: cloneFunction(fn), keyFn: ks.key, out: out}
-		o.stateBackend = env.cfg.stateBackend
+		o.stateBackend = env.keyedStateBackend()
 		o.col.out = out
 		o.timerTS = func(ts int64) { o.col.ts = ts }
 		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
@@ -482,7 +485,7 @@ func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, 
 	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
 		o := &keyedCoProcessOp[K, A, B, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK), fn: cloneFunction(fn),
 			keyA: ks.first.key, keyB: ks.second.key, out: out}
-		o.stateBackend = ks.first.ds.env.cfg.stateBackend
+		o.stateBackend = ks.first.ds.env.keyedStateBackend()
 		o.col.out = out
 		o.timerTS = func(ts int64) { o.col.ts = ts }
 		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }

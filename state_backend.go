@@ -16,9 +16,12 @@ import (
 // The backend holds only the state that functions register: timers stay
 // in memory, and window, window-join, interval-join and keyed broadcast
 // operators keep their internal state on the heap whatever the backend.
-// Checkpoints hold full per-key-group snapshots in the same format for
-// both backends, so a job can be restored with the other backend or at
-// another parallelism.
+// Savepoints, and checkpoints in the in-memory store, hold full
+// per-key-group snapshots in the same format for both backends, so a job
+// can be restored with the other backend or at another parallelism; with
+// the Pebble backend and a durable store (NewDirCheckpointStore,
+// NewS3CheckpointStore) checkpoints are incremental (see
+// PebbleStateBackend) and restore at any parallelism too.
 type StateBackend interface {
 	stateBackend()
 }
@@ -40,6 +43,14 @@ func (heapStateBackend) stateBackend() {}
 // survives failures through checkpoints. An empty dir means the system's
 // temporary directory.
 //
+// With a durable checkpoint store, checkpoints are incremental, as
+// Flink's RocksDB incremental checkpoints: at the barrier a subtask
+// flushes and hard-links its database files into a staging directory under
+// dir, and the store uploads only the SST files no stored checkpoint has
+// yet (as shared files, referenced by later checkpoints and deleted by
+// retention once none refers to them). Savepoints stay full, canonical
+// snapshots.
+//
 // TTL works as on the heap except that incremental cleanup
 // (TTLConfig.CleanupEntries, CleanupEveryRecord) is not performed: expired
 // values are dropped when read, as with Flink's RocksDB backend.
@@ -48,6 +59,11 @@ func PebbleStateBackend(dir string) StateBackend { return pebbleStateBackend{dir
 type pebbleStateBackend struct {
 	dir  string
 	opts pebblestate.Options
+	// incremental is set for the operators of a job whose checkpoints go
+	// to a durable store (incremental.go); staged then keeps the staged
+	// checkpoints of ended operators until the attempt ends.
+	incremental bool
+	staged      *stagedSet
 }
 
 func (pebbleStateBackend) stateBackend() {}
@@ -88,15 +104,21 @@ func handleOf[S, H any](h H, err error) (S, error) {
 }
 
 // openStateBackend opens the Pebble database of the operator subtask when
-// the job selected the Pebble backend.
+// the job selected the Pebble backend, restored from the checkpointed
+// databases of an incremental checkpoint if there are any; with the heap
+// backend it restores the heap from such databases.
 func (b *keyedBase[K]) openStateBackend() error {
 	p, ok := b.stateBackend.(pebbleStateBackend)
-	if !ok || b.pebble != nil {
+	if b.pebble != nil {
 		return nil
 	}
 	root := p.dir
 	if root == "" {
 		root = os.TempDir()
+	}
+	images := b.restoredImages()
+	if !ok {
+		return b.restoreImagesToHeap(images, root)
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("pebble state backend: %w", err)
@@ -112,7 +134,7 @@ func (b *keyedBase[K]) openStateBackend() error {
 		return fmt.Errorf("pebble state backend: %w", err)
 	}
 	first, last := b.backend.KeyGroupRange()
-	pb, err := pebblestate.Open[K](dir, first, last, b.clk, p.opts)
+	pb, err := pebblestate.RestoreImages[K](images, dir, first, last, b.clk, p.opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return err
@@ -125,6 +147,10 @@ func (b *keyedBase[K]) openStateBackend() error {
 func (b *keyedBase[K]) closeStateBackend() error {
 	if b.pebble == nil {
 		return nil
+	}
+	if p, ok := b.stateBackend.(pebbleStateBackend); ok && p.staged != nil {
+		// The coordinator may still store the last staged checkpoint.
+		p.staged.add(b.pebble.TakeStaged())
 	}
 	err := b.pebble.Discard()
 	b.pebble = nil

@@ -20,6 +20,12 @@ type OperatorSnapshot struct {
 	// this field when the head has no state of its own). It is restored by
 	// the runtime, not by the operator; see channel_state.go.
 	ChannelState []byte
+	// KeyedFiles is keyed state that a state backend keeps as files
+	// rather than in KeyGroups (the Pebble backend's incremental
+	// checkpoints), opaque to the runtime; the checkpoint store and the
+	// operator know its type. KeyGroups then hold the rest of each key
+	// group's snapshot (timers).
+	KeyedFiles any
 }
 
 // Snapshotter is implemented by operators with state. SnapshotState runs
@@ -72,6 +78,9 @@ type Restored struct {
 	// All holds the operator state of every old subtask (sources take the
 	// positions of the splits they now own from it).
 	All [][]byte
+	// KeyedFiles holds the KeyedFiles of every old subtask that has any;
+	// the operator takes the key groups of its range from them.
+	KeyedFiles []any
 }
 
 // TaskAck is a task's report of a checkpoint.

@@ -204,6 +204,9 @@ func restoredFor(old []OperatorSnapshot, sub int, r keygroup.Range) *Restored {
 	rs := &Restored{KeyGroups: map[int][]byte{}, State: old[sub%len(old)].State}
 	for _, o := range old {
 		rs.All = append(rs.All, o.State)
+		if o.KeyedFiles != nil {
+			rs.KeyedFiles = append(rs.KeyedFiles, o.KeyedFiles)
+		}
 		for kg, data := range o.KeyGroups {
 			if r.Contains(kg) {
 				rs.KeyGroups[kg] = data

@@ -41,7 +41,22 @@ type backend interface {
 	open(ctx context.Context, dir, name string) (io.ReadCloser, error)
 	// remove deletes dir, its manifest first (durably) and then the rest.
 	remove(ctx context.Context, dir string) error
+
+	// putShared durably stores a shared file (its directory entry may need
+	// syncShared to be durable).
+	putShared(ctx context.Context, name string, data []byte) error
+	// syncShared makes the shared files put so far durable, entries
+	// included.
+	syncShared(ctx context.Context) error
+	// listShared returns the names of the stored shared files.
+	listShared(ctx context.Context) ([]string, error)
+	// removeShared deletes shared files; missing ones are not an error.
+	removeShared(ctx context.Context, names []string) error
 }
+
+// sharedDir is the directory (key prefix) of shared files under the root;
+// it is not a checkpoint directory name, so listings of checkpoints skip it.
+const sharedDir = "shared"
 
 // dirState describes one checkpoint directory.
 type dirState struct {
@@ -83,10 +98,138 @@ type core struct {
 
 	mu       sync.Mutex
 	inflight map[int64]bool // ids with an open Writer
+	// known holds the shared files the stored checkpoints reference, as
+	// their manifests say (nil until first needed); ReuseShared consults
+	// it. pinned counts, per shared file, the open Writers that wrote or
+	// reused it: Retain never deletes those. gen counts commits, so that a
+	// collection of shared files can tell that a checkpoint was committed
+	// while it read the manifests.
+	known  map[string]SharedFileInfo
+	pinned map[string]int
+	gen    uint64
 }
 
 func newCore(b backend, log *slog.Logger) *core {
-	return &core{b: b, log: log, inflight: make(map[int64]bool)}
+	return &core{b: b, log: log, inflight: make(map[int64]bool), pinned: make(map[string]int)}
+}
+
+// sharedRefs reads the manifests of every completed checkpoint and
+// savepoint and returns the shared files they reference. Damaged and
+// incomplete checkpoints reference nothing (they can never be restored);
+// any other failure is returned.
+func (c *core) sharedRefs(ctx context.Context) (map[string]SharedFileInfo, error) {
+	dirs, err := c.sortedDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs := make(map[string]SharedFileInfo)
+	for _, d := range dirs {
+		if !d.committed {
+			continue
+		}
+		m, err := c.readManifest(ctx, d.id, d.kind)
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrIncomplete) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for name, fi := range m.Shared {
+			if _, ok := refs[name]; !ok {
+				refs[name] = fi
+			}
+		}
+	}
+	return refs, nil
+}
+
+// reuse pins shared file name and returns what the stored checkpoints
+// record for it, if any references it.
+func (c *core) reuse(ctx context.Context, name string) (SharedFileInfo, bool, error) {
+	c.mu.Lock()
+	loaded := c.known != nil
+	c.mu.Unlock()
+	if !loaded {
+		refs, err := c.sharedRefs(ctx)
+		if err != nil {
+			return SharedFileInfo{}, false, fmt.Errorf("checkpoint store: reading the shared files of %s: %w", c.b.location(""), err)
+		}
+		c.mu.Lock()
+		if c.known == nil {
+			c.known = refs
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fi, ok := c.known[name]
+	if ok {
+		c.pinned[name]++
+	}
+	return fi, ok, nil
+}
+
+func (c *core) pin(name string) {
+	c.mu.Lock()
+	c.pinned[name]++
+	c.mu.Unlock()
+}
+
+// unpin releases the pins of a Writer that ended; committed lists the
+// shared files of its published manifest (nil after an abort).
+func (c *core) unpin(names []string, committed map[string]SharedFileInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if committed != nil {
+		c.gen++
+		if c.known != nil {
+			for name, fi := range committed {
+				c.known[name] = fi
+			}
+		}
+	}
+	for _, n := range names {
+		if c.pinned[n]--; c.pinned[n] <= 0 {
+			delete(c.pinned, n)
+		}
+	}
+}
+
+// collectShared deletes the shared files that no stored checkpoint
+// references and no open Writer has pinned.
+func (c *core) collectShared(ctx context.Context) error {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	refs, err := c.sharedRefs(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: retain: reading references to shared files: %w", err)
+	}
+	names, err := c.b.listShared(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: retain: listing %s: %w", c.b.location(sharedDir), err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		// A checkpoint was committed since the manifests were read: its
+		// references may be missing from refs. The next Retain collects.
+		return nil
+	}
+	c.known = refs
+	var dead []string
+	for _, name := range names {
+		if _, ok := refs[name]; !ok && c.pinned[name] == 0 && CheckName(name) == nil {
+			dead = append(dead, name)
+		}
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	if err := c.b.removeShared(ctx, dead); err != nil {
+		return fmt.Errorf("checkpoint store: retain: deleting unreferenced shared files in %s: %w", c.b.location(sharedDir), err)
+	}
+	return nil
 }
 
 func (c *core) isInflight(id int64) bool {
@@ -124,7 +267,7 @@ func (c *core) begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
 		c.release(id)
 		return nil, fmt.Errorf("checkpoint store: begin %s %d in %s: %w", kind, id, c.b.location(dir), err)
 	}
-	return &writer{c: c, id: id, kind: kind, dir: dir, files: make(map[string]FileInfo), busy: make(map[string]bool)}, nil
+	return &writer{c: c, id: id, kind: kind, dir: dir, files: make(map[string]FileInfo), busy: make(map[string]bool), shared: make(map[string]SharedFileInfo)}, nil
 }
 
 // clearForBegin fails if id is complete (as either kind) and removes
@@ -204,17 +347,35 @@ func (c *core) open(ctx context.Context, id int64) (*Manifest, error) {
 // the contents if keep is set.
 func (c *core) check(ctx context.Context, m *Manifest, name string, keep bool) ([]byte, error) {
 	dir := dirName(m.Kind, m.ID)
-	loc := c.b.location(dir)
 	fi, ok := m.Files[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: file %q is not part of %s %d (%s)", ErrNotFound, name, m.Kind, m.ID, loc)
+		return nil, fmt.Errorf("%w: file %q is not part of %s %d (%s)", ErrNotFound, name, m.Kind, m.ID, c.b.location(dir))
 	}
+	return c.checkIn(ctx, dir, name, fi, keep, "file")
+}
+
+// checkShared is check for a shared file m references.
+func (c *core) checkShared(ctx context.Context, m *Manifest, name string, keep bool) ([]byte, error) {
+	sf, ok := m.Shared[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: shared file %q is not referenced by %s %d (%s)", ErrNotFound, name, m.Kind, m.ID, c.b.location(dirName(m.Kind, m.ID)))
+	}
+	b, err := c.checkIn(ctx, sharedDir, name, FileInfo{Size: sf.Size, CRC32C: sf.CRC32C}, keep, "shared file")
+	if err != nil {
+		return nil, fmt.Errorf("%s %d: %w", m.Kind, m.ID, err)
+	}
+	return b, nil
+}
+
+// checkIn reads file name of dir and verifies it against fi.
+func (c *core) checkIn(ctx context.Context, dir, name string, fi FileInfo, keep bool, what string) ([]byte, error) {
+	loc := c.b.location(dir)
 	rc, err := c.b.open(ctx, dir, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: file %q is listed in the manifest but missing", ErrCorrupt, loc, name)
+		return nil, fmt.Errorf("%w: %s: %s %q is listed in the manifest but missing", ErrCorrupt, loc, what, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint store: reading %q of %s: %w", name, loc, err)
+		return nil, fmt.Errorf("checkpoint store: reading %s %q of %s: %w", what, name, loc, err)
 	}
 	defer rc.Close()
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
@@ -230,14 +391,14 @@ func (c *core) check(ctx context.Context, m *Manifest, name string, keep bool) (
 		return nil, fmt.Errorf("checkpoint store: reading %q of %s: %w", name, loc, err)
 	}
 	if n != fi.Size {
-		what := "truncated"
+		how := "truncated"
 		if n > fi.Size {
-			what = "longer than recorded"
+			how = "longer than recorded"
 		}
-		return nil, fmt.Errorf("%w: %s: file %q is %s: manifest records %d bytes, read %d", ErrCorrupt, loc, name, what, fi.Size, n)
+		return nil, fmt.Errorf("%w: %s: %s %q is %s: manifest records %d bytes, read %d", ErrCorrupt, loc, what, name, how, fi.Size, n)
 	}
 	if got := h.Sum32(); got != fi.CRC32C {
-		return nil, fmt.Errorf("%w: %s: file %q fails its checksum: crc32c %08x, manifest records %08x", ErrCorrupt, loc, name, got, fi.CRC32C)
+		return nil, fmt.Errorf("%w: %s: %s %q fails its checksum: crc32c %08x, manifest records %08x", ErrCorrupt, loc, what, name, got, fi.CRC32C)
 	}
 	return buf, nil
 }
@@ -255,6 +416,13 @@ func (c *core) readFile(ctx context.Context, m *Manifest, name string) ([]byte, 
 		return nil, errors.New("checkpoint store: ReadFile with a nil manifest")
 	}
 	return c.check(ctx, m, name, true)
+}
+
+func (c *core) readShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("checkpoint store: ReadShared with a nil manifest")
+	}
+	return c.checkShared(ctx, m, name, true)
 }
 
 // sortedDirs lists the checkpoint directories, newest first.
@@ -313,10 +481,15 @@ func (c *core) latest(ctx context.Context) (*Manifest, error) {
 	return nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, c.b.location(""))
 }
 
-// verify checks every data file of m.
+// verify checks every data file and every shared file of m.
 func (c *core) verify(ctx context.Context, m *Manifest) error {
 	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
 		if _, err := c.check(ctx, m, name, false); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Shared)) {
+		if _, err := c.checkShared(ctx, m, name, false); err != nil {
 			return err
 		}
 	}
@@ -375,7 +548,12 @@ func (c *core) retain(ctx context.Context, n int) error {
 			errs = append(errs, fmt.Errorf("checkpoint store: retain: deleting %s: %w", c.b.location(dir), err))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		// Keep every shared file: the references of a checkpoint that
+		// could not be deleted are still wanted.
+		return errors.Join(errs...)
+	}
+	return c.collectShared(ctx)
 }
 
 func (c *core) delete(ctx context.Context, id int64) error {
@@ -413,9 +591,12 @@ type writer struct {
 
 	mu      sync.Mutex
 	state   writerState
-	files   map[string]FileInfo // written
-	busy    map[string]bool     // being written
-	pending sync.WaitGroup      // WriteFile calls in progress
+	files   map[string]FileInfo       // written
+	busy    map[string]bool           // being written
+	pending sync.WaitGroup            // WriteFile and WriteShared calls in progress
+	shared  map[string]SharedFileInfo // shared files written or reused
+	pins    []string                  // shared files pinned in core
+	wrote   bool                      // a shared file was written
 }
 
 type writerState uint8
@@ -458,6 +639,82 @@ func (w *writer) WriteFile(ctx context.Context, name string, data []byte) error 
 	return nil
 }
 
+// WriteShared implements Writer.
+func (w *writer) WriteShared(ctx context.Context, name string, data []byte) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if w.kind != Checkpoint {
+		return fmt.Errorf("checkpoint store: %s %d: a savepoint cannot have shared file %q", w.kind, w.id, name)
+	}
+	w.mu.Lock()
+	if w.state != writerOpen {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: WriteShared %q on %s %d", ErrClosed, name, w.kind, w.id)
+	}
+	if _, ok := w.shared[name]; ok || w.busy["/"+name] {
+		w.mu.Unlock()
+		return fmt.Errorf("checkpoint store: %s %d: shared file %q written or reused twice", w.kind, w.id, name)
+	}
+	w.busy["/"+name] = true
+	w.pins = append(w.pins, name)
+	w.wrote = true
+	w.pending.Add(1)
+	w.mu.Unlock()
+	defer w.pending.Done()
+	w.c.pin(name)
+
+	err := w.c.b.putShared(ctx, name, data)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.busy, "/"+name)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: writing shared file %q of %s %d in %s: %w", name, w.kind, w.id, w.c.b.location(sharedDir), err)
+	}
+	w.shared[name] = SharedFileInfo{Size: int64(len(data)), CRC32C: checksum(data), Checkpoint: w.id}
+	return nil
+}
+
+// ReuseShared implements Writer.
+func (w *writer) ReuseShared(ctx context.Context, name string) (bool, error) {
+	if err := CheckName(name); err != nil {
+		return false, err
+	}
+	if w.kind != Checkpoint {
+		return false, fmt.Errorf("checkpoint store: %s %d: a savepoint cannot reference shared file %q", w.kind, w.id, name)
+	}
+	w.mu.Lock()
+	if w.state != writerOpen {
+		w.mu.Unlock()
+		return false, fmt.Errorf("%w: ReuseShared %q on %s %d", ErrClosed, name, w.kind, w.id)
+	}
+	if _, ok := w.shared[name]; ok {
+		// Another subtask's database has the file too (they were
+		// restored from one database).
+		w.mu.Unlock()
+		return true, nil
+	}
+	if w.busy["/"+name] {
+		w.mu.Unlock()
+		return false, fmt.Errorf("checkpoint store: %s %d: shared file %q reused while it is being written", w.kind, w.id, name)
+	}
+	w.mu.Unlock()
+	fi, ok, err := w.c.reuse(ctx, name)
+	if err != nil || !ok {
+		return false, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pins = append(w.pins, name)
+	if w.state != writerOpen {
+		return false, fmt.Errorf("%w: ReuseShared %q on %s %d", ErrClosed, name, w.kind, w.id)
+	}
+	if _, ok := w.shared[name]; !ok {
+		w.shared[name] = fi
+	}
+	return true, nil
+}
+
 // Commit implements Writer.
 func (w *writer) Commit(ctx context.Context, m Manifest) (*Manifest, error) {
 	w.mu.Lock()
@@ -474,6 +731,10 @@ func (w *writer) Commit(ctx context.Context, m Manifest) (*Manifest, error) {
 	for name, fi := range w.files {
 		m.Files[name] = fi
 	}
+	m.Shared = nil
+	if len(w.shared) > 0 {
+		m.Shared = maps.Clone(w.shared)
+	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now()
 	}
@@ -486,11 +747,20 @@ func (w *writer) Commit(ctx context.Context, m Manifest) (*Manifest, error) {
 		w.setState(writerOpen)
 		return nil, err
 	}
+	if w.wrote {
+		// The shared files must be durable before the manifest that
+		// references them.
+		if err := w.c.b.syncShared(ctx); err != nil {
+			w.setState(writerFailed)
+			return nil, fmt.Errorf("checkpoint store: committing %s: syncing %s: %w", w.c.b.location(w.dir), w.c.b.location(sharedDir), err)
+		}
+	}
 	if err := w.c.b.publish(ctx, w.dir, data); err != nil {
 		w.setState(writerFailed)
 		return nil, fmt.Errorf("checkpoint store: committing %s: %w", w.c.b.location(w.dir), err)
 	}
 	w.setState(writerCommitted)
+	w.c.unpin(w.pins, m.Shared)
 	w.c.release(w.id)
 	return decodeManifest(data, w.c.b.location(w.dir))
 }
@@ -516,6 +786,9 @@ func (w *writer) Abort(ctx context.Context) error {
 	w.mu.Unlock()
 	w.pending.Wait()
 	defer w.c.release(w.id)
+	// Shared files written by this Writer are referenced by no manifest:
+	// the next Retain deletes them.
+	defer w.c.unpin(w.pins, nil)
 	if err := w.c.b.remove(ctx, w.dir); err != nil {
 		return fmt.Errorf("checkpoint store: aborting %s: %w", w.c.b.location(w.dir), err)
 	}

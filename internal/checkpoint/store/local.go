@@ -242,3 +242,67 @@ func (b *localBackend) remove(ctx context.Context, dir string) error {
 	}
 	return b.fs.SyncDir(b.root)
 }
+
+// ReadShared implements Store.
+func (l *Local) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return l.c.readShared(ctx, m, name)
+}
+
+// putShared writes root/shared/name, creating the directory (durably) the
+// first time.
+func (b *localBackend) putShared(ctx context.Context, name string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := b.path(sharedDir)
+	if _, err := b.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := b.fs.MkdirAll(dir); err != nil {
+			return err
+		}
+		if err := b.fs.SyncDir(b.root); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	return b.writeFile(b.path(sharedDir, name), data)
+}
+
+func (b *localBackend) syncShared(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.fs.SyncDir(b.path(sharedDir))
+}
+
+func (b *localBackend) listShared(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := b.fs.ReadDir(b.path(sharedDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func (b *localBackend) removeShared(ctx context.Context, names []string) error {
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := b.fs.Remove(b.path(sharedDir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return b.fs.SyncDir(b.path(sharedDir))
+}

@@ -38,6 +38,76 @@ type Manifest struct {
 	// Files lists every data file of the checkpoint (set by Commit from
 	// what the Writer wrote), including files no operator entry refers to.
 	Files map[string]FileInfo `json:"files"`
+	// Shared lists every shared file the checkpoint references (set by
+	// Commit from the Writer's WriteShared and ReuseShared calls): files
+	// under <root>/shared/ that several checkpoints of one store may
+	// reference, the immutable database files of incremental checkpoints.
+	// Savepoints have none.
+	Shared map[string]SharedFileInfo `json:"shared,omitempty"`
+}
+
+// SharedFileInfo is the recorded size and checksum of a shared file, and
+// the checkpoint that uploaded it.
+type SharedFileInfo struct {
+	// Size is the file's length in bytes.
+	Size int64 `json:"size"`
+	// CRC32C is the CRC-32 (Castagnoli polynomial) of the file's contents.
+	CRC32C uint32 `json:"crc32c"`
+	// Checkpoint is the id of the checkpoint that uploaded the file; a
+	// later checkpoint that references it did not upload it again.
+	Checkpoint int64 `json:"checkpoint"`
+}
+
+// DBFiles is a subtask's keyed state kept as the files of a database (the
+// Pebble state backend's incremental checkpoints) rather than as
+// per-key-group snapshots: laying the files out in a directory gives back
+// the database as of the checkpoint.
+type DBFiles struct {
+	// FirstKeyGroup and LastKeyGroup (inclusive) are the key groups the
+	// database held.
+	FirstKeyGroup int `json:"first_key_group"`
+	LastKeyGroup  int `json:"last_key_group"`
+	// KeyType names the type of the keys (informational).
+	KeyType string `json:"key_type,omitempty"`
+	// Files are the database's files.
+	Files []DBFile `json:"files"`
+}
+
+// DBFile is one file of a database: its name in the database directory
+// and where its contents are, either a data file of the checkpoint or a
+// shared file.
+type DBFile struct {
+	// Name is the file's name in the database directory.
+	Name string `json:"name"`
+	// File names a data file of this checkpoint (a key of Manifest.Files).
+	File string `json:"file,omitempty"`
+	// Shared names a shared file (a key of Manifest.Shared).
+	Shared string `json:"shared,omitempty"`
+}
+
+// UploadedBytes returns how many bytes writing the checkpoint stored: its
+// data files and the shared files it uploaded itself (not those it
+// references from earlier checkpoints).
+func (m *Manifest) UploadedBytes() int64 {
+	var n int64
+	for _, f := range m.Files {
+		n += f.Size
+	}
+	for _, f := range m.Shared {
+		if f.Checkpoint == m.ID {
+			n += f.Size
+		}
+	}
+	return n
+}
+
+// SharedBytes returns the total size of the shared files m references.
+func (m *Manifest) SharedBytes() int64 {
+	var n int64
+	for _, f := range m.Shared {
+		n += f.Size
+	}
+	return n
 }
 
 // OperatorState is the state of one operator, identified by its UID.
@@ -68,6 +138,10 @@ type SubtaskState struct {
 	// KeyedState says where the keyed state (and timers) of each key group
 	// the subtask wrote lies. Key groups without state may be left out.
 	KeyedState []KeyGroupSlice `json:"keyed_state,omitempty"`
+	// DB holds the subtask's keyed state as database files (incremental
+	// checkpoints); the KeyedState slices then hold the rest of each key
+	// group's frame (timers) with an empty state snapshot.
+	DB *DBFiles `json:"db,omitempty"`
 }
 
 // KeyGroupSlice locates the state of one key group: Length bytes at Offset
@@ -175,6 +249,20 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("checkpoint store: manifest: file %q has negative size %d", name, fi.Size)
 		}
 	}
+	if len(m.Shared) > 0 && m.Kind == Savepoint {
+		return errors.New("checkpoint store: manifest: a savepoint must be self-contained but references shared files")
+	}
+	for name, fi := range m.Shared {
+		if err := CheckName(name); err != nil {
+			return fmt.Errorf("checkpoint store: manifest: shared %s", strings.TrimPrefix(err.Error(), "checkpoint store: "))
+		}
+		if fi.Size < 0 {
+			return fmt.Errorf("checkpoint store: manifest: shared file %q has negative size %d", name, fi.Size)
+		}
+		if fi.Checkpoint < 0 || fi.Checkpoint > m.ID {
+			return fmt.Errorf("checkpoint store: manifest: shared file %q was uploaded by checkpoint %d, not before checkpoint %d", name, fi.Checkpoint, m.ID)
+		}
+	}
 	uids := make(map[string]bool, len(m.Operators))
 	for _, op := range m.Operators {
 		if err := m.validateOperator(&op, uids); err != nil {
@@ -230,8 +318,58 @@ func (m *Manifest) validateOperator(op *OperatorState, uids map[string]bool) err
 					st.Index, s.KeyGroup, s.Offset, s.Length, s.File, fi.Size)
 			}
 		}
+		if st.DB != nil {
+			if err := m.validateDB(op, st.DB); err != nil {
+				return fmt.Errorf("subtask %d: database files: %w", st.Index, err)
+			}
+		}
 	}
 	return nil
+}
+
+func (m *Manifest) validateDB(op *OperatorState, db *DBFiles) error {
+	if db.FirstKeyGroup < 0 || db.LastKeyGroup < db.FirstKeyGroup || db.LastKeyGroup >= op.MaxParallelism {
+		return fmt.Errorf("key groups [%d, %d] not within [0, max parallelism %d)", db.FirstKeyGroup, db.LastKeyGroup, op.MaxParallelism)
+	}
+	names := make(map[string]bool, len(db.Files))
+	for _, f := range db.Files {
+		if err := CheckName(f.Name); err != nil {
+			return errors.New(strings.TrimPrefix(err.Error(), "checkpoint store: "))
+		}
+		if names[f.Name] {
+			return fmt.Errorf("file %q appears twice", f.Name)
+		}
+		names[f.Name] = true
+		switch {
+		case (f.File == "") == (f.Shared == ""):
+			return fmt.Errorf("file %q must name exactly one of a data file and a shared file", f.Name)
+		case f.File != "":
+			if _, ok := m.Files[f.File]; !ok {
+				return fmt.Errorf("file %q: data file %q was not written", f.Name, f.File)
+			}
+		default:
+			if _, ok := m.Shared[f.Shared]; !ok {
+				return fmt.Errorf("file %q: shared file %q is not listed in shared", f.Name, f.Shared)
+			}
+		}
+	}
+	return nil
+}
+
+// usesShared reports whether m needs format version 2: shared files or
+// database files, which a version-1 reader would silently ignore.
+func (m *Manifest) usesShared() bool {
+	if len(m.Shared) > 0 {
+		return true
+	}
+	for _, op := range m.Operators {
+		for _, st := range op.Subtasks {
+			if st.DB != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // The manifest file is a JSON envelope (see FORMAT.md):
@@ -240,9 +378,13 @@ func (m *Manifest) validateOperator(op *OperatorState, uids map[string]bool) err
 //
 // where N is the CRC32C of the bytes of the "manifest" value exactly as they
 // appear in the file.
+//
+// Version 2 adds shared files and database files (incremental
+// checkpoints), which a version-1 reader would ignore and so misread; a
+// manifest without them is still written as version 1.
 const (
 	formatName    = "weir-checkpoint"
-	formatVersion = 1
+	formatVersion = 2
 )
 
 type envelope struct {
@@ -262,7 +404,11 @@ func encodeManifest(m *Manifest) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString("{\n  \"format\": \"" + formatName + "\",\n")
-	b.WriteString("  \"version\": " + strconv.Itoa(formatVersion) + ",\n")
+	version := 1
+	if m.usesShared() {
+		version = formatVersion
+	}
+	b.WriteString("  \"version\": " + strconv.Itoa(version) + ",\n")
 	b.WriteString("  \"crc32c\": " + strconv.FormatUint(uint64(checksum(body)), 10) + ",\n")
 	b.WriteString("  \"manifest\": ")
 	b.Write(body)
@@ -281,8 +427,8 @@ func decodeManifest(data []byte, loc string) (*Manifest, error) {
 	if env.Format != formatName {
 		return nil, fmt.Errorf("%w: %s: manifest format is %q, want %q", ErrCorrupt, loc, env.Format, formatName)
 	}
-	if env.Version != formatVersion {
-		return nil, fmt.Errorf("%w: %s: manifest format version %d is not supported (this build reads version %d)", ErrCorrupt, loc, env.Version, formatVersion)
+	if env.Version < 1 || env.Version > formatVersion {
+		return nil, fmt.Errorf("%w: %s: manifest format version %d is not supported (this build reads versions 1 to %d)", ErrCorrupt, loc, env.Version, formatVersion)
 	}
 	if env.CRC32C == nil || env.Manifest == nil {
 		return nil, fmt.Errorf("%w: %s: manifest lacks its crc32c or manifest field", ErrCorrupt, loc)

@@ -329,3 +329,39 @@ func (b *s3Backend) remove(ctx context.Context, dir string) error {
 	}
 	return b.deleteUnder(ctx, dir)
 }
+
+// ReadShared implements Store.
+func (s *S3) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return s.c.readShared(ctx, m, name)
+}
+
+func (b *s3Backend) putShared(ctx context.Context, name string, data []byte) error {
+	return b.put(ctx, sharedDir, name, data)
+}
+
+// syncShared does nothing: a PUT is durable when it returns.
+func (b *s3Backend) syncShared(context.Context) error { return nil }
+
+func (b *s3Backend) listShared(ctx context.Context) ([]string, error) {
+	p := b.key(sharedDir, "")
+	keys, err := b.listKeys(ctx, p, 0)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if name := strings.TrimPrefix(k, p); name != "" && !strings.Contains(name, "/") {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+func (b *s3Backend) removeShared(ctx context.Context, names []string) error {
+	for _, n := range names {
+		if err := b.call(ctx, http.MethodDelete, b.key(sharedDir, n), nil, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

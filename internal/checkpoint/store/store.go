@@ -61,6 +61,12 @@ type Store interface {
 	// no such file).
 	ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error)
 
+	// ReadShared returns the contents of the shared file name that the
+	// checkpoint m describes references, after checking its size and
+	// CRC32C against m.Shared (ErrCorrupt on a mismatch or a missing file,
+	// ErrNotFound if m references no such file).
+	ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error)
+
 	// List returns the completed checkpoints and savepoints in ascending id
 	// order, without verifying them. Checkpoints being written are never
 	// listed. List is not a snapshot: every checkpoint completed before the
@@ -71,13 +77,20 @@ type Store interface {
 	// Retain keeps the newest n (n >= 1) completed checkpoints whose
 	// manifest is intact and deletes every older checkpoint, complete or
 	// not. Savepoints are never deleted by Retain, and nothing is deleted
-	// while fewer than n intact checkpoints exist.
+	// while fewer than n intact checkpoints exist. Then it deletes every
+	// shared file that no remaining checkpoint references and no open
+	// Writer has written or reused (files of crashed attempts and of
+	// checkpoints deleted by this or an earlier call included); a shared
+	// file that a remaining checkpoint references is never deleted. The
+	// references are read from the manifests, so this holds after a
+	// process restart too.
 	Retain(ctx context.Context, n int) error
 
 	// Delete removes checkpoint or savepoint id, complete or not (ErrNotFound
 	// if there is none, ErrInProgress if it is being written). The manifest
 	// goes first, so an interrupted Delete leaves an incomplete checkpoint,
-	// never a damaged one that looks complete.
+	// never a damaged one that looks complete. Shared files the checkpoint
+	// referenced are left for the next Retain to collect.
 	Delete(ctx context.Context, id int64) error
 }
 
@@ -90,10 +103,28 @@ type Writer interface {
 	// Commit. A failed WriteFile may be retried with the same name.
 	WriteFile(ctx context.Context, name string, data []byte) error
 
+	// WriteShared stores a shared file, under <root>/shared/name: an
+	// immutable file that this checkpoint and later ones may reference
+	// (the database files of incremental checkpoints). Shared file names
+	// must be unique for their contents: a name is never written with
+	// other bytes. The file is durable when WriteShared returns; it is
+	// protected from Retain until the Writer ends, and afterwards for as
+	// long as a retained checkpoint references it. Commit records it in
+	// Manifest.Shared as uploaded by this checkpoint. Savepoints cannot
+	// have shared files.
+	WriteShared(ctx context.Context, name string, data []byte) error
+
+	// ReuseShared makes the checkpoint reference the shared file name that
+	// an earlier, still stored, checkpoint wrote, or that this Writer
+	// already wrote or reused, without writing it again, and reports true;
+	// it reports false if no stored checkpoint (as the manifests say)
+	// references name, and then the caller writes it with WriteShared.
+	ReuseShared(ctx context.Context, name string) (bool, error)
+
 	// Commit waits for WriteFile calls in progress, validates m (see
 	// Manifest.Validate) and publishes it, which makes the checkpoint
-	// visible and complete. Commit sets m's ID, Kind and Files from the
-	// Writer (whatever the caller put there) and CreatedAt to the current
+	// visible and complete. Commit sets m's ID, Kind, Files and Shared
+	// from the Writer (whatever the caller put there) and CreatedAt to the current
 	// time if it is zero; it returns the manifest as a reader will see it.
 	// An invalid manifest is reported before anything is published and the
 	// Writer stays open. After any other failure the checkpoint's state is

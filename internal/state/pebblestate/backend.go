@@ -21,6 +21,11 @@
 //     an earlier checkpoint of the same directory has not copied yet;
 //     RestoreIncrementalMerged combines the checkpoints of several old
 //     backends into one (a restore at a lower parallelism).
+//   - Stage / RestoreImages are the two halves of the Weir runtime's
+//     incremental job checkpoints: Stage takes Pebble's checkpoint at the
+//     barrier and names every immutable file for sharing, the checkpoint
+//     store uploads it later; RestoreImages restores from one or several
+//     old databases (staged.go).
 //
 // Values are serialized on every write and deserialized on every read with
 // the descriptor's codec (state.WithCodec) or internal/state's
@@ -104,6 +109,7 @@ type Backend[K comparable] struct {
 	// Incremental checkpoints (incremental.go).
 	instance string            // random name prefix of the shared files this DB writes
 	uploaded map[string]string // local immutable file name -> shared file name
+	staged   []*Staged         // staged checkpoints not yet discarded (staged.go)
 }
 
 var writeOpts = pebble.NoSync
@@ -168,11 +174,28 @@ func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Optio
 	return b, nil
 }
 
+// deleteRange deletes the keys in [lo, hi) if there are any.
+func (b *Backend[K]) deleteRange(lo, hi []byte) error {
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	any := it.First()
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if !any {
+		return nil
+	}
+	return b.db.DeleteRange(lo, hi, writeOpts)
+}
+
 // Close flushes the memtable (the backend writes no write-ahead log) and
 // closes the database. The backend and its handles must not be used
 // afterwards; the files stay in the directory, and Open finds the state
 // again.
 func (b *Backend[K]) Close() error {
+	b.discardStaged()
 	if b.db == nil {
 		return nil
 	}
@@ -187,6 +210,7 @@ func (b *Backend[K]) Close() error {
 // Discard closes the database without flushing it and removes its
 // directory: the end of an operator whose state lives on in checkpoints.
 func (b *Backend[K]) Discard() error {
+	b.discardStaged()
 	var err error
 	if b.db != nil {
 		err = b.db.Close()
@@ -384,13 +408,15 @@ func (b *Backend[K]) load() error {
 	}
 	// Drop the key groups outside the range (a restore at another
 	// parallelism).
+	// Only where there are such entries: a range tombstone may make
+	// Pebble rewrite files that checkpoints share.
 	if b.first > 0 {
-		if err := b.db.DeleteRange([]byte{0, 0}, []byte{byte(b.first >> 8), byte(b.first)}, writeOpts); err != nil {
+		if err := b.deleteRange([]byte{0, 0}, []byte{byte(b.first >> 8), byte(b.first)}); err != nil {
 			return fmt.Errorf("pebblestate: %w", err)
 		}
 	}
 	if b.last < MaxKeyGroup {
-		if err := b.db.DeleteRange([]byte{byte((b.last + 1) >> 8), byte(b.last + 1)}, []byte{metaPrefix0, metaPrefix1}, writeOpts); err != nil {
+		if err := b.deleteRange([]byte{byte((b.last + 1) >> 8), byte(b.last + 1)}, []byte{metaPrefix0, metaPrefix1}); err != nil {
 			return fmt.Errorf("pebblestate: %w", err)
 		}
 	}

@@ -64,7 +64,7 @@ func RestoreIncrementalMerged[K comparable](refs []CheckpointRef, dbDir string, 
 			if err := layout(dirs[i], use[i], tmp); err != nil {
 				return err
 			}
-			return b.mergeFrom(tmp, use[i].ID)
+			return b.mergeFrom(tmp, fmt.Sprintf("checkpoint %d", use[i].ID))
 		}()
 		if err != nil {
 			_ = b.Close()
@@ -76,13 +76,13 @@ func RestoreIncrementalMerged[K comparable](refs []CheckpointRef, dbDir string, 
 
 // mergeFrom copies the entries of the database in dir (a laid-out
 // checkpoint) within the backend's key-group range into the backend.
-func (b *Backend[K]) mergeFrom(dir string, id int64) error {
+func (b *Backend[K]) mergeFrom(dir string, what string) error {
 	db, err := pebble.Open(dir, &pebble.Options{DisableWAL: true, Logger: quietLogger{}})
 	if err != nil {
-		return fmt.Errorf("pebblestate: merging checkpoint %d: %w", id, err)
+		return fmt.Errorf("pebblestate: merging %s: %w", what, err)
 	}
 	defer db.Close()
-	fail := func(err error) error { return fmt.Errorf("pebblestate: merging checkpoint %d: %w", id, err) }
+	fail := func(err error) error { return fmt.Errorf("pebblestate: merging %s: %w", what, err) }
 	kt, closer, err := db.Get(metaKey(metaKeyType, ""))
 	if err != nil {
 		return fail(err)

@@ -1,0 +1,357 @@
+package weir_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/state"
+)
+
+// growingState keeps, per key, a count and a padded value, so the state
+// grows with the keys seen; it emits "key:count".
+type growingState struct {
+	n   state.ValueState[int64]
+	pad state.ValueState[string]
+}
+
+func (g *growingState) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
+	if g.n, err = weir.GetValueState(ctx, state.Value[int64]("n")); err != nil {
+		return err
+	}
+	g.pad, err = weir.GetValueState(ctx, state.Value[string]("pad"))
+	return err
+}
+
+func (g *growingState) ProcessElement(v int64, ctx weir.KeyedContext[int64], out weir.Collector[string]) error {
+	n, _ := g.n.Value()
+	n++
+	g.n.Update(n)
+	h := sha256.Sum256([]byte(fmt.Sprint(v, n)))
+	g.pad.Update(strings.Repeat(hex.EncodeToString(h[:]), 4))
+	out.Collect(fmt.Sprintf("%d:%d", ctx.CurrentKey(), n))
+	return nil
+}
+
+func (g *growingState) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[string]) error {
+	return nil
+}
+
+// incrementalJob builds the keyed job of the incremental-checkpoint tests:
+// n records, the first half each with its own key (the state grows), the
+// second half over hot keys only (small updates to a big state), the
+// Pebble backend, checkpoints every 20 ms to the directory store cps; onRecord, if
+// set, runs for every result before the sink (a failure injector).
+func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int64, retain int, log *slog.Logger, onRecord func(string)) *weir.Environment {
+	t.Helper()
+	st, err := weir.NewDirCheckpointStore(cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []weir.Option{weir.WithParallelism(p), weir.WithBufferSize(64),
+		weir.WithStateBackend(weir.PebbleStateBackend(stateDir))}
+	if log != nil {
+		opts = append(opts, weir.WithLogger(log))
+	}
+	env := weir.NewEnvironment(opts...)
+	env.EnableCheckpointing(20*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(retain))
+	// 30k records per second: a run spans many checkpoints, with or
+	// without the race detector.
+	src := weir.Generate(env, n, 30000, func(i int64) int64 {
+		if i < n/2 {
+			return i
+		}
+		return i % keys
+	}, weir.NoWatermarks[int64]()).SetParallelism(1)
+	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &growingState{}).UID("grow")
+	checked := weir.Map(counted, func(s string) string {
+		if onRecord != nil {
+			onRecord(s)
+		}
+		return s
+	}).UID("inject")
+	weir.FileSink(checked, out, func(s string) []byte { return []byte(s) })
+	return env
+}
+
+func committedSorted(t *testing.T, dir string) []string {
+	t.Helper()
+	lines, err := weir.ReadCommittedLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+func openStore(t *testing.T, dir string, log *slog.Logger) *store.Local {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s, err := store.NewLocal(dir, store.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// manifests returns the manifests of the stored checkpoints, oldest first.
+func manifests(t *testing.T, s *store.Local) []*store.Manifest {
+	t.Helper()
+	es, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*store.Manifest
+	for _, e := range es {
+		m, err := s.Open(context.Background(), e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestIncrementalCheckpointsEndToEnd runs a keyed job whose Pebble state
+// grows, with checkpoints every few milliseconds to a directory store,
+// fails it with a panic once several checkpoints are stored, and restores
+// at the same and at another parallelism: the committed output equals a
+// fault-free run's. The checkpoints are incremental: they hold the
+// database as shared files, and a later one uploads much less than the
+// state it references.
+func TestIncrementalCheckpointsEndToEnd(t *testing.T) {
+	const n, keys = 60000, 50
+	ref := t.TempDir()
+	if err := incrementalJob(t, 2, t.TempDir(), t.TempDir(), ref, n, keys, 1, nil, nil).Execute(t.Context(), "reference"); err != nil {
+		t.Fatal(err)
+	}
+	want := committedSorted(t, ref)
+	if len(want) != n {
+		t.Fatalf("fault-free run committed %d lines, want %d", len(want), n)
+	}
+	for _, c := range []struct {
+		name   string
+		p1, p2 int
+	}{{"same-parallelism", 2, 2}, {"scale-up", 2, 3}, {"scale-down", 3, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
+			var seen atomic.Int64
+			var failed atomic.Bool
+			var mu sync.Mutex
+			var seenManifests []*store.Manifest
+			// The failure is injected once a later checkpoint uploaded
+			// much less than the state it references.
+			small := func(ms []*store.Manifest) bool {
+				for _, m := range ms[1:] {
+					if m.SharedBytes() > 1<<20 && m.UploadedBytes()*4 < m.SharedBytes() {
+						return true
+					}
+				}
+				return false
+			}
+			inject := func(string) {
+				if seen.Add(1) < 3*n/4 || failed.Load() {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if failed.Load() {
+					return
+				}
+				ms := manifests(t, openStore(t, cps, nil))
+				if len(ms) < 3 || !small(ms) {
+					return
+				}
+				seenManifests = ms
+				failed.Store(true)
+				panic("injected failure after incremental checkpoints")
+			}
+			err := incrementalJob(t, c.p1, cps, stateDir, out, n, keys, 3, nil, inject).Execute(t.Context(), "failing")
+			if err == nil || !failed.Load() {
+				t.Fatalf("the job ended (err %v) before any checkpoint uploaded less than a quarter of the state it references", err)
+			}
+			// The stored checkpoints are incremental.
+			for _, m := range seenManifests {
+				op := m.Operator("grow")
+				if op == nil || len(op.Subtasks) == 0 || op.Subtasks[0].DB == nil {
+					t.Fatalf("checkpoint %d: operator grow has no database files: %+v", m.ID, op)
+				}
+				t.Logf("checkpoint %d: uploaded %d bytes, references %d bytes of shared files (%d files)", m.ID, m.UploadedBytes(), m.SharedBytes(), len(m.Shared))
+			}
+			if err := incrementalJob(t, c.p2, cps, stateDir, out, n, keys, 3, nil, nil).Execute(t.Context(), "restored"); err != nil {
+				t.Fatal(err)
+			}
+			if got := committedSorted(t, out); !slices.Equal(got, want) {
+				t.Fatalf("restored run committed %d lines, the fault-free run %d; first difference: %s", len(got), len(want), firstDiff(got, want))
+			}
+			// Staged checkpoints and databases are gone, and the store
+			// keeps only the shared files its checkpoints reference.
+			if left, _ := os.ReadDir(stateDir); len(left) != 0 {
+				t.Fatalf("state directory holds %d entries after the jobs", len(left))
+			}
+			// A checkpoint cut short as the job ended may have left shared
+			// files no manifest references: retention (here by a new
+			// process) collects them.
+			reopened := openStore(t, cps, nil)
+			if err := reopened.Retain(t.Context(), 3); err != nil {
+				t.Fatal(err)
+			}
+			ms := manifests(t, reopened)
+			refs := map[string]bool{}
+			for _, m := range ms {
+				for name := range m.Shared {
+					refs[name] = true
+				}
+			}
+			files, err := os.ReadDir(filepath.Join(cps, "shared"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if !refs[f.Name()] {
+					t.Fatalf("shared file %s is referenced by no retained checkpoint", f.Name())
+				}
+				delete(refs, f.Name())
+			}
+			if len(refs) > 0 {
+				t.Fatalf("retained checkpoints reference missing shared files %v", refs)
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("line %d: %q vs %q", i, a[i], b[i])
+		}
+	}
+	return "one is a prefix of the other"
+}
+
+// logLines is a concurrency-safe log sink for a text slog handler.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestIncrementalCorruptSharedFileFallsBack damages a shared file that
+// only the latest checkpoint references, as the job fails: the restore
+// skips that checkpoint for the previous one with a warning naming the
+// file, and the restored state is right (every key ends at its full
+// count; the sink may repeat what it had committed after the older
+// checkpoint).
+func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
+	const n, keys = 40000, 50
+	cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
+	var seen atomic.Int64
+	var failed atomic.Bool
+	var damaged, skipped atomic.Value
+	var mu sync.Mutex // the injector runs in every Map subtask: one damages
+	inject := func(string) {
+		if seen.Add(1) < 3*n/4 || failed.Load() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failed.Load() {
+			return
+		}
+		ms := manifests(t, openStore(t, cps, nil))
+		if len(ms) < 2 {
+			return
+		}
+		latest, prev := ms[len(ms)-1], ms[len(ms)-2]
+		for name, fi := range latest.Shared {
+			if _, old := prev.Shared[name]; old || fi.Checkpoint != latest.ID {
+				continue
+			}
+			p := filepath.Join(cps, "shared", name)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			data[len(data)/2] ^= 0x55
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+			damaged.Store(name)
+			skipped.Store(latest.ID)
+			failed.Store(true)
+			panic("injected failure after damaging a shared file")
+		}
+	}
+	var logs logLines
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, inject).Execute(t.Context(), "failing")
+	if err == nil || !failed.Load() {
+		t.Skipf("no checkpoint uploaded a new shared file before the job ended (err %v)", err)
+	}
+	name, id := damaged.Load().(string), skipped.Load().(int64)
+	if err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, nil).Execute(t.Context(), "restored"); err != nil {
+		t.Fatal(err)
+	}
+	text := logs.String()
+	var warned bool
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, fmt.Sprintf("checkpoint=%d ", id)) && strings.Contains(l, name) {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Fatalf("no warning naming checkpoint %d and shared file %s:\n%s", id, name, text)
+	}
+	if !strings.Contains(text, fmt.Sprintf("from=\"checkpoint %d\"", id-1)) && !strings.Contains(text, fmt.Sprintf("checkpoint=%d", id-1)) {
+		t.Fatalf("the restore did not use checkpoint %d:\n%s", id-1, text)
+	}
+	last := map[string]int{}
+	for _, l := range committedSorted(t, out) {
+		k, c, _ := strings.Cut(l, ":")
+		var v int
+		fmt.Sscan(c, &v)
+		last[k] = max(last[k], v)
+	}
+	if len(last) != n/2 {
+		t.Fatalf("%d keys in the output, want %d", len(last), n/2)
+	}
+	for k, c := range last {
+		want := 1
+		var v int
+		fmt.Sscan(k, &v)
+		if v < keys {
+			want += n / 2 / keys
+		}
+		if c != want {
+			t.Fatalf("key %s ends at count %d, want %d", k, c, want)
+		}
+	}
+}
