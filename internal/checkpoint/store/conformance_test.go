@@ -150,11 +150,11 @@ var backings = map[string]func(t *testing.T) backing{
 		return backing{
 			open: func(log *slog.Logger) Store { return f.store(t, prefix, WithLogger(log)) },
 			mutate: func(dir, name string, fn func([]byte) []byte) bool {
-				return f.mutate(prefix+"/"+dir+"/"+name, fn)
+				return f.Mutate(prefix+"/"+dir+"/"+name, fn)
 			},
 			residue: func(dir string) []string {
 				var names []string
-				for _, k := range f.keys() {
+				for _, k := range f.Keys() {
 					if rest, ok := strings.CutPrefix(k, prefix+"/"+dir+"/"); ok {
 						names = append(names, rest)
 					}
@@ -162,14 +162,12 @@ var backings = map[string]func(t *testing.T) backing{
 				return names
 			},
 			failReads: func(dir string) {
-				f.mu.Lock()
-				f.fail = func(method, key string) int {
+				f.SetFail(func(method, key string) int {
 					if method == "GET" && strings.Contains(key, "/"+dir+"/") {
 						return 503
 					}
 					return 0
-				}
-				f.mu.Unlock()
+				})
 			},
 		}
 	},

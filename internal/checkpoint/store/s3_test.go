@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/checkpoint/store/s3fake"
 )
 
 // TestSigV4Vectors checks the signer against the examples published in
@@ -100,8 +102,8 @@ func TestNewS3Validation(t *testing.T) {
 
 func TestS3RejectedSignature(t *testing.T) {
 	f := newFakeS3(t)
-	s, err := NewS3(f.srv.URL, f.bucket, "p", Credentials{AccessKeyID: f.creds.AccessKeyID, SecretAccessKey: "wrong"},
-		f.srv.Client(), WithRegion(f.region))
+	s, err := NewS3(f.URL(), f.Bucket, "p", Credentials{AccessKeyID: f.creds.AccessKeyID, SecretAccessKey: "wrong"},
+		f.Client(), WithRegion(f.Region))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestS3RejectedSignature(t *testing.T) {
 		t.Fatalf("Begin with a wrong secret: %v", err)
 	}
 	// A wrong region is refused as well.
-	s2, _ := NewS3(f.srv.URL, f.bucket, "p", f.creds, f.srv.Client(), WithRegion("us-west-2"))
+	s2, _ := NewS3(f.URL(), f.Bucket, "p", f.creds, f.Client(), WithRegion("us-west-2"))
 	if _, err := s2.List(ctx); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("List with a wrong region: %v", err)
 	}
@@ -141,16 +143,16 @@ func TestS3Layout(t *testing.T) {
 		want = append(want, "jobs/my job/ü/savepoint-8/"+name)
 	}
 	slices.Sort(want)
-	if got := f.keys(); !slices.Equal(got, want) {
+	if got := f.Keys(); !slices.Equal(got, want) {
 		t.Fatalf("keys:\n%q\nwant\n%q", got, want)
 	}
-	if len(want) <= f.pageSize {
+	if len(want) <= s3fake.PageSize {
 		t.Fatal("too few objects to need several list pages")
 	}
 	wantList(t, s, cp(7), sp(8))
 	// The manifest object decodes like a local one.
 	var raw []byte
-	f.mutate("jobs/my job/ü/chk-7/_manifest.json", func(d []byte) []byte { raw = d; return d })
+	f.Mutate("jobs/my job/ü/chk-7/_manifest.json", func(d []byte) []byte { raw = d; return d })
 	m, err := decodeManifest(raw, "test")
 	if err != nil || m.ID != 7 {
 		t.Fatalf("decoding the manifest object: %+v, %v", m, err)
@@ -184,14 +186,12 @@ func TestS3CommitFails(t *testing.T) {
 	log, logs := newLogger()
 	s := f.store(t, "p", WithLogger(log))
 	writeCheckpoint(t, s, 1, Checkpoint)
-	f.mu.Lock()
-	f.fail = func(method, key string) int {
+	f.SetFail(func(method, key string) int {
 		if method == http.MethodPut && strings.HasSuffix(key, "chk-2/"+manifestName) {
 			return http.StatusInternalServerError
 		}
 		return 0
-	}
-	f.mu.Unlock()
+	})
 	w, err := s.Begin(ctx, 2, Checkpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestS3CommitFails(t *testing.T) {
 	if err := w.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range f.keys() {
+	for _, k := range f.Keys() {
 		if strings.Contains(k, "chk-2") {
 			t.Fatalf("Abort left %s", k)
 		}
@@ -224,21 +224,17 @@ func TestS3DataUploadFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.fail = func(method, key string) int {
+	f.SetFail(func(method, key string) int {
 		if method == http.MethodPut {
 			return http.StatusServiceUnavailable
 		}
 		return 0
-	}
-	f.mu.Unlock()
+	})
 	err = w.WriteFile(ctx, "a", []byte("data"))
 	if err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("WriteFile = %v", err)
 	}
-	f.mu.Lock()
-	f.fail = nil
-	f.mu.Unlock()
+	f.SetFail(nil)
 	if err := w.WriteFile(ctx, "a", []byte("data")); err != nil {
 		t.Fatalf("retry: %v", err)
 	}

@@ -47,11 +47,42 @@ type Server struct {
 
 	mu      sync.Mutex
 	objects map[string][]byte
+	fail    func(method, key string) int
 	srv     *httptest.Server
 }
 
+// PageSize is the most keys a ListObjectsV2 page holds.
+const PageSize = 3
+
+// SetFail makes the server answer a request with the HTTP status fail
+// returns for its method and key instead of serving it (0: serve it); nil
+// serves every request.
+func (s *Server) SetFail(fail func(method, key string) int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = fail
+}
+
+// Mutate replaces the object at key with fn of a copy of its contents, or
+// deletes it if fn returns nil, and reports whether the object existed.
+func (s *Server) Mutate(key string, fn func([]byte) []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, ok := s.objects[key]
+	if !ok {
+		return false
+	}
+	if nw := fn(slices.Clone(data)); nw == nil {
+		delete(s.objects, key)
+	} else {
+		s.objects[key] = nw
+	}
+	return true
+}
+
 // New starts a server, closed when the test ends. ListObjectsV2 answers
-// pages of at most 3 keys, so clients must follow continuation tokens.
+// pages of at most PageSize keys, so clients must follow continuation
+// tokens.
 func New(t testing.TB) *Server {
 	s := &Server{
 		Bucket:          "ckpt",
@@ -59,7 +90,7 @@ func New(t testing.TB) *Server {
 		AccessKeyID:     "AKIDTEST",
 		SecretAccessKey: "secret/key+test",
 		t:               t,
-		pageSize:        3,
+		pageSize:        PageSize,
 		objects:         map[string][]byte{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -188,6 +219,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail != nil {
+		if code := s.fail(r.Method, key); code != 0 {
+			s.errorResponse(w, code, "InjectedFault", "injected fault")
+			return
+		}
+	}
 	switch {
 	case key == "" && r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2":
 		s.list(w, r)
