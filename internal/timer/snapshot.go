@@ -110,16 +110,22 @@ func (s *Service[K, N]) SnapshotKeyGroups(first, last int, kc state.Codec[K], nc
 
 func typeName[T any]() string { return reflect.TypeFor[T]().String() }
 
-// appendTimers writes the snapshot of key group kg with the event-time
-// timers ev of eq and the processing-time timers pr of pq.
-func appendTimers[K, N comparable](dst []byte, kg int, eq *Queue[K, N], ev []entry, pq *Queue[K, N], pr []entry,
-	kc state.Codec[K], nc state.Codec[N]) ([]byte, error) {
-	start := len(dst)
+// appendHeader writes the header of a key group's snapshot.
+func appendHeader[K, N comparable](dst []byte, kg int) []byte {
 	dst = append(dst, snapshotMagic...)
 	dst = binary.AppendUvarint(dst, snapshotVersion)
 	dst = binary.AppendUvarint(dst, uint64(kg))
 	dst = appendString(dst, typeName[K]())
 	dst = appendString(dst, typeName[N]())
+	return dst
+}
+
+// appendTimers writes the snapshot of key group kg with the event-time
+// timers ev of eq and the processing-time timers pr of pq.
+func appendTimers[K, N comparable](dst []byte, kg int, eq *Queue[K, N], ev []entry, pq *Queue[K, N], pr []entry,
+	kc state.Codec[K], nc state.Codec[N]) ([]byte, error) {
+	start := len(dst)
+	dst = appendHeader[K, N](dst, kg)
 	var err error
 	for _, d := range []struct {
 		q  *Queue[K, N]

@@ -62,11 +62,7 @@ func (v *View[K, N]) AppendKeyGroupSnapshot(dst []byte, kg int, kc state.Codec[K
 		return dst, fmt.Errorf("timer: snapshot of key group %d outside the view's range [%d, %d]", kg, v.first, v.first+len(v.ev)-1)
 	}
 	start := len(dst)
-	dst = append(dst, snapshotMagic...)
-	dst = binary.AppendUvarint(dst, snapshotVersion)
-	dst = binary.AppendUvarint(dst, uint64(kg))
-	dst = appendString(dst, typeName[K]())
-	dst = appendString(dst, typeName[N]())
+	dst = appendHeader[K, N](dst, kg)
 	var err error
 	for _, ts := range [][]restored[K, N]{v.ev[i], v.pr[i]} {
 		dst = binary.AppendUvarint(dst, uint64(len(ts)))
