@@ -66,11 +66,7 @@ func AppendKeyGroupFrame(dst []byte, kg int, keyType string, states []KeyGroupSt
 		}
 	}
 	start := len(dst)
-	dst = append(dst, snapshotMagic...)
-	dst = binary.AppendUvarint(dst, snapshotVersion)
-	dst = binary.AppendUvarint(dst, uint64(kg))
-	dst = appendString(dst, keyType)
-	dst = binary.AppendUvarint(dst, uint64(len(states)))
+	dst = appendKeyGroupHeader(dst, kg, keyType, len(states))
 	for _, s := range states {
 		dst = appendStateHeader(dst, s.Name, stateKind(s.Kind), s.TTL, s.Types, s.Count)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(len(s.Payload)))

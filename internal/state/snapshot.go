@@ -146,11 +146,7 @@ func (b *Backend[K]) AppendKeyGroupSnapshot(dst []byte, kg int) ([]byte, error) 
 	slices.Sort(names)
 
 	start := len(dst)
-	dst = append(dst, snapshotMagic...)
-	dst = binary.AppendUvarint(dst, snapshotVersion)
-	dst = binary.AppendUvarint(dst, uint64(kg))
-	dst = appendString(dst, keyTypeName[K]())
-	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	dst = appendKeyGroupHeader(dst, kg, keyTypeName[K](), len(names))
 	for _, name := range names {
 		if r := b.states[name]; r != nil {
 			n := r.ops.groupLen(idx)
@@ -496,4 +492,14 @@ func (b *Backend[K]) restorePending(name string, r *registration[K]) error {
 	}
 	delete(b.pending, name)
 	return nil
+}
+
+// appendKeyGroupHeader writes the header of a key group's snapshot: magic,
+// version, key group, key type and number of states (FORMAT.md).
+func appendKeyGroupHeader(dst []byte, kg int, keyType string, states int) []byte {
+	dst = append(dst, snapshotMagic...)
+	dst = binary.AppendUvarint(dst, snapshotVersion)
+	dst = binary.AppendUvarint(dst, uint64(kg))
+	dst = appendString(dst, keyType)
+	return binary.AppendUvarint(dst, uint64(states))
 }

@@ -172,11 +172,7 @@ func (v *View[K]) AppendKeyGroupSnapshot(dst []byte, kg int) ([]byte, error) {
 		}
 	}
 	start := len(dst)
-	dst = append(dst, snapshotMagic...)
-	dst = binary.AppendUvarint(dst, snapshotVersion)
-	dst = binary.AppendUvarint(dst, uint64(kg))
-	dst = appendString(dst, keyTypeName[K]())
-	dst = binary.AppendUvarint(dst, uint64(len(live)))
+	dst = appendKeyGroupHeader(dst, kg, keyTypeName[K](), len(live))
 	for _, s := range live {
 		if s.groups == nil {
 			g := s.pending[idx]
