@@ -34,7 +34,8 @@ the savepoint is stored (Flink's stop-with-savepoint, without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
 its parallelism, max parallelism, key groups and sizes, after verifying
-every file's checksum. PATH is a savepoint-<id> or chk-<id> directory, or a
+every file's checksum (with the shared files an incremental checkpoint
+references). PATH is a savepoint-<id> or chk-<id> directory, or a
 directory holding savepoints (its newest one). --json prints the manifest.
 
 Exit status: 0 done, 1 the savepoint failed or a file is damaged, 2 bad
@@ -145,8 +146,15 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 			damaged++
 		}
 	}
+	// The shared files an incremental checkpoint references.
+	for _, name := range slices.Sorted(maps.Keys(m.Shared)) {
+		if _, err := s.ReadShared(ctx, m, name); err != nil {
+			fmt.Fprintf(stderr, "DAMAGED shared/%s: %v\n", name, err)
+			damaged++
+		}
+	}
 	if damaged > 0 {
-		fmt.Fprintf(stderr, "weir savepoint inspect: %d of %d files damaged; this %s cannot be restored\n", damaged, len(m.Files), m.Kind)
+		fmt.Fprintf(stderr, "weir savepoint inspect: %d of %d files damaged; this %s cannot be restored\n", damaged, len(m.Files)+len(m.Shared), m.Kind)
 		return 1
 	}
 	return 0
@@ -162,7 +170,18 @@ func printManifest(w io.Writer, m *store.Manifest) {
 		fmt.Fprintf(w, " of job %q", m.JobID)
 	}
 	fmt.Fprintf(w, ", taken %s\n", m.CreatedAt.UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "%d operators, %d files, %s\n\n", len(m.Operators), len(m.Files), size(total))
+	fmt.Fprintf(w, "%d operators, %d files, %s\n", len(m.Operators), len(m.Files), size(total))
+	if len(m.Shared) > 0 {
+		var shared, uploaded int64
+		for _, f := range m.Shared {
+			shared += f.Size
+			if f.Checkpoint == m.ID {
+				uploaded += f.Size
+			}
+		}
+		fmt.Fprintf(w, "incremental: %d shared files, %s (%s uploaded by this checkpoint)\n", len(m.Shared), size(shared), size(uploaded))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UID\tPARALLELISM\tMAX PARALLELISM\tKEY GROUPS\tKEYED STATE\tOPERATOR STATE\tCHANNEL STATE")
 	for _, op := range m.Operators {
@@ -171,6 +190,12 @@ func printManifest(w io.Writer, m *store.Manifest) {
 		for _, st := range op.Subtasks {
 			opState += m.Files[st.OperatorState].Size
 			chState += m.Files[st.ChannelState].Size
+			if db := st.DB; db != nil {
+				// Keyed state as database files (incremental checkpoints).
+				for _, f := range db.Files {
+					keyed += m.Files[f.File].Size + m.Shared[f.Shared].Size
+				}
+			}
 			for _, sl := range st.KeyedState {
 				keyed += sl.Length
 				kgs++

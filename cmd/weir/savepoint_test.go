@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/state"
 )
 
@@ -115,5 +116,47 @@ func TestSavepointCommand(t *testing.T) {
 	}
 	if code, _, errs := run1("savepoint", "inspect", path); code != 1 || !strings.Contains(errs, "DAMAGED "+filepath.Base(kg[0])) {
 		t.Fatalf("inspect of a damaged savepoint: code %d, stderr %q", code, errs)
+	}
+}
+
+// TestInspectIncremental inspects a checkpoint that references shared
+// files (an incremental checkpoint) and finds a damaged shared file.
+func TestInspectIncremental(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	s, err := store.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Begin(ctx, 4, store.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(ctx, "MANIFEST-000001", []byte("private")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteShared(ctx, "x-000005.sst", bytes.Repeat([]byte("s"), 2048)); err != nil {
+		t.Fatal(err)
+	}
+	m := store.Manifest{Operators: []store.OperatorState{{UID: "counter", Parallelism: 1, MaxParallelism: 128,
+		Subtasks: []store.SubtaskState{{Index: 0, DB: &store.DBFiles{FirstKeyGroup: 0, LastKeyGroup: 127, Files: []store.DBFile{
+			{Name: "MANIFEST-000001", File: "MANIFEST-000001"}, {Name: "000005.sst", Shared: "x-000005.sst"}}}}}}}}
+	if _, err := w.Commit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	path := filepath.Join(root, "chk-4")
+	if code := run([]string{"savepoint", "inspect", path}, &out, &errs); code != 0 ||
+		!strings.Contains(out.String(), "incremental: 1 shared files, 2.0 KiB (2.0 KiB uploaded by this checkpoint)") ||
+		!strings.Contains(out.String(), "2.0 KiB") {
+		t.Fatalf("inspect: code %d, stdout:\n%s\nstderr %q", code, out.String(), errs.String())
+	}
+	if err := os.WriteFile(filepath.Join(root, "shared", "x-000005.sst"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errs.Reset()
+	if code := run([]string{"savepoint", "inspect", path}, &out, &errs); code != 1 || !strings.Contains(errs.String(), "DAMAGED shared/x-000005.sst") {
+		t.Fatalf("inspect of a damaged shared file: code %d, stderr %q", code, errs.String())
 	}
 }
