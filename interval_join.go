@@ -1,11 +1,14 @@
 package weir
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/weirstream/weir/internal/runtime"
+	istate "github.com/weirstream/weir/internal/state"
 )
 
 // JoinContext is given to a join function with each pair.
@@ -307,6 +310,32 @@ func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
 func (o *intervalJoinOp[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
 	kgs, err := o.snapshot()
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+}
+
+// SnapshotStateAsync takes the synchronous part of the snapshot: when the
+// key and record types cannot change in place (no pointers, slices or
+// maps; strings are fine), a copy of every key's live buffers, joined
+// flags and cleanup numbers (memory copies, no encoding), encoded on the
+// snapshot goroutine; otherwise the whole snapshot, encoded at once.
+func (o *intervalJoinOp[K, L, R, OUT]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
+	if !istate.IsPlain(reflect.TypeFor[K]()) || !istate.IsPlain(reflect.TypeFor[L]()) || !istate.IsPlain(reflect.TypeFor[R]()) {
+		snap, err := o.SnapshotState(id)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+	}
+	v, err := o.view(true)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+		if err := ctx.Err(); err != nil {
+			return runtime.OperatorSnapshot{}, err
+		}
+		kgs, err := v.encode()
+		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	}, nil
 }
 func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.user, &o.opBase) }
 

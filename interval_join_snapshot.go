@@ -58,13 +58,40 @@ func ijTypeNames[K comparable, L, R any]() [3]string {
 
 // snapshot encodes every key group of the subtask's range.
 func (o *intervalJoinOp[K, L, R, OUT]) snapshot() (map[int][]byte, error) {
+	v, err := o.view(false)
+	if err != nil {
+		return nil, err
+	}
+	return v.encode()
+}
+
+// ijView is what a snapshot of the interval join encodes: per key group,
+// the slots with buffered records, and each side's cleanup registration
+// numbers by slot. With copied set, the view owns copies of the slots'
+// keys, live buffers and joined flags, so it can be encoded on another
+// goroutine while the operator goes on; otherwise it reads the operator's
+// slots and must be encoded at once.
+type ijView[K comparable, L, R any] struct {
+	kgFirst    int
+	byKG       [][]int32
+	seqL, seqR []uint64
+	offL, offR []int
+	// at returns slot si's key, buffers and joined flags (nil when not
+	// tracked).
+	at func(si int32) (*ijKey[K, L, R], *[]bool, *[]bool)
+}
+
+// view takes the view of a snapshot; copied makes it independent of the
+// operator (see ijView).
+func (o *intervalJoinOp[K, L, R, OUT]) view(copied bool) (*ijView[K, L, R], error) {
 	// The registration numbers of each slot's buckets, per side: a queue
 	// yields a slot's cleanups in bucket order (their times rise with the
 	// bucket timestamps), so the k-th number of a slot is its k-th bucket's.
-	seqL, offL := ijSeqs(&o.qL, o.slots.n)
-	seqR, offR := ijSeqs(&o.qR, o.slots.n)
+	v := &ijView[K, L, R]{kgFirst: o.kgFirst}
+	v.seqL, v.offL = ijSeqs(&o.qL, o.slots.n)
+	v.seqR, v.offR = ijSeqs(&o.qR, o.slots.n)
 	n := o.kgLast - o.kgFirst + 1
-	byKG := make([][]int32, n)
+	v.byKG = make([][]int32, n)
 	var err error
 	o.keys.all(func(k K, si int32) {
 		if ks := o.slots.at(si); (ks.left.empty() && ks.right.empty()) || err != nil {
@@ -75,17 +102,60 @@ func (o *intervalJoinOp[K, L, R, OUT]) snapshot() (map[int][]byte, error) {
 			err = fmt.Errorf("interval join: key %v of key group %d is outside the subtask's range [%d, %d]", k, kg, o.kgFirst, o.kgLast)
 			return
 		}
-		byKG[kg-o.kgFirst] = append(byKG[kg-o.kgFirst], si)
+		v.byKG[kg-o.kgFirst] = append(v.byKG[kg-o.kgFirst], si)
 	})
 	if err != nil {
 		return nil, err
 	}
+	if !copied {
+		v.at = func(si int32) (*ijKey[K, L, R], *[]bool, *[]bool) { return o.slots.at(si), o.jfL(si), o.jfR(si) }
+		return v, nil
+	}
+	type slotCopy struct {
+		ks     ijKey[K, L, R]
+		jl, jr *[]bool
+	}
+	copies := make(map[int32]*slotCopy)
+	for _, slots := range v.byKG {
+		for _, si := range slots {
+			ks := o.slots.at(si)
+			c := &slotCopy{ks: ijKey[K, L, R]{key: ks.key, left: copyIJBuf(&ks.left), right: copyIJBuf(&ks.right)}}
+			c.jl = copyIJFlags(o.jfL(si), &ks.left)
+			c.jr = copyIJFlags(o.jfR(si), &ks.right)
+			copies[si] = c
+		}
+	}
+	v.at = func(si int32) (*ijKey[K, L, R], *[]bool, *[]bool) {
+		c := copies[si]
+		return &c.ks, c.jl, c.jr
+	}
+	return v, nil
+}
+
+// copyIJBuf copies the live records of b.
+func copyIJBuf[T any](b *ijBuf[T]) ijBuf[T] {
+	return ijBuf[T]{es: slices.Clone(b.es[b.head:])}
+}
+
+// copyIJFlags copies the joined flags of b's live records (nil if not
+// tracked).
+func copyIJFlags[T any](jf *[]bool, b *ijBuf[T]) *[]bool {
+	if jf == nil {
+		return nil
+	}
+	c := slices.Clone((*jf)[b.head:len(b.es)])
+	return &c
+}
+
+// encode writes the view's key groups, each a checksummed blob.
+func (v *ijView[K, L, R]) encode() (map[int][]byte, error) {
 	cs := newIJCodecs[K, L, R]()
 	names := ijTypeNames[K, L, R]()
-	out := make(map[int][]byte, n)
-	for i, slots := range byKG {
+	out := make(map[int][]byte, len(v.byKG))
+	var err error
+	for i, slots := range v.byKG {
 		slices.Sort(slots)
-		kg := o.kgFirst + i
+		kg := v.kgFirst + i
 		dst := append([]byte(nil), ijMagic...)
 		dst = binary.AppendUvarint(dst, uint64(kg))
 		for _, s := range names {
@@ -94,14 +164,14 @@ func (o *intervalJoinOp[K, L, R, OUT]) snapshot() (map[int][]byte, error) {
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(slots)))
 		for _, si := range slots {
-			ks := o.slots.at(si)
+			ks, jl, jr := v.at(si)
 			if dst, err = cs.k.Append(dst, ks.key); err != nil {
 				return nil, fmt.Errorf("interval join: snapshot of key group %d: key: %w", kg, err)
 			}
-			if dst, err = appendIJBuf(dst, &ks.left, o.jfL(si), seqL[offL[si]:offL[si+1]], cs.l); err != nil {
+			if dst, err = appendIJBuf(dst, &ks.left, jl, v.seqL[v.offL[si]:v.offL[si+1]], cs.l); err != nil {
 				return nil, fmt.Errorf("interval join: snapshot of key group %d: left record: %w", kg, err)
 			}
-			if dst, err = appendIJBuf(dst, &ks.right, o.jfR(si), seqR[offR[si]:offR[si+1]], cs.r); err != nil {
+			if dst, err = appendIJBuf(dst, &ks.right, jr, v.seqR[v.offR[si]:v.offR[si+1]], cs.r); err != nil {
 				return nil, fmt.Errorf("interval join: snapshot of key group %d: right record: %w", kg, err)
 			}
 		}
