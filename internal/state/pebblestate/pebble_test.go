@@ -420,7 +420,14 @@ func TestIncrementalCheckpoint(t *testing.T) {
 	if err := wide.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{s2.Image()}, filepath.Join(root, "half"), 0, 3, clk, pebblestate.Options{}); err == nil {
+	occupied := filepath.Join(root, "occupied")
+	if err := os.MkdirAll(occupied, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(occupied, "stray"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{s2.Image()}, occupied, 0, 3, clk, pebblestate.Options{}); err == nil {
 		t.Fatal("restored into a non-empty directory")
 	}
 	// A checkpoint whose files are gone does not restore.
