@@ -16,16 +16,13 @@
 //     portable per-key-group format (internal/state/FORMAT.md), byte for
 //     byte, so either backend restores the other's snapshots and key groups
 //     can move between subtasks (rescaling);
-//   - CheckpointIncremental / RestoreIncremental copy the database files
-//     into a checkpoint directory, copying only the immutable SST files that
-//     an earlier checkpoint of the same directory has not copied yet;
-//     RestoreIncrementalMerged combines the checkpoints of several old
-//     backends into one (a restore at a lower parallelism).
 //   - Stage / RestoreImages are the two halves of the Weir runtime's
 //     incremental job checkpoints: Stage takes Pebble's checkpoint at the
-//     barrier and names every immutable file for sharing, the checkpoint
-//     store uploads it later; RestoreImages restores from one or several
-//     old databases (staged.go).
+//     barrier and names every immutable file for sharing, so the checkpoint
+//     store, which uploads it later, stores an SST file once for all the
+//     checkpoints that have it; RestoreImages lays out one old database,
+//     dropping the key groups outside the new range, and merges in those
+//     of others (a restore at another parallelism). See staged.go.
 //
 // Values are serialized on every write and deserialized on every read with
 // the descriptor's codec (state.WithCodec) or internal/state's
@@ -106,7 +103,7 @@ type Backend[K comparable] struct {
 
 	restored []bool // key groups restored, by index
 
-	// Incremental checkpoints (incremental.go).
+	// Incremental checkpoints (staged.go).
 	instance string            // random name prefix of the shared files this DB writes
 	uploaded map[string]string // local immutable file name -> shared file name
 	staged   []*Staged         // staged checkpoints not yet discarded (staged.go)
@@ -119,7 +116,7 @@ var writeOpts = pebble.NoSync
 // processing-time source of state TTL.
 //
 // An existing database keeps its state (a restart from the same directory,
-// or RestoreIncremental): its key type must be K, and entries of key groups
+// or RestoreImages): its key type must be K, and entries of key groups
 // outside first..last are deleted. Close the backend to release the
 // database.
 func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Options) (*Backend[K], error) {
@@ -474,7 +471,7 @@ func skipperOf[T any](c state.Codec[T]) func([]byte) ([]byte, error) {
 
 // register returns the registration of name, creating it on first use.
 // Registrations under one name must agree in kind, Go types and TTL config.
-// A state restored into the database (by RestoreIncremental or an earlier
+// A state restored into the database (by RestoreImages or an earlier
 // registration) must have been stored with the same kind, stored types and
 // TTL timestamps; pending restored entries are converted into the layout.
 func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, stored []string,

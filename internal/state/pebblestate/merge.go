@@ -3,79 +3,16 @@ package pebblestate
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/weirstream/weir/internal/clock"
 )
 
-// CheckpointRef names an incremental checkpoint: the directory it was
-// written to and its id.
-type CheckpointRef struct {
-	// Dir is the checkpoint directory given to CheckpointIncremental.
-	Dir string
-	// ID is the checkpoint id.
-	ID int64
-}
-
-// RestoreIncrementalMerged restores a backend for the key groups
-// first..last from the incremental checkpoints of several old backends
-// whose key-group ranges together cover it (a restore at a lower
-// parallelism). The first checkpoint's files become the database, as with
-// RestoreIncremental; the entries of the others within first..last are
-// copied into it, with their state ids mapped by state name. The old
-// ranges, clipped to first..last, must not overlap, and states of one name
-// must have the same kind, types and TTL timestamps in every checkpoint.
-// Checkpoints whose range does not meet first..last are skipped.
-func RestoreIncrementalMerged[K comparable](refs []CheckpointRef, dbDir string, first, last int, clk clock.Clock, opts Options) (*Backend[K], error) {
-	var use []Manifest
-	var dirs []string
-	for _, r := range refs {
-		m, err := ReadManifest(r.Dir, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		lo, hi := max(m.FirstKeyGroup, first), min(m.LastKeyGroup, last)
-		if lo > hi {
-			continue
-		}
-		for _, u := range use {
-			if max(u.FirstKeyGroup, lo) <= min(u.LastKeyGroup, hi) {
-				return nil, fmt.Errorf("pebblestate: checkpoints %d and %d both hold key groups of [%d, %d]", u.ID, m.ID, lo, hi)
-			}
-		}
-		use = append(use, m)
-		dirs = append(dirs, r.Dir)
-	}
-	if len(use) == 0 {
-		return Open[K](dbDir, first, last, clk, opts)
-	}
-	b, err := RestoreIncremental[K](dirs[0], use[0].ID, dbDir, first, last, clk, opts)
-	if err != nil {
-		return nil, err
-	}
-	for i := 1; i < len(use); i++ {
-		tmp := fmt.Sprintf("%s.merge-%d-%s", filepath.Clean(dbDir), i, randomName())
-		err := func() error {
-			defer os.RemoveAll(tmp)
-			if err := layout(dirs[i], use[i], tmp); err != nil {
-				return err
-			}
-			return b.mergeFrom(tmp, fmt.Sprintf("checkpoint %d", use[i].ID))
-		}()
-		if err != nil {
-			_ = b.Close()
-			return nil, err
-		}
-	}
-	return b, nil
-}
-
 // mergeFrom copies the entries of the database in dir (a laid-out
-// checkpoint) within the backend's key-group range into the backend.
+// checkpointed database, see RestoreImages) within the backend's
+// key-group range into the backend, mapping the database's state ids to
+// the backend's by state name. States of one name must have the same
+// kind, stored types and TTL timestamps in both.
 func (b *Backend[K]) mergeFrom(dir string, what string) error {
 	db, err := pebble.Open(dir, &pebble.Options{DisableWAL: true, Logger: quietLogger{}})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,11 +199,76 @@ func TestReopen(t *testing.T) {
 	}
 }
 
-// TestIncrementalCheckpoint checks that a second checkpoint after a small
-// change copies only the new SST file, and that both checkpoints restore.
+// stageClaimed stages checkpoint id of b and claims it, as the uploader of
+// a job checkpoint does, so that it stays until released (at the latest
+// when the test ends).
+func stageClaimed(t *testing.T, b *pebblestate.Backend[string], id int64) *pebblestate.Staged {
+	t.Helper()
+	s := must[*pebblestate.Staged](t)(b.Stage(id))
+	if !s.Claim() {
+		t.Fatalf("claim of staged checkpoint %d failed", id)
+	}
+	t.Cleanup(func() { _ = s.Release() })
+	return s
+}
+
+// sharedFiles returns the immutable files of s by name, and checks that
+// s.Files describes the staging directory: the same names and sizes, and a
+// shared name exactly for the SST and blob files.
+func sharedFiles(t *testing.T, s *pebblestate.Staged) map[string]pebblestate.StagedFile {
+	t.Helper()
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	out := map[string]pebblestate.StagedFile{}
+	var listed []string
+	for _, f := range s.Files {
+		listed = append(listed, f.Name)
+		info, err := os.Stat(s.Path(f))
+		if err != nil || info.Size() != f.Size {
+			t.Fatalf("staged file %+v: %v, %v", f, info, err)
+		}
+		imm := strings.HasSuffix(f.Name, ".sst") || strings.HasSuffix(f.Name, ".blob")
+		if imm != (f.Shared != "") {
+			t.Fatalf("staged file %+v: shared name for an immutable file %v", f, imm)
+		}
+		if imm {
+			out[f.Name] = f
+		}
+	}
+	if !slices.Equal(names, listed) {
+		t.Fatalf("staged checkpoint %d lists %v, its directory holds %v", s.ID, listed, names)
+	}
+	return out
+}
+
+// noLeftovers checks that no staging or merge directory is left in root.
+func noLeftovers(t *testing.T, root string) {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".chk-") || strings.Contains(e.Name(), ".merge-") {
+			t.Fatalf("%s left in %s", e.Name(), root)
+		}
+	}
+}
+
+// TestIncrementalCheckpoint checks that a second staged checkpoint after a
+// small change has only one shared file more, a small new SST (so a store
+// uploads only that), that both checkpoints restore through their Images,
+// that a restored backend's next checkpoint keeps the shared names of the
+// restored files and names its new files apart, a restore into a narrower
+// key-group range, and the errors of RestoreImages.
 func TestIncrementalCheckpoint(t *testing.T) {
 	root := t.TempDir()
-	cdir := filepath.Join(root, "checkpoints")
 	clk := clock.NewManual(0)
 	b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, "db"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
 	defer b.Close()
@@ -220,87 +286,106 @@ func TestIncrementalCheckpoint(t *testing.T) {
 		}
 	}
 	// Settle the files: a background compaction between the checkpoints
-	// would legitimately copy its output again.
+	// would legitimately add its output as new files.
 	if err := b.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	m1 := must[pebblestate.Manifest](t)(b.CheckpointIncremental(cdir, 1))
-	if len(m1.Shared) == 0 || len(m1.Uploaded) != len(m1.Shared) {
-		t.Fatalf("first checkpoint: %d shared files, %d uploaded", len(m1.Shared), len(m1.Uploaded))
+	s1 := stageClaimed(t, b, 1)
+	sh1 := sharedFiles(t, s1)
+	if len(sh1) == 0 {
+		t.Fatalf("first checkpoint has no shared files: %+v", s1.Files)
 	}
+	stored := map[string]bool{} // shared names a store would hold
 	var total int64
-	for _, s := range m1.Shared {
-		total += s.Size
+	for _, f := range sh1 {
+		if stored[f.Shared] {
+			t.Fatalf("two files of checkpoint 1 share the name %s", f.Shared)
+		}
+		stored[f.Shared] = true
+		total += f.Size
 	}
 	b.SetCurrentKey("changed", statetest.KeyGroupOf("changed"))
 	v.Update("new")
-	m2 := must[pebblestate.Manifest](t)(b.CheckpointIncremental(cdir, 2))
-	if len(m2.Uploaded) != 1 || len(m2.Shared) != len(m1.Shared)+1 {
-		t.Fatalf("second checkpoint: uploaded %v of %d shared files (first had %d)", m2.Uploaded, len(m2.Shared), len(m1.Shared))
-	}
-	var sst2 int64
-	for _, s := range m2.Shared {
-		if s.Name == m2.Uploaded[0] {
-			sst2 = s.Size
+	s2 := stageClaimed(t, b, 2)
+	sh2 := sharedFiles(t, s2)
+	var added []pebblestate.StagedFile
+	for name, f := range sh2 {
+		if old, ok := sh1[name]; ok && (old.Shared != f.Shared || old.Size != f.Size) {
+			t.Fatalf("file %s: shared as %+v, then as %+v", name, old, f)
+		}
+		if !stored[f.Shared] {
+			added = append(added, f)
 		}
 	}
-	if sst2*10 > total {
-		t.Fatalf("second checkpoint copied a %d-byte SST of %d bytes in all", sst2, total)
+	if len(added) != 1 || len(sh2) != len(sh1)+1 {
+		t.Fatalf("second checkpoint: new shared files %+v of %d (first had %d)", added, len(sh2), len(sh1))
 	}
-	t.Logf("checkpoint 1: %d SSTs, %d bytes copied; checkpoint 2: %d SSTs, %d bytes copied (SST %d bytes)",
-		len(m1.Shared), m1.UploadedBytes, len(m2.Shared), m2.UploadedBytes, sst2)
-	if _, err := b.CheckpointIncremental(cdir, 2); err == nil {
-		t.Fatal("a checkpoint id was reused")
+	if added[0].Size*10 > total {
+		t.Fatalf("second checkpoint added a %d-byte SST of %d bytes in all", added[0].Size, total)
+	}
+	t.Logf("checkpoint 1: %d SSTs, %d bytes; checkpoint 2: %d SSTs, one new of %d bytes",
+		len(sh1), total, len(sh2), added[0].Size)
+	for _, f := range sh2 {
+		stored[f.Shared] = true
 	}
 
 	// Restore both; checkpoint 1 lacks the change.
 	for _, c := range []struct {
-		id     int64
+		s      *pebblestate.Staged
 		hasNew bool
-	}{{1, false}, {2, true}} {
-		r := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreIncremental[string](cdir, c.id, filepath.Join(root, fmt.Sprint("restored", c.id)), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
+	}{{s1, false}, {s2, true}} {
+		img := c.s.Image()
+		if img.FirstKeyGroup != 0 || img.LastKeyGroup != statetest.KeyGroups-1 || len(img.Shared) != len(sharedFiles(t, c.s)) {
+			t.Fatalf("image of checkpoint %d: [%d, %d], %d shared files", c.s.ID, img.FirstKeyGroup, img.LastKeyGroup, len(img.Shared))
+		}
+		r := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string]([]pebblestate.Image{img}, filepath.Join(root, fmt.Sprint("restored", c.s.ID)), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
 		rv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](r, state.Value[string]("v")))
 		for _, i := range []int{0, 1, 2, n / 2, n - 1} {
 			k := fmt.Sprint(i)
 			r.SetCurrentKey(k, statetest.KeyGroupOf(k))
 			if got, ok := rv.Value(); !ok || got != val+k {
-				t.Fatalf("checkpoint %d: value of %s = %q, %v", c.id, k, got, ok)
+				t.Fatalf("checkpoint %d: value of %s = %q, %v", c.s.ID, k, got, ok)
 			}
 		}
 		r.SetCurrentKey("changed", statetest.KeyGroupOf("changed"))
 		if _, ok := rv.Value(); ok != c.hasNew {
-			t.Fatalf("checkpoint %d: changed key present %v", c.id, ok)
+			t.Fatalf("checkpoint %d: changed key present %v", c.s.ID, ok)
 		}
-		// The restored backend's next checkpoint copies only new files
-		// (a compaction after the restore may have replaced old ones).
-		restored := map[string]string{}
-		for _, s := range must[pebblestate.Manifest](t)(pebblestate.ReadManifest(cdir, c.id)).Shared {
-			restored[s.Local] = s.Name
-		}
+		// The restored backend's next checkpoint has new shared files
+		// only for the files written since the restore (a compaction
+		// after the restore may have replaced old ones).
 		r.SetCurrentKey("after", statetest.KeyGroupOf("after"))
 		rv.Update("x")
-		m := must[pebblestate.Manifest](t)(r.CheckpointIncremental(cdir, 10+c.id))
-		if len(m.Uploaded) == 0 {
-			t.Fatalf("checkpoint after restoring %d uploaded nothing", c.id)
-		}
-		reused := 0
-		for _, s := range m.Shared {
-			if old, ok := restored[s.Local]; ok {
-				if old != s.Name {
-					t.Fatalf("checkpoint after restoring %d copied %s again as %s", c.id, old, s.Name)
+		s := stageClaimed(t, r, 10+c.s.ID)
+		reused, fresh := 0, 0
+		for name, f := range sharedFiles(t, s) {
+			if old, ok := img.Shared[name]; ok {
+				if old != f.Shared {
+					t.Fatalf("checkpoint after restoring %d names %s %s, restored as %s", c.s.ID, name, f.Shared, old)
 				}
 				reused++
+				continue
 			}
+			if stored[f.Shared] {
+				t.Fatalf("checkpoint after restoring %d gives the new file %s the stored name %s", c.s.ID, name, f.Shared)
+			}
+			fresh++
 		}
-		if c.id == 1 && reused == 0 {
-			t.Fatalf("checkpoint after restoring %d reused no file: %+v", c.id, m)
+		if fresh == 0 {
+			t.Fatalf("checkpoint after restoring %d has no new file", c.s.ID)
+		}
+		if c.s.ID == 1 && reused == 0 {
+			t.Fatalf("checkpoint after restoring %d reused no file: %+v", c.s.ID, s.Files)
+		}
+		if err := s.Release(); err != nil {
+			t.Fatal(err)
 		}
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Restore into a smaller range: the other key groups are gone.
-	r := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreIncremental[string](cdir, 2, filepath.Join(root, "half"), 0, 3, clk, pebblestate.Options{}))
+	r := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string]([]pebblestate.Image{s2.Image()}, filepath.Join(root, "half"), 0, 3, clk, pebblestate.Options{}))
 	defer r.Close()
 	rv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](r, state.Value[string]("v")))
 	seen := 0
@@ -308,34 +393,62 @@ func TestIncrementalCheckpoint(t *testing.T) {
 		k := fmt.Sprint(i)
 		if kg := statetest.KeyGroupOf(k); kg <= 3 {
 			r.SetCurrentKey(k, kg)
-			if _, ok := rv.Value(); !ok {
-				t.Fatalf("key %s missing after a restore into a smaller range", k)
+			if got, ok := rv.Value(); !ok || got != val+k {
+				t.Fatalf("key %s = %q, %v after a restore into a smaller range", k, got, ok)
 			}
 			seen++
 		}
 	}
-	if seen == 0 {
-		t.Fatal("no key in range")
+	if seen == 0 || seen == 100 {
+		t.Fatalf("%d of 100 keys in range", seen)
 	}
-	if _, err := pebblestate.RestoreIncremental[string](cdir, 2, filepath.Join(root, "half"), 0, 3, clk, pebblestate.Options{}); err == nil {
-		t.Fatal("restored into a non-empty directory")
+	// Its checkpoint restored at the full range holds only its key groups.
+	narrow := stageClaimed(t, r, 20)
+	if img := narrow.Image(); img.FirstKeyGroup != 0 || img.LastKeyGroup != 3 {
+		t.Fatalf("image of the narrower backend: [%d, %d]", img.FirstKeyGroup, img.LastKeyGroup)
 	}
-	if _, err := pebblestate.RestoreIncremental[string](cdir, 99, filepath.Join(root, "none"), 0, 3, clk, pebblestate.Options{}); err == nil {
-		t.Fatal("restored a checkpoint that does not exist")
+	wide := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string]([]pebblestate.Image{narrow.Image()}, filepath.Join(root, "wide"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
+	wv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](wide, state.Value[string]("v")))
+	for i := range 100 {
+		k := fmt.Sprint(i)
+		kg := statetest.KeyGroupOf(k)
+		wide.SetCurrentKey(k, kg)
+		if _, ok := wv.Value(); ok != (kg <= 3) {
+			t.Fatalf("key %s of key group %d present %v after restoring [0, 3]", k, kg, ok)
+		}
 	}
-	// Only complete checkpoints are visible.
-	entries, err := os.ReadDir(cdir)
-	if err != nil {
+	if err := wide.Close(); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{}
-	for _, e := range entries {
-		names = append(names, e.Name())
+	occupied := filepath.Join(root, "occupied")
+	if err := os.MkdirAll(occupied, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(names)
-	if want := []string{"chk-1", "chk-11", "chk-12", "chk-2", "shared"}; !slices.Equal(names, want) {
-		t.Fatalf("checkpoint directory holds %v, want %v", names, want)
+	if err := os.WriteFile(filepath.Join(occupied, "stray"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{s2.Image()}, occupied, 0, 3, clk, pebblestate.Options{}); err == nil {
+		t.Fatal("restored into a non-empty directory")
+	}
+	// A checkpoint whose files are gone does not restore.
+	gone := stageClaimed(t, b, 3)
+	img := gone.Image()
+	if err := gone.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{img}, filepath.Join(root, "none"), 0, 3, clk, pebblestate.Options{}); err == nil {
+		t.Fatal("restored a checkpoint that does not exist")
+	}
+	// Released checkpoints leave nothing behind.
+	for _, s := range []*pebblestate.Staged{s1, s2, narrow} {
+		if err := s.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	noLeftovers(t, root)
 }
 
 // TestUnsupportedTTLChange checks that a state stored with TTL timestamps
@@ -398,13 +511,15 @@ func TestKeyGroupBounds(t *testing.T) {
 	}
 }
 
-// TestRestoreIncrementalMerged checkpoints two backends with halves of the
-// key groups, whose states got different ids, and restores one backend
-// for all key groups from both checkpoints (a scale-in).
-func TestRestoreIncrementalMerged(t *testing.T) {
+// TestRestoreImagesMerged stages checkpoints of two backends with halves
+// of the key groups, whose states got different ids and one of which holds
+// a restored, not yet registered state, and restores one backend for all
+// key groups from both (a scale-in), one for a range inside one half (the
+// other image is not laid out), and one for a range spanning both unevenly
+// (the larger part becomes the database, the other is merged into it).
+func TestRestoreImagesMerged(t *testing.T) {
 	root := t.TempDir()
 	clk := clock.NewManual(0)
-	cdir := filepath.Join(root, "checkpoints")
 	mid := statetest.KeyGroups / 2
 	keys := make([]string, 200)
 	for i := range keys {
@@ -442,7 +557,9 @@ func TestRestoreIncrementalMerged(t *testing.T) {
 			pendingKey = k
 		}
 	}
-	var refs []pebblestate.CheckpointRef
+	var staged []*pebblestate.Staged
+	var images []pebblestate.Image
+	laidOut := make([]int, 2) // Layout calls per image
 	for i, rng := range [][2]int{{0, mid - 1}, {mid, statetest.KeyGroups - 1}} {
 		b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, fmt.Sprint("db", i)), rng[0], rng[1], clk, pebblestate.Options{}))
 		h := get(b, i == 1)
@@ -468,47 +585,69 @@ func TestRestoreIncrementalMerged(t *testing.T) {
 			h.l.Add("x")
 			h.m.Put(k, int64(j))
 		}
-		id := int64(i + 1)
-		must[pebblestate.Manifest](t)(b.CheckpointIncremental(cdir, id))
-		refs = append(refs, pebblestate.CheckpointRef{Dir: cdir, ID: id})
+		s := stageClaimed(t, b, int64(i+1))
+		staged = append(staged, s)
+		img := s.Image()
+		layout := img.Layout
+		img.Layout = func(dir string) error {
+			laidOut[i]++
+			return layout(dir)
+		}
+		images = append(images, img)
+		// The staged checkpoint outlives its backend.
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreIncrementalMerged[string](refs, filepath.Join(root, "merged"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
-	defer b.Close()
-	h := get(b, false)
-	for j, k := range keys {
-		b.SetCurrentKey(k, statetest.KeyGroupOf(k))
-		if got, ok := h.v.Value(); !ok || got != int64(j) {
-			t.Fatalf("value of %s = %d, %v", k, got, ok)
+	check := func(name string, first, last int, wantLaidOut []int) {
+		t.Helper()
+		clear(laidOut)
+		b := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string](images, filepath.Join(root, name), first, last, clk, pebblestate.Options{}))
+		defer b.Close()
+		if !slices.Equal(laidOut, wantLaidOut) {
+			t.Fatalf("%s: images laid out %v times, want %v", name, laidOut, wantLaidOut)
 		}
-		if got := h.l.Get(); !slices.Equal(got, []string{k, "x"}) {
-			t.Fatalf("list of %s = %q", k, got)
-		}
-		if got, ok := h.m.Get(k); !ok || got != int64(j) || h.m.Contains("x") {
-			t.Fatalf("map of %s = %d, %v", k, got, ok)
-		}
-	}
-	pv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[string]("pending")))
-	b.SetCurrentKey(pendingKey, statetest.KeyGroupOf(pendingKey))
-	if got, ok := pv.Value(); !ok || got != "p" {
-		t.Fatalf("pending restored state after the merge = %q, %v", got, ok)
-	}
-	// Overlapping checkpoints are refused.
-	if _, err := pebblestate.RestoreIncrementalMerged[string]([]pebblestate.CheckpointRef{refs[0], refs[0]}, filepath.Join(root, "bad"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}); err == nil {
-		t.Fatal("merged a checkpoint with itself")
-	}
-	// A range inside one checkpoint needs only that one.
-	half := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreIncrementalMerged[string](refs, filepath.Join(root, "half"), mid, statetest.KeyGroups-1, clk, pebblestate.Options{}))
-	defer half.Close()
-	hh := get(half, true)
-	for j, k := range keys {
-		if kg := statetest.KeyGroupOf(k); kg >= mid {
-			half.SetCurrentKey(k, kg)
-			if got, ok := hh.v.Value(); !ok || got != int64(j) {
-				t.Fatalf("half: value of %s = %d, %v", k, got, ok)
+		h := get(b, first >= mid)
+		seen := 0
+		for j, k := range keys {
+			kg := statetest.KeyGroupOf(k)
+			if kg < first || kg > last {
+				continue
+			}
+			seen++
+			b.SetCurrentKey(k, kg)
+			if got, ok := h.v.Value(); !ok || got != int64(j) {
+				t.Fatalf("%s: value of %s = %d, %v", name, k, got, ok)
+			}
+			if got := h.l.Get(); !slices.Equal(got, []string{k, "x"}) {
+				t.Fatalf("%s: list of %s = %q", name, k, got)
+			}
+			if got, ok := h.m.Get(k); !ok || got != int64(j) || h.m.Contains("x") {
+				t.Fatalf("%s: map of %s = %d, %v", name, k, got, ok)
 			}
 		}
+		if seen == 0 {
+			t.Fatalf("%s: no key in range", name)
+		}
+		pv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[string]("pending")))
+		b.SetCurrentKey(pendingKey, statetest.KeyGroupOf(pendingKey))
+		if got, ok := pv.Value(); !ok || got != "p" {
+			t.Fatalf("%s: pending restored state = %q, %v", name, got, ok)
+		}
 	}
+	check("merged", 0, statetest.KeyGroups-1, []int{1, 1})
+	// A range inside one image needs only that one.
+	check("half", mid, statetest.KeyGroups-1, []int{0, 1})
+	// Two key groups of the first image are merged into the second.
+	check("uneven", mid-2, statetest.KeyGroups-1, []int{1, 1})
+	// Overlapping images are refused.
+	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{images[1], images[1]}, filepath.Join(root, "bad"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}); err == nil {
+		t.Fatal("merged an image with itself")
+	}
+	for _, s := range staged {
+		if err := s.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noLeftovers(t, root)
 }

@@ -47,8 +47,9 @@ func openRapid(t *rapid.T, b *pebblestate.Backend[string]) *rapidBackend {
 }
 
 // TestRapidModel runs random operations on the Pebble backend and on a
-// map model, with full-snapshot and incremental restores in between, and
-// compares every read.
+// map model, with full-snapshot restores and restores of staged incremental
+// checkpoints (at the same range, or through two halves merged again) in
+// between, and compares every read.
 func TestRapidModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		dir := t.TempDir()
@@ -183,11 +184,37 @@ func TestRapidModel(t *testing.T) {
 					return
 				}
 				checkpoints++
-				cdir := filepath.Join(dir, "checkpoints")
-				if _, err := r.b.CheckpointIncremental(cdir, int64(checkpoints)); err != nil {
+				s, err := r.b.Stage(int64(checkpoints))
+				if err != nil {
 					t.Fatal(err)
 				}
-				nb, err := pebblestate.RestoreIncremental[string](cdir, int64(checkpoints), newDir(), 0, statetest.KeyGroups-1, clk, pebblestate.Options{})
+				if !s.Claim() {
+					t.Fatal("claim of a fresh staged checkpoint failed")
+				}
+				defer func() { _ = s.Release() }()
+				images := []pebblestate.Image{s.Image()}
+				if rapid.Bool().Draw(t, "rescale") {
+					// Scale out to two backends, then back in.
+					images = nil
+					mid := statetest.KeyGroups / 2
+					for _, rng := range [][2]int{{0, mid - 1}, {mid, statetest.KeyGroups - 1}} {
+						hb, err := pebblestate.RestoreImages[string]([]pebblestate.Image{s.Image()}, newDir(), rng[0], rng[1], clk, pebblestate.Options{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						hs, err := hb.Stage(int64(checkpoints))
+						if err == nil && !hs.Claim() {
+							err = fmt.Errorf("claim of staged checkpoint %d failed", hs.ID)
+						}
+						_ = hb.Close()
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer func() { _ = hs.Release() }()
+						images = append(images, hs.Image())
+					}
+				}
+				nb, err := pebblestate.RestoreImages[string](images, newDir(), 0, statetest.KeyGroups-1, clk, pebblestate.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

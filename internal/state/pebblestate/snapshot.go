@@ -31,7 +31,7 @@ func corruptf(format string, args ...any) error {
 // backend writes for the same state, up to the order of entries). It reads
 // the state and changes nothing.
 //
-// A map state that is stored in the database (after RestoreIncremental)
+// A map state that is stored in the database (after RestoreImages)
 // but not registered can be written only if its namespace type is
 // struct{}; otherwise the snapshot fails until the state is registered.
 func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {

@@ -3,9 +3,11 @@ package pebblestate
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/weirstream/weir/internal/clock"
@@ -126,7 +128,7 @@ func (s *Staged) Image() Image {
 					continue
 				}
 			}
-			if _, err := copyFile(src, dst); err != nil {
+			if err := copyFile(src, dst); err != nil {
 				return err
 			}
 		}
@@ -293,4 +295,40 @@ func RestoreImages[K comparable](images []Image, dbDir string, first, last int, 
 		}
 	}
 	return b, nil
+}
+
+// immutable reports whether the database file name is one Pebble never
+// changes after writing it (an SST or blob file), which checkpoints can
+// therefore share.
+func immutable(name string) bool {
+	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
+}
+
+// copyFile copies src to dst, through a temporary file that is synced
+// and renamed into place.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }
