@@ -23,7 +23,7 @@ import (
 )
 
 const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir DIR] [--stop] [--timeout D] JOB
-       weir savepoint inspect [--json] PATH
+       weir savepoint inspect [--json] [--s3-endpoint URL] [--s3-region R] PATH
 
 The first form asks the control endpoint of a running job (started with
 weir.WithControlAddress) for a savepoint of JOB into DIR, a directory on the
@@ -35,7 +35,9 @@ the savepoint is stored (Flink's stop-with-savepoint, without draining).
 inspect prints what a savepoint or checkpoint holds: each operator UID with
 its parallelism, max parallelism, key groups and sizes, after verifying
 every file's checksum (with the shared files an incremental checkpoint
-references). PATH is a savepoint-<id> or chk-<id> directory, or a
+references). PATH may be s3://bucket/prefix/...: --s3-endpoint (default
+$AWS_ENDPOINT_URL), --s3-region (default $AWS_REGION) and the credentials
+in $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN. PATH is a savepoint-<id> or chk-<id> directory, or a
 directory holding savepoints (its newest one). --json prints the manifest.
 
 Exit status: 0 done, 1 the savepoint failed or a file is damaged, 2 bad
@@ -106,6 +108,8 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("savepoint inspect", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "")
+	endpoint := fs.String("s3-endpoint", firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"), "")
+	region := fs.String("s3-region", firstEnv("AWS_REGION", "AWS_DEFAULT_REGION"), "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, savepointUsage)
@@ -120,7 +124,7 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	path := fs.Arg(0)
-	s, m, err := store.OpenPath(ctx, path)
+	s, m, err := openInspected(ctx, path, *endpoint, *region)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir savepoint inspect: %v\n", err)
 		if errors.Is(err, store.ErrCorrupt) {
@@ -225,4 +229,44 @@ func size(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// firstEnv returns the first of the environment variables that is set.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// openInspected opens the savepoint or checkpoint at path: a local
+// directory, or an s3://bucket/prefix path read from endpoint with the
+// credentials of the AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN environment variables.
+func openInspected(ctx context.Context, path, endpoint, region string) (store.Store, *store.Manifest, error) {
+	p, err := store.ParseS3Path(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p == nil {
+		return store.OpenPath(ctx, path)
+	}
+	creds := store.Credentials{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		SessionToken: os.Getenv("AWS_SESSION_TOKEN")}
+	switch {
+	case endpoint == "":
+		return nil, nil, fmt.Errorf("%s is in S3: give --s3-endpoint (or set AWS_ENDPOINT_URL)", path)
+	case creds.AccessKeyID == "" || creds.SecretAccessKey == "":
+		return nil, nil, fmt.Errorf("%s is in S3: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", path)
+	}
+	var opts []store.Option
+	if region != "" {
+		opts = append(opts, store.WithRegion(region))
+	}
+	parent, base := p.Split()
+	return store.OpenFrom(ctx, path, p.Key, parent, base, func(root string) (store.Store, error) {
+		return store.NewS3(endpoint, p.Bucket, root, creds, http.DefaultClient, opts...)
+	})
 }
