@@ -78,6 +78,26 @@ func runSteps(t interface{ Fatal(...any) }, o *intervalJoinOp[string, ckRec, ckR
 	}
 }
 
+// drawJoinSteps draws bounds, a join kind and up to max steps: records of
+// the keys on either side at random timestamps, and rising watermarks.
+func drawJoinSteps(t *rapid.T, keys []string, max int) (lower, upper int64, kind OuterJoinKind, steps []ckStep) {
+	lower = rapid.Int64Range(-4, 4).Draw(t, "lower")
+	upper = rapid.Int64Range(lower, lower+5).Draw(t, "upper")
+	kind = OuterJoinKind(rapid.IntRange(0, 3).Draw(t, "kind"))
+	n := rapid.IntRange(1, max).Draw(t, "steps")
+	wm := int64(-1)
+	for i := range n {
+		if rapid.IntRange(0, 3).Draw(t, "op") == 0 {
+			wm += rapid.Int64Range(0, 6).Draw(t, "advance")
+			steps = append(steps, ckStep{wm: true, ts: wm})
+			continue
+		}
+		steps = append(steps, ckStep{left: rapid.Bool().Draw(t, "left"),
+			rec: ckRec{rapid.SampledFrom(keys).Draw(t, "key"), i}, ts: rapid.Int64Range(0, 40).Draw(t, "ts")})
+	}
+	return lower, upper, kind, steps
+}
+
 // TestIntervalJoinSnapshotRestore snapshots a join at a random point and
 // restores it at parallelism 1 and 2: the restored operators emit exactly
 // what the original emits from then on (the same sequence at parallelism
@@ -88,21 +108,8 @@ func TestIntervalJoinSnapshotRestore(t *testing.T) {
 	h, _ := keygroup.HasherFor[string]()
 	keys := []string{"a", "b", "key", "hello", "x", "y"}
 	rapid.Check(t, func(t *rapid.T) {
-		lower := rapid.Int64Range(-4, 4).Draw(t, "lower")
-		upper := rapid.Int64Range(lower, lower+5).Draw(t, "upper")
-		kind := OuterJoinKind(rapid.IntRange(0, 3).Draw(t, "kind"))
-		n := rapid.IntRange(1, 60).Draw(t, "steps")
-		var steps []ckStep
-		wm := int64(-1)
-		for i := range n {
-			if rapid.IntRange(0, 3).Draw(t, "op") == 0 {
-				wm += rapid.Int64Range(0, 6).Draw(t, "advance")
-				steps = append(steps, ckStep{wm: true, ts: wm})
-				continue
-			}
-			steps = append(steps, ckStep{left: rapid.Bool().Draw(t, "left"),
-				rec: ckRec{rapid.SampledFrom(keys).Draw(t, "key"), i}, ts: rapid.Int64Range(0, 40).Draw(t, "ts")})
-		}
+		lower, upper, kind, steps := drawJoinSteps(t, keys, 60)
+		n := len(steps)
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
 		all := func(string) bool { return true }
 		a, gotA := newTestJoin(t, lower, upper, kind, 0, 127, nil)
@@ -158,21 +165,8 @@ func TestIntervalJoinSnapshotRestore(t *testing.T) {
 func TestIntervalJoinAsyncSnapshotIsPointInTime(t *testing.T) {
 	keys := []string{"a", "b", "key", "hello", "x", "y"}
 	rapid.Check(t, func(t *rapid.T) {
-		lower := rapid.Int64Range(-4, 4).Draw(t, "lower")
-		upper := rapid.Int64Range(lower, lower+5).Draw(t, "upper")
-		kind := OuterJoinKind(rapid.IntRange(0, 3).Draw(t, "kind"))
-		n := rapid.IntRange(1, 80).Draw(t, "steps")
-		var steps []ckStep
-		wm := int64(-1)
-		for i := range n {
-			if rapid.IntRange(0, 3).Draw(t, "op") == 0 {
-				wm += rapid.Int64Range(0, 6).Draw(t, "advance")
-				steps = append(steps, ckStep{wm: true, ts: wm})
-				continue
-			}
-			steps = append(steps, ckStep{left: rapid.Bool().Draw(t, "left"),
-				rec: ckRec{rapid.SampledFrom(keys).Draw(t, "key"), i}, ts: rapid.Int64Range(0, 40).Draw(t, "ts")})
-		}
+		lower, upper, kind, steps := drawJoinSteps(t, keys, 80)
+		n := len(steps)
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
 		all := func(string) bool { return true }
 		a, _ := newTestJoin(t, lower, upper, kind, 0, 127, nil)
