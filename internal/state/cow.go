@@ -148,10 +148,19 @@ func (t *table[K, N, S]) cowCell(idx int, k entryKey[K, N], c *cell[S]) *cell[S]
 
 // w returns the writable cell of the current key and namespace for c, its
 // cell, and caches it.
+// It is small enough to be inlined, so a write that needs no copy costs
+// one comparison.
 func (h *handle[K, N, S]) w(c *cell[S]) *cell[S] {
 	if c.ver > h.t.cow.frozen {
 		return c
 	}
+	return h.copyCell(c)
+}
+
+// copyCell is w's slow path.
+//
+//go:noinline
+func (h *handle[K, N, S]) copyCell(c *cell[S]) *cell[S] {
 	n := h.t.cowCell(h.b.idx, entryKey[K, N]{h.ns, h.b.key}, c)
 	h.c, h.gen = n, h.b.gen
 	return n

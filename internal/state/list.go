@@ -177,9 +177,7 @@ func (s *List[K, N, V]) All() iter.Seq[V] {
 func (s *List[K, N, V]) Add(v V) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
-			if c.ver <= s.t.cow.frozen {
-				c = s.w(c)
-			}
+			c = s.w(c)
 			c.v.vals = append(c.v.vals, v)
 			return
 		}

@@ -108,7 +108,7 @@ func (s *Map[K, N, UK, UV]) Put(k UK, v UV) {
 	c := s.lookup()
 	if c == nil {
 		c = s.create(make(map[UK]mapEntry[UV]), 0)
-	} else if c.ver <= s.t.cow.frozen {
+	} else {
 		c = s.w(c)
 	}
 	c.v[k] = mapEntry[UV]{v: v, ts: now}

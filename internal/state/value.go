@@ -40,8 +40,18 @@ func (h *handle[K, N, S]) readTTL() (*cell[S], bool) {
 // hands out its value: a copy if the value type copies on reads (Copier)
 // and a view may read c.
 func (h *handle[K, N, S]) r(c *cell[S]) *cell[S] {
-	if c.ver <= h.t.cow.frozen && h.t.cow.copyOnRead {
-		return h.w(c)
+	if c.ver > h.t.cow.frozen {
+		return c
+	}
+	return h.readCopy(c)
+}
+
+// readCopy is r's slow path.
+//
+//go:noinline
+func (h *handle[K, N, S]) readCopy(c *cell[S]) *cell[S] {
+	if h.t.cow.copyOnRead {
+		return h.copyCell(c)
 	}
 	return c
 }
@@ -76,9 +86,7 @@ func (s *Value[K, N, V]) Value() (V, bool) {
 		return s.valueTTL()
 	}
 	if c := s.lookup(); c != nil {
-		if c.ver <= s.t.cow.frozen {
-			c = s.r(c)
-		}
+		c = s.r(c)
 		return c.v, true
 	}
 	var zero V
@@ -101,9 +109,7 @@ func (s *Value[K, N, V]) Update(v V) {
 		return
 	}
 	if c := s.lookup(); c != nil {
-		if c.ver <= s.t.cow.frozen {
-			c = s.w(c)
-		}
+		c = s.w(c)
 		c.v = v
 		return
 	}
@@ -171,9 +177,7 @@ func (s *Reducing[K, N, V]) Get() (V, bool) {
 func (s *Reducing[K, N, V]) Add(v V) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
-			if c.ver <= s.t.cow.frozen {
-				c = s.w(c)
-			}
+			c = s.w(c)
 			c.v = s.reduce(c.v, v)
 			return
 		}
@@ -318,9 +322,7 @@ func (s *Aggregating[K, N, IN, ACC, OUT]) Get() (OUT, bool) {
 func (s *Aggregating[K, N, IN, ACC, OUT]) Add(v IN) {
 	if !s.t.ttl.enabled {
 		if c := s.lookup(); c != nil {
-			if c.ver <= s.t.cow.frozen {
-				c = s.w(c)
-			}
+			c = s.w(c)
 			c.v = s.fn.Add(v, c.v)
 			return
 		}
