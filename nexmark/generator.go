@@ -30,6 +30,13 @@ type Generator struct {
 	eventsAhead    int64 // events until numInFlightAuctions more auctions
 	doubleBidderID bool
 
+	// next is the position of the next event's id when ids are
+	// consecutive (groupSize 1), so Next needs no division.
+	next idPos
+	// moduli of the draws whose bound rarely changes (see intnMod)
+	modAuction, modPerson, modChannel, modDelta modulus
+	modOffset                                   []modulus // by padding length
+
 	rnd     splitRand
 	tab     *stringTables
 	arena   arena
@@ -39,6 +46,12 @@ type Generator struct {
 }
 
 const slabSize = 128
+
+// idPos is an event id's position in the proportions' cycle: id =
+// epoch*total + offset, 0 <= offset < total.
+type idPos struct{ epoch, offset int64 }
+
+func (g *Generator) posOf(id int64) idPos { return idPos{id / g.total, id % g.total} }
 
 // NewGenerators returns the n generators of cfg (n > 0), generator i
 // owning split i: events [i*Events/n, (i+1)*Events/n) in Flink's split
@@ -54,11 +67,11 @@ func NewGenerators(cfg Config, n int) []*Generator {
 }
 
 func newGenerator(cfg Config, i, n int) *Generator {
-	max := cfg.maxEvents()
-	sub := max / int64(n)
+	events := cfg.maxEvents()
+	sub := events / int64(n)
 	first := 1 + int64(i)*sub
 	if i == n-1 {
-		sub = max - sub*int64(n-1)
+		sub = events - sub*int64(n-1)
 	}
 	total := cfg.totalProportion()
 	g := &Generator{
@@ -76,6 +89,8 @@ func newGenerator(cfg Config, i, n int) *Generator {
 		rnd:            newSplitRand(mix64(cfg.Seed ^ mix64(uint64(i)+1))),
 		tab:            tables(),
 	}
+	g.next = g.posOf(g.firstEventID + g.adjustedNumber(0))
+	g.modOffset = make([]modulus, 2*max(g.avgPerson, g.avgAuction, g.avgBid)+2)
 	return g
 }
 
@@ -116,20 +131,26 @@ func (g *Generator) NextEventID() int64 { return g.firstEventID + g.adjustedNumb
 func (g *Generator) Next(e *Event) int64 {
 	number := g.adjustedNumber(g.count)
 	ts := g.timestampFor(number)
-	id := g.firstEventID + number
-	rem := id % g.total
-	switch {
+	at := g.next
+	if g.groupSize == 1 {
+		if g.next.offset++; g.next.offset == g.total {
+			g.next = idPos{g.next.epoch + 1, 0}
+		}
+	} else {
+		at = g.posOf(g.firstEventID + number)
+	}
+	switch rem := at.offset; {
 	case rem < g.pProp:
 		p := g.newPerson()
-		g.nextPerson(p, id, ts)
+		g.nextPerson(p, at, ts)
 		*e = Event{Type: PersonEvent, Person: p}
 	case rem < g.pProp+g.aProp:
 		a := g.newAuction()
-		g.nextAuction(a, number, id, ts)
+		g.nextAuction(a, number, at, ts)
 		*e = Event{Type: AuctionEvent, Auction: a}
 	default:
 		*e = Event{Type: BidEvent}
-		g.nextBid(&e.Bid, id, ts)
+		g.nextBid(&e.Bid, at, ts)
 	}
 	g.count++
 	return ts
@@ -153,20 +174,20 @@ func (g *Generator) newAuction() *Auction {
 	return a
 }
 
-// lastBase0PersonID is the id (from 0) of the last person at eventID, or
-// of the person being generated at it.
-func (g *Generator) lastBase0PersonID(eventID int64) int64 {
-	epoch, offset := eventID/g.total, eventID%g.total
+// lastBase0PersonID is the id (from 0) of the last person at the event
+// id at, or of the person being generated at it.
+func (g *Generator) lastBase0PersonID(at idPos) int64 {
+	epoch, offset := at.epoch, at.offset
 	if offset >= g.pProp {
 		offset = g.pProp - 1
 	}
 	return epoch*g.pProp + offset
 }
 
-// lastBase0AuctionID is the id (from 0) of the last auction at eventID, or
-// of the auction being generated at it.
-func (g *Generator) lastBase0AuctionID(eventID int64) int64 {
-	epoch, offset := eventID/g.total, eventID%g.total
+// lastBase0AuctionID is the id (from 0) of the last auction at the event
+// id at, or of the auction being generated at it.
+func (g *Generator) lastBase0AuctionID(at idPos) int64 {
+	epoch, offset := at.epoch, at.offset
 	switch {
 	case offset < g.pProp:
 		epoch--
@@ -181,18 +202,18 @@ func (g *Generator) lastBase0AuctionID(eventID int64) int64 {
 
 // nextBase0PersonID picks one of the active people, up to personIDLead
 // ids in the future.
-func (g *Generator) nextBase0PersonID(eventID int64) int64 {
-	numPeople := g.lastBase0PersonID(eventID) + 1
+func (g *Generator) nextBase0PersonID(at idPos) int64 {
+	numPeople := g.lastBase0PersonID(at) + 1
 	active := min(numPeople, g.activePeople)
-	return numPeople - active + g.rnd.longn(active+personIDLead)
+	return numPeople - active + g.rnd.longnMod(&g.modPerson, active+personIDLead)
 }
 
 // nextBase0AuctionID picks one of the in-flight auctions, up to
 // auctionIDLead ids in the future.
-func (g *Generator) nextBase0AuctionID(eventID int64) int64 {
-	maxA := g.lastBase0AuctionID(eventID)
+func (g *Generator) nextBase0AuctionID(at idPos) int64 {
+	maxA := g.lastBase0AuctionID(at)
 	minA := max(maxA-g.inFlight, 0)
-	return minA + g.rnd.longn(maxA-minA+1+auctionIDLead)
+	return minA + g.rnd.longnMod(&g.modAuction, maxA-minA+1+auctionIDLead)
 }
 
 // nextExtra returns padding so that currentSize plus its length is on
@@ -205,20 +226,25 @@ func (g *Generator) nextExtra(currentSize, avg int) string {
 	delta := int(math.Floor(float64(d)*0.2 + 0.5))
 	size := d - delta
 	if delta != 0 {
-		size += int(g.rnd.intn(int32(2 * delta)))
+		size += int(g.rnd.intnMod(&g.modDelta, int32(2*delta)))
 	}
 	if size == 0 {
 		// Flink still draws an offset for an empty string.
 		g.rnd.intn(extraStringSize)
 		return ""
 	}
-	off := int(g.rnd.intn(int32(extraStringSize - size)))
+	var off int
+	if size < len(g.modOffset) {
+		off = int(g.rnd.intnMod(&g.modOffset[size], int32(extraStringSize-size)))
+	} else {
+		off = int(g.rnd.intn(int32(extraStringSize - size)))
+	}
 	return g.tab.extra[off : off+size]
 }
 
-func (g *Generator) nextPerson(p *Person, eventID, ts int64) {
+func (g *Generator) nextPerson(p *Person, at idPos, ts int64) {
 	t := g.tab
-	id := g.lastBase0PersonID(eventID) + FirstPersonID
+	id := g.lastBase0PersonID(at) + FirstPersonID
 	name := t.names[int(g.rnd.intn(int32(len(firstNames))))*len(lastNames)+int(g.rnd.intn(int32(len(lastNames))))]
 	b := randString(&g.rnd, g.scratch[:0], 7, ' ')
 	b = append(b, '@')
@@ -241,13 +267,13 @@ func (g *Generator) nextPerson(p *Person, eventID, ts int64) {
 		DateTime: ts, Extra: g.nextExtra(size, g.avgPerson)}
 }
 
-func (g *Generator) nextAuction(a *Auction, number, eventID, ts int64) {
-	id := g.lastBase0AuctionID(eventID) + FirstAuctionID
+func (g *Generator) nextAuction(a *Auction, number int64, at idPos, ts int64) {
+	id := g.lastBase0AuctionID(at) + FirstAuctionID
 	var seller int64
 	if g.rnd.intn(g.hotSeller) > 0 {
-		seller = (g.lastBase0PersonID(eventID) / hotSellerBatch) * hotSellerBatch
+		seller = (g.lastBase0PersonID(at) / hotSellerBatch) * hotSellerBatch
 	} else {
-		seller = g.nextBase0PersonID(eventID)
+		seller = g.nextBase0PersonID(at)
 	}
 	seller += FirstPersonID
 	category := FirstCategoryID + int64(g.rnd.intn(NumCategories))
@@ -264,20 +290,20 @@ func (g *Generator) nextAuction(a *Auction, number, eventID, ts int64) {
 		DateTime: ts, Expires: expires, Seller: seller, Category: category, Extra: g.nextExtra(size, g.avgAuction)}
 }
 
-func (g *Generator) nextBid(b *Bid, eventID, ts int64) {
+func (g *Generator) nextBid(b *Bid, at idPos, ts int64) {
 	var auction int64
 	if g.rnd.intn(g.hotAuction) > 0 {
-		auction = (g.lastBase0AuctionID(eventID) / hotAuctionBatch) * hotAuctionBatch
+		auction = (g.lastBase0AuctionID(at) / hotAuctionBatch) * hotAuctionBatch
 	} else {
-		auction = g.nextBase0AuctionID(eventID)
+		auction = g.nextBase0AuctionID(at)
 	}
 	auction += FirstAuctionID
 	var bidder int64
 	if g.rnd.intn(g.hotBidder) > 0 {
 		// The second person of the batch, so hot bidders and hot sellers differ.
-		bidder = (g.lastBase0PersonID(eventID)/hotBidderBatch)*hotBidderBatch + 1
+		bidder = (g.lastBase0PersonID(at)/hotBidderBatch)*hotBidderBatch + 1
 	} else {
-		bidder = g.nextBase0PersonID(eventID)
+		bidder = g.nextBase0PersonID(at)
 	}
 	bidder += FirstPersonID
 	price := g.nextPrice()
@@ -286,7 +312,7 @@ func (g *Generator) nextBid(b *Bid, eventID, ts int64) {
 		i := g.rnd.intn(int32(len(hotChannels)))
 		channel, url = hotChannels[i], g.tab.hotURLs[i]
 	} else {
-		c := g.rnd.intn(numChannels)
+		c := g.rnd.intnMod(&g.modChannel, numChannels)
 		channel, url = g.tab.channels[c], g.tab.channelURLs[c]
 	}
 	if g.doubleBidderID {

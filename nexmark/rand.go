@@ -1,17 +1,22 @@
 package nexmark
 
+import "math/bits"
+
 // splitRand is a port of java.util.SplittableRandom's algorithm (SplitMix64
 // with a fixed gamma for a seeded instance): the Flink generator's RNG, so
 // bounded draws (rejection sampling in nextInt(bound)) have its exact
 // distributions. Unlike Flink's, it is always seeded.
+//
+// A seeded SplittableRandom always steps by the golden gamma, so the gamma
+// is a constant here: the step is an add of an immediate, and loops that
+// draw many values (randString) keep the seed in a register.
 type splitRand struct {
-	seed  uint64
-	gamma uint64
+	seed uint64
 }
 
 const goldenGamma = 0x9e3779b97f4a7c15
 
-func newSplitRand(seed uint64) splitRand { return splitRand{seed: seed, gamma: goldenGamma} }
+func newSplitRand(seed uint64) splitRand { return splitRand{seed: seed} }
 
 func mix64(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
@@ -25,7 +30,7 @@ func mix32(z uint64) int32 {
 }
 
 func (r *splitRand) nextSeed() uint64 {
-	r.seed += r.gamma
+	r.seed += goldenGamma
 	return r.seed
 }
 
@@ -48,23 +53,73 @@ func (r *splitRand) intn(bound int32) int32 {
 	}
 }
 
-// intn13 and intn26 are intn(13) and intn(26) with constant divisors (the
-// compiler turns the remainder into multiplications): the per-character
-// draws of random strings.
-func (r *splitRand) intn13() int32 {
-	for {
-		u := int32(uint32(mix32(r.nextSeed())) >> 1)
-		if v := u % 13; u+12-v >= 0 {
+// modulus is a divisor with its reciprocal (Lemire's fastmod), so a
+// remainder costs two multiplications instead of a division. The zero
+// modulus is for no divisor; intnMod fills it in.
+type modulus struct {
+	d uint32
+	m uint64
+}
+
+func newModulus(d uint32) modulus { return modulus{d: d, m: ^uint64(0)/uint64(d) + 1} }
+
+// mod returns x % c.d, exact for every uint32 x.
+func (c *modulus) mod(x uint32) uint32 {
+	hi, _ := bits.Mul64(c.m*uint64(x), uint64(c.d))
+	return uint32(hi)
+}
+
+// intnMod is intn(bound) with its remainders taken through c, the
+// modulus of bound, recomputed only when bound differs from the last
+// call's: the generator's draws whose bound is the same from one event to
+// the next (in-flight auctions, active people, padding lengths) then cost
+// no division.
+func (r *splitRand) intnMod(c *modulus, bound int32) int32 {
+	if c.d != uint32(bound) {
+		*c = newModulus(uint32(bound))
+	}
+	v := mix32(r.nextSeed())
+	m := bound - 1
+	if bound&m == 0 {
+		return v & m
+	}
+	for u := int32(uint32(v) >> 1); ; u = int32(uint32(mix32(r.nextSeed())) >> 1) {
+		v = int32(c.mod(uint32(u)))
+		if u+m-v >= 0 {
 			return v
 		}
 	}
 }
 
-func (r *splitRand) intn26() int32 {
+// longnMod is longn(n) with the int draw through c (see intnMod).
+func (r *splitRand) longnMod(c *modulus, n int64) int64 {
+	if n < 1<<31-1 {
+		return int64(r.intnMod(c, int32(n)))
+	}
+	return r.longn(n)
+}
+
+// draw13 and draw26 are intn(13) and intn(26) on a seed held by the
+// caller (seed is the state before the draw; the new state is returned),
+// with constant divisors, which the compiler turns into multiplications:
+// the per-character draws of random strings, whose loops keep the seed in
+// a register rather than in the generator.
+func draw13(seed uint64) (int32, uint64) {
 	for {
-		u := int32(uint32(mix32(r.nextSeed())) >> 1)
+		seed += goldenGamma
+		u := int32(uint32(mix32(seed)) >> 1)
+		if v := u % 13; u+12-v >= 0 {
+			return v, seed
+		}
+	}
+}
+
+func draw26(seed uint64) (int32, uint64) {
+	for {
+		seed += goldenGamma
+		u := int32(uint32(mix32(seed)) >> 1)
 		if v := u % 26; u+25-v >= 0 {
-			return v
+			return v, seed
 		}
 	}
 }

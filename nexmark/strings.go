@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -107,19 +108,24 @@ func baseURL(r *splitRand) string {
 // with probability 1/13, else a lower-case letter; then trimmed as Java's
 // String.trim (which only matters when special is a space).
 func randString(r *splitRand, dst []byte, maxLength int32, special byte) []byte {
-	n := 3 + r.intn(maxLength-3)
+	n := int(3 + r.intn(maxLength-3))
 	start := len(dst)
-	for range n {
-		if r.intn13() == 0 {
-			dst = append(dst, special)
+	dst = slices.Grow(dst, n)[:start+n]
+	s := dst[start:]
+	seed := r.seed
+	var v int32
+	for i := range s {
+		if v, seed = draw13(seed); v == 0 {
+			s[i] = special
 		} else {
-			dst = append(dst, byte('a'+r.intn26()))
+			v, seed = draw26(seed)
+			s[i] = byte('a' + v)
 		}
 	}
+	r.seed = seed
 	if special > ' ' {
 		return dst
 	}
-	s := dst[start:]
 	lo, hi := 0, len(s)
 	for lo < hi && s[lo] <= ' ' {
 		lo++
