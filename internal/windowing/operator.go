@@ -296,8 +296,21 @@ func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error
 	if err := o.apply(r, w, stateW); err != nil {
 		return err
 	}
-	o.registerCleanupTimer(w)
+	if !o.cleanupIsTriggerTimer() {
+		o.registerCleanupTimer(w)
+	}
 	return nil
+}
+
+// cleanupIsTriggerTimer reports whether the cleanup timer of a window the
+// element path reaches is the timer the stock trigger's OnElement has just
+// registered, so registering it again would only find it queued: without
+// allowed lateness the cleanup time is the window's max timestamp, where
+// the EventTimeTrigger (for a window the watermark has not passed, the
+// only ones not dropped as late) and the ProcessingTimeTrigger put their
+// timers.
+func (o *Operator[K, IN, V, W]) cleanupIsTriggerTimer() bool {
+	return (o.stockEvent || o.stockProc) && o.lateness == 0
 }
 
 // apply fires and/or purges w whose contents are in stateW.
