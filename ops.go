@@ -51,6 +51,31 @@ type mapOp[IN, OUT any] struct {
 	f func(IN) OUT
 }
 
+// selectedInput is implemented by operators that a Filter chained before
+// them can hand its input batch with the indices of the records it kept,
+// instead of copying those records into a batch of their own: the filter
+// and the operator then make one pass and one copy between them.
+type selectedInput[T any] interface {
+	ProcessSelected(recs []runtime.Record[T], sel []int32) error
+}
+
+// ProcessSelected is ProcessBatch on recs[i] for each i in sel.
+func (o *mapOp[IN, OUT]) ProcessSelected(recs []runtime.Record[IN], sel []int32) (err error) {
+	defer o.catch(&err)
+	out, f := o.out, o.f
+	for len(sel) > 0 {
+		dst := out.Space()
+		n := min(len(dst), len(sel))
+		for i, j := range sel[:n] {
+			r := &recs[j]
+			dst[i] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
+		}
+		out.Advance(n)
+		sel = sel[n:]
+	}
+	return out.Err()
+}
+
 func (o *mapOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
 	defer o.catch(&err)
 	out, f := o.out, o.f
@@ -80,9 +105,21 @@ type filterOp[T any] struct {
 	opBase
 	forwardControl[T]
 	f func(T) bool
+	// next is the chained consumer that takes kept records by index
+	// (selectedInput), set on the first batch; sel holds the indices.
+	next    selectedInput[T]
+	checked bool
+	sel     []int32
 }
 
 func (o *filterOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+	if !o.checked {
+		o.next, _ = o.out.Target().(selectedInput[T])
+		o.checked = true
+	}
+	if o.next != nil {
+		return o.handOn(recs)
+	}
 	defer o.catch(&err)
 	out, f := o.out, o.f
 	for len(recs) > 0 {
@@ -98,6 +135,32 @@ func (o *filterOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 		recs = recs[i:]
 	}
 	return out.Err()
+}
+
+// handOn evaluates the predicate over recs and hands the kept records'
+// indices to the next operator.
+func (o *filterOp[T]) handOn(recs []runtime.Record[T]) error {
+	sel, err := o.selectKept(recs)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	if err := o.out.Flush(); err != nil {
+		return err
+	}
+	o.out.Handed(len(sel))
+	return o.next.ProcessSelected(recs, sel)
+}
+
+func (o *filterOp[T]) selectKept(recs []runtime.Record[T]) (sel []int32, err error) {
+	defer o.catch(&err)
+	sel, f := o.sel[:0], o.f
+	for i := range recs {
+		if f(recs[i].Value) {
+			sel = append(sel, int32(i))
+		}
+	}
+	o.sel = sel
+	return sel, nil
 }
 
 // Filter keeps the records for which f returns true.

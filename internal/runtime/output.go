@@ -75,6 +75,21 @@ func (o *Output[T]) Collect(v T, ts int64) {
 	o.buf = append(o.buf, Record[T]{Value: v, TS: ts})
 }
 
+// Target returns the output's only target, or nil when it has none or
+// several: an operator may hand its one chained consumer records directly
+// rather than copying them into the output (then it flushes the output
+// first and reports them with Handed).
+func (o *Output[T]) Target() Input[T] {
+	if len(o.targets) == 1 {
+		return o.targets[0]
+	}
+	return nil
+}
+
+// Handed counts n records an operator passed to Target itself, for the
+// records-out metric.
+func (o *Output[T]) Handed(n int) { o.count.Add(int64(n)) }
+
 // Space returns the free tail of the buffer, flushing first if it is full;
 // an operator writes records into it and then calls Advance with how many
 // it wrote. It is the batch form of Collect.
