@@ -13,7 +13,8 @@
 # Environment (defaults in brackets):
 #   EVENTS         events per run [5000000]
 #   RUNS           runs per engine and query, alternating [3]
-#   QUERIES        space- or comma-separated queries [q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12]
+#   QUERIES        space- or comma-separated queries [gen q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12];
+#                  gen (each generator alone into the sink) is the baseline, not in the mean
 #   PARALLELISM    parallelism, = number of generators, on both engines [2]
 #   RATE           event rate in events/s of event time (spaces the timestamps) [10000]
 #   SEED           generator seed [0]
@@ -30,7 +31,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 EVENTS=${EVENTS:-5000000}
 RUNS=${RUNS:-3}
-QUERIES=${QUERIES:-"q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12"}
+QUERIES=${QUERIES:-"gen q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12"}
 QUERIES=${QUERIES//,/ }
 PARALLELISM=${PARALLELISM:-2}
 RATE=${RATE:-10000}
@@ -238,6 +239,7 @@ lines = []
 lines.append("| query | Weir events/s | Flink events/s | Weir / Flink | results Weir | results Flink | counts | Weir CPU s | Flink CPU s | CPU Flink / Weir | Weir peak RSS MiB | Flink peak RSS MiB |")
 lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
 ratios = {}
+base = {}  # gen and q0 medians, for the generator line
 for q in queries:
     w = [r for r in rows if r["query_name"] == q and r["engine"] == "weir"]
     f = [r for r in rows if r["query_name"] == q and r["engine"] == "flink"]
@@ -253,13 +255,15 @@ for q in queries:
         check = "**MISMATCH**"
         mismatch.append("%s: weir %s, flink %s" % (q, wres, fres))
     ratio = "%.2f×" % (we / fe) if we and fe else "–"
-    if we and fe:
+    if we and fe and q != "gen":
         ratios[q] = we / fe
+    if q in ("gen", "q0"):
+        base[q] = (we, fe)
     wc = med([r.get("cpu_seconds", 0) for r in w]) if w else None
     fc = med([r.get("cpu_seconds", 0) for r in f]) if f else None
     def res(xs): return "–" if not xs else "/".join(str(x) for x in xs)
     lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        q, fmt_eps(we), fmt_eps(fe), ratio, res(wres), res(fres), check,
+        q + (" (generator only)" if q == "gen" else ""), fmt_eps(we), fmt_eps(fe), ratio, res(wres), res(fres), check,
         "–" if wc is None else "%.2f" % wc,
         "–" if fc is None else "%.2f" % fc,
         "%.2f×" % (fc / wc) if wc and fc else "–",
@@ -296,6 +300,13 @@ if ratios:
     section.append("Weir / Flink events/s: geometric mean %.2f× over %d queries; at least 5× on %d of %d%s." % (
         geo, len(ratios), len(ratios) - len(short), len(ratios),
         (" (below 5×: " + ", ".join(short) + ")") if short else ""))
+    section.append("")
+if "gen" in base:
+    (wg, fg) = base["gen"]
+    line = "`gen` is each engine's generator alone into the discarding sink (not a query; not in the mean): Weir %s, Flink %s events/s" % (fmt_eps(wg), fmt_eps(fg))
+    if "q0" in base and all(base["q0"]) and wg and fg:
+        line += "; q0 runs at %.0f%% of its engine's generator rate on Weir, %.0f%% on Flink" % (100 * base["q0"][0] / wg, 100 * base["q0"][1] / fg)
+    section.append(line + ".")
     section.append("")
 if mismatch:
     section.append("**Result counts differ:** " + "; ".join(mismatch))
