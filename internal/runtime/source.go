@@ -67,6 +67,7 @@ type SourceOperator[T any] struct {
 	pts     ProcessingTimeService
 	splits  []Split
 	gens    []watermark.Generator[T]
+	batch   []bool // per split: its generator emits only periodically (emit hands batches on)
 	outs    []watermark.Output
 	defs    []watermark.Output
 	mux     *watermark.Multiplexer
@@ -179,7 +180,9 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 	}
 	if wms.NewGenerator != nil {
 		for _, sp := range s.splits {
-			s.gens = append(s.gens, wms.NewGenerator())
+			g := wms.NewGenerator()
+			s.gens = append(s.gens, g)
+			s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
 			s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
 			s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
 		}
@@ -243,6 +246,23 @@ func (s *SourceOperator[T]) emit(i int, recs []Record[T]) error {
 		return s.out.Err()
 	}
 	g, o := s.gens[i], s.outs[i]
+	if s.batch[i] {
+		// The generator cannot emit between two records: hand the batch
+		// on as it is, then show the generator its events.
+		if ts != nil {
+			for j := range recs {
+				recs[j].TS = ts(recs[j].Value, recs[j].TS)
+			}
+		}
+		s.out.CollectBatch(recs)
+		if err := s.out.Err(); err != nil {
+			return err
+		}
+		for j := range recs {
+			g.OnEvent(recs[j].Value, recs[j].TS, o)
+		}
+		return s.takeErr()
+	}
 	for _, r := range recs {
 		if ts != nil {
 			r.TS = ts(r.Value, r.TS)

@@ -33,6 +33,23 @@ type Generator[T any] interface {
 	OnPeriodicEmit(out Output)
 }
 
+// PeriodicOnly is implemented by generators that never emit in OnEvent,
+// only in OnPeriodicEmit. A source may then emit a whole batch of events
+// first and call OnEvent for each afterwards (its watermark cannot fall
+// between two events of the batch anyway), handing the batch downstream
+// without copying it.
+type PeriodicOnly interface {
+	// PeriodicOnly reports whether OnEvent never emits.
+	PeriodicOnly() bool
+}
+
+// IsPeriodicOnly reports whether g declares that it emits only in
+// OnPeriodicEmit.
+func IsPeriodicOnly[T any](g Generator[T]) bool {
+	p, ok := g.(PeriodicOnly)
+	return ok && p.PeriodicOnly()
+}
+
 // BoundedOutOfOrderness returns Flink's BoundedOutOfOrdernessWatermarks: the
 // watermark is maxTs - d - 1, where maxTs is the largest timestamp seen and d
 // is maxOutOfOrderness in whole milliseconds. Before any event maxTs is
@@ -68,10 +85,13 @@ func (g *boundedOutOfOrderness[T]) OnPeriodicEmit(out Output) {
 	out.EmitWatermark(g.maxTs - g.delay - 1)
 }
 
+func (*boundedOutOfOrderness[T]) PeriodicOnly() bool { return true }
+
 type noWatermarks[T any] struct{}
 
 func (noWatermarks[T]) OnEvent(T, int64, Output) {}
 func (noWatermarks[T]) OnPeriodicEmit(Output)    {}
+func (noWatermarks[T]) PeriodicOnly() bool       { return true }
 
 // WithIdleness wraps g with Flink's idleness detection (WatermarksWithIdleness).
 //
@@ -125,6 +145,10 @@ func (w *withIdleness[T]) OnEvent(event T, ts int64, out Output) {
 	w.counter++
 	w.idleNow = false
 }
+
+// PeriodicOnly is that of the wrapped generator: idleness is decided in
+// OnPeriodicEmit only.
+func (w *withIdleness[T]) PeriodicOnly() bool { return IsPeriodicOnly(w.g) }
 
 func (w *withIdleness[T]) OnPeriodicEmit(out Output) {
 	if w.checkIfIdle() {
