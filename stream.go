@@ -19,7 +19,7 @@ type origin[T any] struct {
 	node *runtime.Node
 	tag  string
 	part runtime.Partitioning
-	hash func(T) int32
+	hash func(*T) int32 // PartitionHash: the key's hash code, of a record passed by pointer
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -83,7 +83,7 @@ func (ds DataStream[T]) Parallelism() int {
 	return ds.origins[0].node.Parallelism
 }
 
-func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(T) int32) DataStream[T] {
+func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
 		o.part, o.hash = p, hash
@@ -163,7 +163,7 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 		h = func(K) int32 { return 0 }
 	}
 	return KeyedStream[K, T]{
-		ds:    ds.withPartition(runtime.PartitionHash, func(v T) int32 { return h(key(v)) }),
+		ds:    ds.withPartition(runtime.PartitionHash, func(v *T) int32 { return h(key(*v)) }),
 		key:   key,
 		hashK: h,
 	}

@@ -90,13 +90,16 @@ type gateEdge[T any] struct {
 	EdgeChannels
 	// route maps a record of a hash edge to the consumer subtask that owns
 	// its key group (the exchange's routing), nil for other edges.
-	route func(T) int
+	route func(*T) int
 }
 
 // addEdge appends an edge to the gate's layout; route is the exchange's
 // func(T) int for a hash edge, else nil.
 func (g *Gate[T]) addEdge(kind Partitioning, channels int, route any) {
-	r, _ := route.(func(T) int)
+	r, ok := route.(func(*T) int)
+	if !ok && route != nil {
+		panic(fmt.Sprintf("runtime: hash edge routing %T for a gate of %T records", route, *new(T)))
+	}
 	g.edges = append(g.edges, gateEdge[T]{EdgeChannels{kind, channels}, r})
 }
 
@@ -164,7 +167,7 @@ func (g *Gate[T]) replayChannel(ch int, data []byte, how replayMode) error {
 	if ch < 0 || ch >= len(g.ended) {
 		return fmt.Errorf("channel state of input %d names channel %d of %d", g.index+1, ch, len(g.ended))
 	}
-	var route func(T) int
+	var route func(*T) int
 	if how.rescaled && how.edge < len(g.edges) {
 		route = g.edges[how.edge].route
 	}
@@ -184,9 +187,9 @@ func (g *Gate[T]) replayChannel(ch int, data []byte, how replayMode) error {
 			err = g.WatermarkOn(ch, e.WM)
 		case route != nil:
 			keep := e.Recs[:0]
-			for _, r := range e.Recs {
-				if route(r.Value) == how.owner {
-					keep = append(keep, r)
+			for i := range e.Recs {
+				if route(&e.Recs[i].Value) == how.owner {
+					keep = append(keep, e.Recs[i])
 				}
 			}
 			err = g.Records(ch, keep)

@@ -202,9 +202,9 @@ func TestChannelStateRescaleAssignment(t *testing.T) {
 // watermarks as before.
 func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
 	const maxP = 128
-	route := func(par int) func(int64) int {
-		return func(v int64) int {
-			return keygroup.OperatorIndex(keygroup.Of(keygroup.HashInt64(v%50), maxP), par, maxP)
+	route := func(par int) func(*int64) int {
+		return func(v *int64) int {
+			return keygroup.OperatorIndex(keygroup.Of(keygroup.HashInt64(*v%50), maxP), par, maxP)
 		}
 	}
 	encode := func(es ...inflight[int64]) []byte {
@@ -228,7 +228,7 @@ func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
 			var a, b []Record[int64]
 			for i := range int64(60) {
 				v := int64(1000*s+100*c) + i
-				if route(2)(v) != s {
+				if route(2)(&v) != s {
 					continue
 				}
 				all = append(all, v)
@@ -264,7 +264,7 @@ func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
 			}
 			last := map[int64]int64{} // old subtask*10+channel -> last value
 			for _, r := range s.recs {
-				if o := route(par)(r.Value); o != sub {
+				if o := route(par)(&r.Value); o != sub {
 					t.Errorf("parallelism %d: subtask %d replayed %d, which subtask %d owns", par, sub, r.Value, o)
 				}
 				from := r.Value / 100

@@ -59,7 +59,7 @@ type ExchangeConfig struct {
 type Exchange[T any] struct {
 	cfg       ExchangeConfig
 	kind      Partitioning
-	route     func(T) int // hash routing: the consumer index of a record
+	route     func(*T) int // hash routing: the consumer index of a record
 	producers int
 	consumers []exReader[T]
 	free      chan *batchMsg[T]
@@ -106,7 +106,7 @@ func (m *batchMsg[T]) process() error {
 
 // NewExchange returns an exchange between producers and consumers subtasks.
 // For PartitionHash, route maps a record to its consumer index.
-func NewExchange[T any](kind Partitioning, route func(T) int, producers, consumers int, cfg ExchangeConfig) (*Exchange[T], error) {
+func NewExchange[T any](kind Partitioning, route func(*T) int, producers, consumers int, cfg ExchangeConfig) (*Exchange[T], error) {
 	if kind == PartitionForward && producers != consumers {
 		return nil, fmt.Errorf("forward partitioning needs equal parallelism, have %d and %d", producers, consumers)
 	}
@@ -240,9 +240,16 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 			}
 		}
 	case PartitionHash:
-		for _, r := range recs {
-			if err := w.add(w.x.route(r.Value), r); err != nil {
-				return err
+		// By index and pointer: a record is copied once, into its batch.
+		route, size := w.x.route, w.x.cfg.BatchSize
+		for i := range recs {
+			r := &recs[i]
+			c := route(&r.Value)
+			m := w.buf(c)
+			if m.recs = append(m.recs, *r); len(m.recs) >= size {
+				if err := w.send(c); err != nil {
+					return err
+				}
 			}
 		}
 	case PartitionBroadcast:

@@ -123,22 +123,23 @@ type gate interface {
 
 // NewEdge connects from (its main output, or the side output tag) to input
 // of to, for records of type T. For PartitionHash, hash gives the Java-style
-// hash code of a record's key.
-func NewEdge[T any](from *Node, tag string, to *Node, input int, p Partitioning, hash func(T) int32) *Edge {
+// hash code of a record's key (the record is passed by pointer, not to be
+// kept).
+func NewEdge[T any](from *Node, tag string, to *Node, input int, p Partitioning, hash func(*T) int32) *Edge {
 	e := &Edge{From: from, Tag: tag, To: to, Input: input, Partition: p, ops: typedEdge[T]{hash: hash}}
 	to.Inputs = append(to.Inputs, e)
 	return e
 }
 
-type typedEdge[T any] struct{ hash func(T) int32 }
+type typedEdge[T any] struct{ hash func(*T) int32 }
 
 func (typedEdge[T]) newOutput(batchSize int) OutputPort { return NewOutput[T](batchSize) }
 
 func (e typedEdge[T]) newExchange(kind Partitioning, producers, consumers, maxP int, cfg ExchangeConfig) (exchange, error) {
-	var route func(T) int
+	var route func(*T) int
 	if kind == PartitionHash {
 		h := e.hash
-		route = func(v T) int { return keygroup.OperatorIndex(keygroup.Of(h(v), maxP), consumers, maxP) }
+		route = func(v *T) int { return keygroup.OperatorIndex(keygroup.Of(h(v), maxP), consumers, maxP) }
 	}
 	x, err := NewExchange[T](kind, route, producers, consumers, cfg)
 	if err != nil {

@@ -88,7 +88,7 @@ func must(t *testing.T, err error) {
 
 func TestExchangeHashRoutingAndControlOrder(t *testing.T) {
 	ctx := context.Background()
-	route := func(v int) int { return v % 3 }
+	route := func(v *int) int { return *v % 3 }
 	x, err := NewExchange(PartitionHash, route, 2, 3, ExchangeConfig{BatchSize: 2, Credits: 10})
 	must(t, err)
 	inbox := make(chan message, 100)
