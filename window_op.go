@@ -241,7 +241,8 @@ func (c *winCtx[K, OUT, W]) GlobalState() window.StateStore { return c.global }
 // sliced one.
 type windowEngine[K comparable, T any] interface {
 	SetCurrentKey(k K)
-	ProcessElement(v T, ts int64) error
+	// ProcessElementPtr processes *v, which it does not keep.
+	ProcessElementPtr(v *T, ts int64) error
 	AdvanceWatermark(wm int64) error
 	// Snapshot and Restore checkpoint the engine's keyed state and timers
 	// per key group.
@@ -342,7 +343,7 @@ func (o *windowOp[K, T, OUT, W]) ProcessBatch(recs []runtime.Record[T]) (err err
 	defer o.clock.end()
 	for i := range recs {
 		o.eng.SetCurrentKey(o.keyFn(recs[i].Value))
-		if err := o.eng.ProcessElement(recs[i].Value, recs[i].TS); err != nil {
+		if err := o.eng.ProcessElementPtr(&recs[i].Value, recs[i].TS); err != nil {
 			return err
 		}
 		if o.sideErr != nil {

@@ -119,3 +119,58 @@ func BenchmarkTumblingCountDense(b *testing.B) {
 func BenchmarkSlidingCountSlicedDense(b *testing.B) {
 	drive(b, sliced(b, 60_000, benchSlide), 1000)
 }
+
+// benchBid is a record of a Nexmark bid's size (88 bytes, three strings).
+type benchBid struct {
+	Auction, Bidder, Price int64
+	Channel, URL           string
+	DateTime               int64
+	Extra                  string
+}
+
+// maxPrice keeps the highest price.
+type maxPrice struct{}
+
+func (maxPrice) CreateAccumulator() int64 { return 0 }
+func (maxPrice) Add(b benchBid, acc int64) int64 {
+	return max(acc, b.Price)
+}
+func (maxPrice) GetResult(acc int64) int64 { return acc }
+func (maxPrice) Merge(a, b int64) int64    { return max(a, b) }
+
+// BenchmarkTumblingMaxBid is BenchmarkTumblingCount with bid-sized records
+// (10 s windows, the highest price): what passing records through the
+// operator costs when they are large.
+func BenchmarkTumblingMaxBid(b *testing.B) {
+	be := istate.NewBackend[string](0, 127, clock.NewManual(0))
+	c, err := NewAggregating[string, window.TimeWindow, benchBid, int64, int64](be, maxPrice{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := window.TumblingEventTime(10 * time.Second)
+	o, err := New(Config[string, benchBid, int64, window.TimeWindow]{Assigner: a, Trigger: a.DefaultTrigger(),
+		Backend: be, Hash: hashString, MaxParallelism: 128, Now: func() int64 { return 0 },
+		Schedule: func(int64, func(int64) error) {}, Contents: c,
+		Emit: func(string, window.TimeWindow, int64) error { return nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]benchBid, 1024)
+	for i := range recs {
+		recs[i] = benchBid{Auction: int64(i), Price: int64(i * 31 % 1000), Channel: "c", URL: "u", Extra: "x"}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		ts := int64(i / benchPerMS)
+		o.SetCurrentKey(benchKeyNames[i%benchKeys])
+		if err := o.ProcessElementPtr(&recs[i%len(recs)], ts); err != nil {
+			b.Fatal(err)
+		}
+		if i%benchWMEvery == benchWMEvery-1 {
+			if err := o.AdvanceWatermark(ts - 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

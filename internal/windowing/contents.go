@@ -12,8 +12,9 @@ import (
 type Contents[IN, V any, W comparable] interface {
 	// SetNamespace selects the window (state window, when merging).
 	SetNamespace(ns W)
-	// Add adds an element with its timestamp.
-	Add(v IN, ts int64)
+	// Add adds the element *v with its timestamp (copying it; the pointer
+	// is not kept).
+	Add(v *IN, ts int64)
 	// Exists reports whether the window has contents (an entry, possibly
 	// empty after a purge).
 	Exists() bool
@@ -41,7 +42,7 @@ func (r *Reducing[K, W, T]) Exists() bool { return r.h.Exists() }
 func (r *Reducing[K, W, T]) SetNamespace(ns W) { r.h.SetNamespace(ns) }
 
 // Add implements Contents.
-func (r *Reducing[K, W, T]) Add(v T, _ int64) { r.h.Add(v) }
+func (r *Reducing[K, W, T]) Add(v *T, _ int64) { r.h.Add(*v) }
 
 // Get implements Contents.
 func (r *Reducing[K, W, T]) Get() (T, bool) { return r.h.Get() }
@@ -70,7 +71,7 @@ func (a *Aggregating[K, W, IN, ACC, OUT]) Exists() bool { return a.h.Exists() }
 func (a *Aggregating[K, W, IN, ACC, OUT]) SetNamespace(ns W) { a.h.SetNamespace(ns) }
 
 // Add implements Contents.
-func (a *Aggregating[K, W, IN, ACC, OUT]) Add(v IN, _ int64) { a.h.Add(v) }
+func (a *Aggregating[K, W, IN, ACC, OUT]) Add(v *IN, _ int64) { a.h.Add(*v) }
 
 // Get implements Contents.
 func (a *Aggregating[K, W, IN, ACC, OUT]) Get() (OUT, bool) { return a.h.Get() }
@@ -97,7 +98,7 @@ func (l *List[K, W, T]) Exists() bool { return l.h.Exists() }
 func (l *List[K, W, T]) SetNamespace(ns W) { l.h.SetNamespace(ns) }
 
 // Add implements Contents.
-func (l *List[K, W, T]) Add(v T, _ int64) { l.h.Add(v) }
+func (l *List[K, W, T]) Add(v *T, _ int64) { l.h.Add(*v) }
 
 // Get implements Contents: a copy of the list, false when empty.
 func (l *List[K, W, T]) Get() ([]T, bool) {
@@ -130,8 +131,8 @@ func (l *TimestampedList[K, W, T]) Exists() bool { return l.h.Exists() }
 func (l *TimestampedList[K, W, T]) SetNamespace(ns W) { l.h.SetNamespace(ns) }
 
 // Add implements Contents.
-func (l *TimestampedList[K, W, T]) Add(v T, ts int64) {
-	l.h.Add(window.TimestampedValue[T]{Value: v, Timestamp: ts})
+func (l *TimestampedList[K, W, T]) Add(v *T, ts int64) {
+	l.h.Add(window.TimestampedValue[T]{Value: *v, Timestamp: ts})
 }
 
 // Get implements Contents.

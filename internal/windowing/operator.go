@@ -218,9 +218,16 @@ func (o *Operator[K, IN, V, W]) registerProcessingTimer(w W, ts int64) {
 // ProcessElement processes one element of the current key (Flink's
 // WindowOperator.processElement).
 func (o *Operator[K, IN, V, W]) ProcessElement(v IN, ts int64) error {
+	return o.ProcessElementPtr(&v, ts)
+}
+
+// ProcessElementPtr is ProcessElement on *v, so that a large element is
+// not copied at every call on its way to the window contents. The
+// operator does not keep the pointer past the call.
+func (o *Operator[K, IN, V, W]) ProcessElementPtr(v *IN, ts int64) error {
 	var err error
 	if o.elemAsg != nil {
-		o.wins, err = o.elemAsg.AssignElement(v, ts, &o.ctx, o.wins[:0])
+		o.wins, err = o.elemAsg.AssignElement(*v, ts, &o.ctx, o.wins[:0])
 	} else {
 		o.wins, err = o.cfg.Assigner.AssignWindows(ts, &o.ctx, o.wins[:0])
 	}
@@ -266,7 +273,7 @@ func (o *Operator[K, IN, V, W]) ProcessElement(v IN, ts int64) error {
 	}
 	if skipped && o.eventTime && ts+o.lateness <= o.timers.CurrentWatermark() {
 		if o.cfg.Late != nil {
-			o.cfg.Late(v, ts)
+			o.cfg.Late(*v, ts)
 		} else {
 			o.LateDropped++
 		}
@@ -275,11 +282,10 @@ func (o *Operator[K, IN, V, W]) ProcessElement(v IN, ts int64) error {
 }
 
 func (o *Operator[K, IN, V, W]) clearElem() {
-	var zero IN
-	o.ctx.elem, o.ctx.hasElem = zero, false
+	o.ctx.elem, o.ctx.hasElem = nil, false
 }
 
-func (o *Operator[K, IN, V, W]) addAndTrigger(v IN, ts int64, w, stateW W) error {
+func (o *Operator[K, IN, V, W]) addAndTrigger(v *IN, ts int64, w, stateW W) error {
 	o.contents.SetNamespace(stateW)
 	if (o.stockProc || o.stockEvent && w.MaxTimestamp() > o.timers.CurrentWatermark()) && o.contents.Exists() {
 		// The stock trigger's OnElement would re-register the window's
@@ -578,7 +584,7 @@ func (o *Operator[K, IN, V, W]) addGroup(result W, merged []W) {
 type triggerCtx[K comparable, IN, V any, W window.Window] struct {
 	o       *Operator[K, IN, V, W]
 	w       W
-	elem    IN
+	elem    *IN // the element being processed, during ProcessElementPtr
 	hasElem bool
 	merged  []W
 }
@@ -589,7 +595,7 @@ func (c *triggerCtx[K, IN, V, W]) Element() any {
 	if !c.hasElem {
 		return nil
 	}
-	return c.elem
+	return *c.elem
 }
 func (c *triggerCtx[K, IN, V, W]) CurrentWatermark() int64 { return c.o.timers.CurrentWatermark() }
 func (c *triggerCtx[K, IN, V, W]) CurrentProcessingTime() int64 {

@@ -103,6 +103,11 @@ func (s *Sliced[K, IN, ACC]) cleanupTime(maxTS int64) int64 {
 
 // ProcessElement adds an element of the current key.
 func (s *Sliced[K, IN, ACC]) ProcessElement(v IN, ts int64) error {
+	return s.ProcessElementPtr(&v, ts)
+}
+
+// ProcessElementPtr is ProcessElement on *v (not kept past the call).
+func (s *Sliced[K, IN, ACC]) ProcessElementPtr(v *IN, ts int64) error {
 	if ts == math.MinInt64 {
 		return errors.New("window: record has no timestamp; event-time windows need timestamps (assign them and watermarks first)")
 	}
@@ -123,7 +128,7 @@ func (s *Sliced[K, IN, ACC]) ProcessElement(v IN, ts int64) error {
 	if n == 0 {
 		if ts+s.cfg.Lateness <= wm {
 			if s.cfg.Late != nil {
-				s.cfg.Late(v, ts)
+				s.cfg.Late(*v, ts)
 			} else {
 				s.LateDropped++
 			}
@@ -138,11 +143,11 @@ func (s *Sliced[K, IN, ACC]) ProcessElement(v IN, ts int64) error {
 	}
 	i, found := l.find(ss)
 	if found {
-		l.parts[i].acc = s.cfg.Add(v, l.parts[i].acc, true)
+		l.parts[i].acc = s.cfg.Add(*v, l.parts[i].acc, true)
 		l.changed(i)
 	} else {
 		var zero ACC
-		l.parts = slices.Insert(l.parts, i, slicePart[ACC]{start: ss, acc: s.cfg.Add(v, zero, false)})
+		l.parts = slices.Insert(l.parts, i, slicePart[ACC]{start: ss, acc: s.cfg.Add(*v, zero, false)})
 		l.inserted(i)
 		// A new slice can bring the key's next event forward.
 		s.schedule(l, wm)
