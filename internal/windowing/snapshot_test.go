@@ -93,7 +93,8 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 			ts := rapid.Int64Range(wm-size-lateness, wm+2*size).Draw(t, "ts")
 			for _, e := range []snapEngine{ref, cur} {
 				e.SetCurrentKey(k)
-				_ = e.ProcessElement(int64(i), ts)
+				v := int64(i)
+				_ = e.ProcessElementPtr(&v, ts)
 			}
 		}
 		_ = ref.AdvanceWatermark(1 << 40)
