@@ -33,9 +33,6 @@ type Generator struct {
 	// next is the position of the next event's id when ids are
 	// consecutive (groupSize 1), so Next needs no division.
 	next idPos
-	// moduli of the draws whose bound rarely changes (see intnMod)
-	modAuction, modPerson, modChannel, modDelta modulus
-	modOffset                                   []modulus // by padding length
 
 	rnd     splitRand
 	tab     *stringTables
@@ -90,7 +87,6 @@ func newGenerator(cfg Config, i, n int) *Generator {
 		tab:            tables(),
 	}
 	g.next = g.posOf(g.firstEventID + g.adjustedNumber(0))
-	g.modOffset = make([]modulus, 2*max(g.avgPerson, g.avgAuction, g.avgBid)+2)
 	return g
 }
 
@@ -205,7 +201,7 @@ func (g *Generator) lastBase0AuctionID(at idPos) int64 {
 func (g *Generator) nextBase0PersonID(at idPos) int64 {
 	numPeople := g.lastBase0PersonID(at) + 1
 	active := min(numPeople, g.activePeople)
-	return numPeople - active + g.rnd.longnMod(&g.modPerson, active+personIDLead)
+	return numPeople - active + g.rnd.longn(active+personIDLead)
 }
 
 // nextBase0AuctionID picks one of the in-flight auctions, up to
@@ -213,7 +209,7 @@ func (g *Generator) nextBase0PersonID(at idPos) int64 {
 func (g *Generator) nextBase0AuctionID(at idPos) int64 {
 	maxA := g.lastBase0AuctionID(at)
 	minA := max(maxA-g.inFlight, 0)
-	return minA + g.rnd.longnMod(&g.modAuction, maxA-minA+1+auctionIDLead)
+	return minA + g.rnd.longn(maxA-minA+1+auctionIDLead)
 }
 
 // nextExtra returns padding so that currentSize plus its length is on
@@ -226,19 +222,14 @@ func (g *Generator) nextExtra(currentSize, avg int) string {
 	delta := int(math.Floor(float64(d)*0.2 + 0.5))
 	size := d - delta
 	if delta != 0 {
-		size += int(g.rnd.intnMod(&g.modDelta, int32(2*delta)))
+		size += int(g.rnd.intn(int32(2 * delta)))
 	}
 	if size == 0 {
 		// Flink still draws an offset for an empty string.
 		g.rnd.intn(extraStringSize)
 		return ""
 	}
-	var off int
-	if size < len(g.modOffset) {
-		off = int(g.rnd.intnMod(&g.modOffset[size], int32(extraStringSize-size)))
-	} else {
-		off = int(g.rnd.intn(int32(extraStringSize - size)))
-	}
+	off := int(g.rnd.intn(int32(extraStringSize - size)))
 	return g.tab.extra[off : off+size]
 }
 
@@ -312,7 +303,7 @@ func (g *Generator) nextBid(b *Bid, at idPos, ts int64) {
 		i := g.rnd.intn(int32(len(hotChannels)))
 		channel, url = hotChannels[i], g.tab.hotURLs[i]
 	} else {
-		c := g.rnd.intnMod(&g.modChannel, numChannels)
+		c := g.rnd.intn(numChannels)
 		channel, url = g.tab.channels[c], g.tab.channelURLs[c]
 	}
 	if g.doubleBidderID {

@@ -1,7 +1,5 @@
 package nexmark
 
-import "math/bits"
-
 // splitRand is a port of java.util.SplittableRandom's algorithm (SplitMix64
 // with a fixed gamma for a seeded instance): the Flink generator's RNG, so
 // bounded draws (rejection sampling in nextInt(bound)) have its exact
@@ -51,52 +49,6 @@ func (r *splitRand) intn(bound int32) int32 {
 			return v
 		}
 	}
-}
-
-// modulus is a divisor with its reciprocal (Lemire's fastmod), so a
-// remainder costs two multiplications instead of a division. The zero
-// modulus is for no divisor; intnMod fills it in.
-type modulus struct {
-	d uint32
-	m uint64
-}
-
-func newModulus(d uint32) modulus { return modulus{d: d, m: ^uint64(0)/uint64(d) + 1} }
-
-// mod returns x % c.d, exact for every uint32 x.
-func (c *modulus) mod(x uint32) uint32 {
-	hi, _ := bits.Mul64(c.m*uint64(x), uint64(c.d))
-	return uint32(hi)
-}
-
-// intnMod is intn(bound) with its remainders taken through c, the
-// modulus of bound, recomputed only when bound differs from the last
-// call's: the generator's draws whose bound is the same from one event to
-// the next (in-flight auctions, active people, padding lengths) then cost
-// no division.
-func (r *splitRand) intnMod(c *modulus, bound int32) int32 {
-	if c.d != uint32(bound) {
-		*c = newModulus(uint32(bound))
-	}
-	v := mix32(r.nextSeed())
-	m := bound - 1
-	if bound&m == 0 {
-		return v & m
-	}
-	for u := int32(uint32(v) >> 1); ; u = int32(uint32(mix32(r.nextSeed())) >> 1) {
-		v = int32(c.mod(uint32(u)))
-		if u+m-v >= 0 {
-			return v
-		}
-	}
-}
-
-// longnMod is longn(n) with the int draw through c (see intnMod).
-func (r *splitRand) longnMod(c *modulus, n int64) int64 {
-	if n < 1<<31-1 {
-		return int64(r.intnMod(c, int32(n)))
-	}
-	return r.longn(n)
 }
 
 // draw13 and draw26 are intn(13) and intn(26) on a seed held by the
