@@ -207,9 +207,11 @@ func (w *Writer[T]) buf(c int) *batchMsg[T] {
 	return m
 }
 
-func (w *Writer[T]) add(c int, r Record[T]) error {
+// add appends *r to consumer c's pending batch (the one copy of the
+// record) and sends the batch when it is full.
+func (w *Writer[T]) add(c int, r *Record[T]) error {
 	m := w.buf(c)
-	m.recs = append(m.recs, r)
+	m.recs = append(m.recs, *r)
 	if len(m.recs) >= w.x.cfg.BatchSize {
 		return w.send(c)
 	}
@@ -234,40 +236,34 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 			}
 		}
 	case PartitionGlobal:
-		for _, r := range recs {
-			if err := w.add(0, r); err != nil {
+		for i := range recs {
+			if err := w.add(0, &recs[i]); err != nil {
 				return err
 			}
 		}
 	case PartitionHash:
-		// By index and pointer: a record is copied once, into its batch.
-		route, size := w.x.route, w.x.cfg.BatchSize
+		route := w.x.route
 		for i := range recs {
-			r := &recs[i]
-			c := route(&r.Value)
-			m := w.buf(c)
-			if m.recs = append(m.recs, *r); len(m.recs) >= size {
-				if err := w.send(c); err != nil {
-					return err
-				}
+			if err := w.add(route(&recs[i].Value), &recs[i]); err != nil {
+				return err
 			}
 		}
 	case PartitionBroadcast:
-		for _, r := range recs {
+		for i := range recs {
 			for c := 0; c < n; c++ {
-				if err := w.add(c, r); err != nil {
+				if err := w.add(c, &recs[i]); err != nil {
 					return err
 				}
 			}
 		}
 	default: // rebalance
-		for _, r := range recs {
+		for i := range recs {
 			c := w.next
 			w.next++
 			if w.next == n {
 				w.next = 0
 			}
-			if err := w.add(c%n, r); err != nil {
+			if err := w.add(c%n, &recs[i]); err != nil {
 				return err
 			}
 		}

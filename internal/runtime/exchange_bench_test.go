@@ -40,12 +40,12 @@ func BenchmarkHashWriter(b *testing.B) {
 	for i := range recs {
 		recs[i] = Record[bid]{Value: bid{Auction: int64(i * 7), Extra: "x"}, TS: int64(i)}
 	}
-	b.SetBytes(int64(len(recs)))
 	for b.Loop() {
 		if err := w.ProcessBatch(recs); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/rec")
 	if err := w.EndInput(); err != nil {
 		b.Fatal(err)
 	}
