@@ -169,3 +169,21 @@ func BenchmarkTumblingMaxBid(b *testing.B) {
 		}
 	}
 }
+
+// Passing an element by value does not allocate: ProcessElement copies it
+// into the operator rather than letting it escape for the trigger
+// context's pointer.
+func TestProcessElementByValueDoesNotAllocate(t *testing.T) {
+	b := &testing.B{}
+	o := newPerWindow[benchBid](b, window.TumblingEventTime(10*time.Second), maxPrice{})
+	o.SetCurrentKey("k")
+	rec := benchBid{Price: 7, Extra: "x"}
+	_ = o.ProcessElement(rec, 1) // the window's state and timer exist from here on
+	if n := testing.AllocsPerRun(100, func() {
+		if err := o.ProcessElement(rec, 2); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per element", n)
+	}
+}

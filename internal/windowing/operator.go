@@ -102,6 +102,9 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	// windows: its timer, registered with the window's first element, is
 	// the cleanup timer too, so a window with contents always has it.
 	stockProc bool
+	// held is the element ProcessElement was given by value, so that the
+	// trigger context can point at it.
+	held IN
 	// LateDropped counts late elements dropped (no late output set), as
 	// Flink's numLateRecordsDropped.
 	LateDropped int64
@@ -216,9 +219,12 @@ func (o *Operator[K, IN, V, W]) registerProcessingTimer(w W, ts int64) {
 }
 
 // ProcessElement processes one element of the current key (Flink's
-// WindowOperator.processElement).
+// WindowOperator.processElement). It copies v into the operator, so that
+// the element does not escape to the heap per call; ProcessElementPtr
+// avoids the copy.
 func (o *Operator[K, IN, V, W]) ProcessElement(v IN, ts int64) error {
-	return o.ProcessElementPtr(&v, ts)
+	o.held = v
+	return o.ProcessElementPtr(&o.held, ts)
 }
 
 // ProcessElementPtr is ProcessElement on *v, so that a large element is
@@ -234,7 +240,7 @@ func (o *Operator[K, IN, V, W]) ProcessElementPtr(v *IN, ts int64) error {
 	if err != nil {
 		return err
 	}
-	o.ctx.elem, o.ctx.hasElem = v, true
+	o.ctx.elem = v
 	defer o.clearElem()
 	skipped := true
 	if o.merging != nil {
@@ -282,7 +288,7 @@ func (o *Operator[K, IN, V, W]) ProcessElementPtr(v *IN, ts int64) error {
 }
 
 func (o *Operator[K, IN, V, W]) clearElem() {
-	o.ctx.elem, o.ctx.hasElem = nil, false
+	o.ctx.elem = nil
 }
 
 func (o *Operator[K, IN, V, W]) addAndTrigger(v *IN, ts int64, w, stateW W) error {
@@ -582,17 +588,16 @@ func (o *Operator[K, IN, V, W]) addGroup(result W, merged []W) {
 // triggerCtx implements window.TriggerContext, window.OnMergeContext and
 // window.AssignerContext for the operator.
 type triggerCtx[K comparable, IN, V any, W window.Window] struct {
-	o       *Operator[K, IN, V, W]
-	w       W
-	elem    *IN // the element being processed, during ProcessElementPtr
-	hasElem bool
-	merged  []W
+	o      *Operator[K, IN, V, W]
+	w      W
+	elem   *IN // the element being processed, nil outside ProcessElementPtr
+	merged []W
 }
 
 func (c *triggerCtx[K, IN, V, W]) Window() any         { return c.w }
 func (c *triggerCtx[K, IN, V, W]) MaxTimestamp() int64 { return c.w.MaxTimestamp() }
 func (c *triggerCtx[K, IN, V, W]) Element() any {
-	if !c.hasElem {
+	if c.elem == nil {
 		return nil
 	}
 	return *c.elem
