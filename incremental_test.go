@@ -150,37 +150,21 @@ func TestIncrementalCheckpointsEndToEnd(t *testing.T) {
 	}{{"same-parallelism", 2, 2}, {"scale-up", 2, 3}, {"scale-down", 3, 1}} {
 		t.Run(c.name, func(t *testing.T) {
 			cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
-			var seen atomic.Int64
-			var failed atomic.Bool
-			var mu sync.Mutex
 			var seenManifests []*store.Manifest
 			// The failure is injected once a later checkpoint uploaded
 			// much less than the state it references.
-			small := func(ms []*store.Manifest) bool {
+			inject, failed := failOnceWhen(t, cps, 3*n/4, "injected failure after incremental checkpoints", func(ms []*store.Manifest) bool {
+				if len(ms) < 3 {
+					return false
+				}
 				for _, m := range ms[1:] {
 					if m.SharedBytes() > 1<<20 && m.UploadedBytes()*4 < m.SharedBytes() {
+						seenManifests = ms
 						return true
 					}
 				}
 				return false
-			}
-			inject := func(string) {
-				if seen.Add(1) < 3*n/4 || failed.Load() {
-					return
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if failed.Load() {
-					return
-				}
-				ms := manifests(t, openStore(t, cps, nil))
-				if len(ms) < 3 || !small(ms) {
-					return
-				}
-				seenManifests = ms
-				failed.Store(true)
-				panic("injected failure after incremental checkpoints")
-			}
+			})
 			err := incrementalJob(t, c.p1, cps, stateDir, out, n, keys, 3, nil, inject).Execute(t.Context(), "failing")
 			if err == nil || !failed.Load() {
 				t.Fatalf("the job ended (err %v) before any checkpoint uploaded less than a quarter of the state it references", err)
@@ -271,22 +255,10 @@ func (l *logLines) String() string {
 func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 	const n, keys = 40000, 50
 	cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
-	var seen atomic.Int64
-	var failed atomic.Bool
 	var damaged, skipped atomic.Value
-	var mu sync.Mutex // the injector runs in every Map subtask: one damages
-	inject := func(string) {
-		if seen.Add(1) < 3*n/4 || failed.Load() {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if failed.Load() {
-			return
-		}
-		ms := manifests(t, openStore(t, cps, nil))
+	inject, failed := failOnceWhen(t, cps, 3*n/4, "injected failure after damaging a shared file", func(ms []*store.Manifest) bool {
 		if len(ms) < 2 {
-			return
+			return false
 		}
 		latest, prev := ms[len(ms)-1], ms[len(ms)-2]
 		for name, fi := range latest.Shared {
@@ -297,19 +269,19 @@ func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 			data, err := os.ReadFile(p)
 			if err != nil {
 				t.Error(err)
-				return
+				return false
 			}
 			data[len(data)/2] ^= 0x55
 			if err := os.WriteFile(p, data, 0o644); err != nil {
 				t.Error(err)
-				return
+				return false
 			}
 			damaged.Store(name)
 			skipped.Store(latest.ID)
-			failed.Store(true)
-			panic("injected failure after damaging a shared file")
+			return true
 		}
-	}
+		return false
+	})
 	var logs logLines
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, inject).Execute(t.Context(), "failing")
@@ -354,4 +326,27 @@ func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 			t.Fatalf("key %s ends at count %d, want %d", k, c, want)
 		}
 	}
+}
+
+// failOnceWhen returns a record injector for incrementalJob and the flag
+// it sets: after `after` records, each record reads the checkpoint store
+// at cps and asks fire whether to fail now; the first time fire says yes,
+// the job fails with msg. The injector runs in every subtask, so the check
+// and the failure are serialised and happen once.
+func failOnceWhen(t *testing.T, cps string, after int64, msg string, fire func([]*store.Manifest) bool) (func(string), *atomic.Bool) {
+	var seen atomic.Int64
+	failed := new(atomic.Bool)
+	var mu sync.Mutex
+	return func(string) {
+		if seen.Add(1) < after || failed.Load() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failed.Load() || !fire(manifests(t, openStore(t, cps, nil))) {
+			return
+		}
+		failed.Store(true)
+		panic(msg)
+	}, failed
 }
