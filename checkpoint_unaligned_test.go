@@ -173,11 +173,7 @@ func TestUnalignedCheckpointsExactlyOnce(t *testing.T) {
 			if !failed.Load() {
 				t.Fatal("no checkpoint with in-flight data completed in the first half of the input; nothing was tested")
 			}
-			lines, err := weir.ReadCommittedLines(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slices.Sort(lines)
+			lines := committedSorted(t, dir)
 			want := faultFreeLines(n, keys)
 			if len(lines) != len(want) {
 				t.Errorf("%d lines committed, want %d", len(lines), len(want))
@@ -200,11 +196,7 @@ func TestUnalignedFaultFreeRunMatchesModel(t *testing.T) {
 	if err := env.Execute(t.Context(), "fault-free"); err != nil {
 		t.Fatal(err)
 	}
-	lines, err := weir.ReadCommittedLines(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(lines)
+	lines := committedSorted(t, dir)
 	if diff := unalignedDiff(lines, faultFreeLines(n, keys)); diff != "" {
 		t.Fatal(diff)
 	}
@@ -340,11 +332,7 @@ func TestUnalignedRescale(t *testing.T) {
 				if err := env.Execute(t.Context(), "rescaled"); err != nil {
 					t.Fatal(err)
 				}
-				lines, err := weir.ReadCommittedLines(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				slices.Sort(lines)
+				lines := committedSorted(t, dir)
 				if diff := unalignedDiff(lines, faultFreeLines(n, keys)); diff != "" {
 					t.Fatalf("restored from checkpoint %d with in-flight data of %v: %s", latest.ID, channelStateOps(latest), diff)
 				}
