@@ -94,6 +94,25 @@ func ParseKeyGroupFrame(data []byte, kg int, keyType string) ([]KeyGroupState, e
 // KindName returns the name of a kind number ("value", "list", ...).
 func KindName(kind byte) string { return stateKind(kind).String() }
 
+// Compatible checks that the state name, snapshotted as kind with stored
+// types and (if ts) access timestamps, can be restored into a
+// registration of wantKind and wantTypes, with TTL on if ttl: the kinds
+// and types must be equal, and a state snapshotted without TTL cannot be
+// restored with TTL enabled (the other way round drops the timestamps).
+// Both backends check restores with it.
+func Compatible(name string, kind byte, types []string, ts bool, wantKind byte, wantTypes []string, ttl bool) error {
+	if kind != wantKind {
+		return fmt.Errorf("state %q was snapshotted as %v state; cannot restore it as %v state", name, stateKind(kind), stateKind(wantKind))
+	}
+	if !slices.Equal(types, wantTypes) {
+		return fmt.Errorf("state %q was snapshotted with types %v; cannot restore it with types %v", name, types, wantTypes)
+	}
+	if !ts && ttl {
+		return fmt.Errorf("state %q was snapshotted without TTL; cannot restore it with TTL enabled", name)
+	}
+	return nil
+}
+
 // ErrTruncated reports input that ends inside a value.
 var ErrTruncated = errTruncated
 

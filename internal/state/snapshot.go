@@ -370,16 +370,7 @@ func parseKeyGroup(data []byte, kg int, keyType string) ([]parsedState, error) {
 // compatible checks that a state snapshotted with kind, stored types and
 // timestamps ts can be restored into the registration r.
 func (r *registration[K]) compatible(name string, kind stateKind, types []string, ts bool) error {
-	if kind != r.kind {
-		return fmt.Errorf("state %q was snapshotted as %v state; cannot restore it as %v state", name, kind, r.kind)
-	}
-	if !slices.Equal(types, r.stored) {
-		return fmt.Errorf("state %q was snapshotted with types %v; cannot restore it with types %v", name, types, r.stored)
-	}
-	if !ts && r.ttl.Enabled() {
-		return fmt.Errorf("state %q was snapshotted without TTL; cannot restore it with TTL enabled", name)
-	}
-	return nil
+	return Compatible(name, byte(kind), types, ts, byte(r.kind), r.stored, r.ttl.Enabled())
 }
 
 // RestoreKeyGroup restores the snapshot data of key group kg, taken by

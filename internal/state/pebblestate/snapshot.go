@@ -218,16 +218,7 @@ func decodePendingHeader(v []byte) (*pendingInfo, []byte, error) {
 // compatible checks that entries stored as kind with stored types and
 // timestamps ts can be restored into r.
 func compatible(r *registration, kind byte, types []string, ts bool) error {
-	if kind != r.kind {
-		return fmt.Errorf("state %q was snapshotted as %s state; cannot restore it as %s state", r.name, istate.KindName(kind), istate.KindName(r.kind))
-	}
-	if !slices.Equal(types, r.types) {
-		return fmt.Errorf("state %q was snapshotted with types %v; cannot restore it with types %v", r.name, types, r.types)
-	}
-	if !ts && r.ts {
-		return fmt.Errorf("state %q was snapshotted without TTL; cannot restore it with TTL enabled", r.name)
-	}
-	return nil
+	return istate.Compatible(r.name, kind, types, ts, r.kind, r.types, r.ts)
 }
 
 // RestoreKeyGroup restores the snapshot data of key group kg, taken by
