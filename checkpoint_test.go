@@ -188,22 +188,12 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 		}
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
 		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
-		var failed atomic.Bool
-		var seen atomic.Int64
 		// The generator's splits depend on its parallelism: keep it at 2.
 		src := weir.Generate(env, n, 0, func(i int64) int64 { return i % keys }, weir.NoWatermarks[int64]()).SetParallelism(2)
 		counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &runningCount{})
-		checked := weir.Map(counted, func(s string) string {
-			if fail && seen.Add(1) > n/2 {
-				if latest, _ := st.Latest(t.Context()); latest != nil {
-					failed.Store(true)
-					panic("fail after a checkpoint")
-				}
-			}
-			return s
-		})
-		weir.FileSink(checked, out, func(s string) []byte { return []byte(s) })
-		return env, &failed
+		check, failed := failAfterCheckpoint[string](t, st, n/2, fail)
+		weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
+		return env, failed
 	}
 	env, failed := build(2, true)
 	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
@@ -231,4 +221,22 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 	if len(lines) != n {
 		t.Fatalf("%d lines committed, want %d", len(lines), n)
 	}
+}
+
+// failAfterCheckpoint returns a pass-through for Map and the flag it sets:
+// if fail is set, once more than after records have passed it and st holds
+// a completed checkpoint, it panics (once), so that the job fails with
+// something to restore from.
+func failAfterCheckpoint[T any](t *testing.T, st weir.CheckpointStore, after int64, fail bool) (func(T) T, *atomic.Bool) {
+	var seen atomic.Int64
+	failed := new(atomic.Bool)
+	return func(v T) T {
+		if fail && seen.Add(1) > after && !failed.Load() {
+			if latest, _ := st.Latest(t.Context()); latest != nil {
+				failed.Store(true)
+				panic("fail after a checkpoint")
+			}
+		}
+		return v
+	}, failed
 }

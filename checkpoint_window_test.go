@@ -3,7 +3,6 @@ package weir_test
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,17 +90,8 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 		right := weir.KeyBy(weir.Filter(src, func(e cwEv) bool { return e.V%3 == 0 }), cwJoinKey)
 		joined := weir.Join(weir.WindowJoin(left, right, window.TumblingEventTime(cwMS(50))),
 			func(a, b cwEv) string { return fmt.Sprintf("join %d-%d", a.V, b.V) })
-		var seen atomic.Int64
-		var failed atomic.Bool
-		all := weir.Map(weir.Union(tumble, slide, counted, sess, joined), func(s string) string {
-			if fail && seen.Add(1) > 3000 && !failed.Load() {
-				if latest, _ := st.Latest(t.Context()); latest != nil {
-					failed.Store(true)
-					panic("fail after a checkpoint")
-				}
-			}
-			return s
-		})
+		check, failed := failAfterCheckpoint[string](t, st, 3000, fail)
+		all := weir.Map(weir.Union(tumble, slide, counted, sess, joined), check)
 		weir.FileSink(all, out, func(s string) []byte { return []byte(s) })
 		err = env.Execute(t.Context(), "windows")
 		return failed.Load(), err

@@ -74,21 +74,11 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 				}
 				env := weir.NewEnvironment(opts...)
 				env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
-				var failed atomic.Bool
-				var seen atomic.Int64
 				src := weir.Generate(env, n, 0, func(i int64) int64 { return i % keys }, weir.NoWatermarks[int64]()).SetParallelism(2)
 				counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &parityCount{})
-				checked := weir.Map(counted, func(s string) string {
-					if fail && seen.Add(1) > n/2 {
-						if latest, _ := st.Latest(t.Context()); latest != nil {
-							failed.Store(true)
-							panic("fail after a checkpoint")
-						}
-					}
-					return s
-				})
-				weir.FileSink(checked, out, func(s string) []byte { return []byte(s) })
-				return env, &failed
+				check, failed := failAfterCheckpoint[string](t, st, n/2, fail)
+				weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
+				return env, failed
 			}
 			env, failed := build(2, c.first, true)
 			if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
