@@ -257,7 +257,8 @@ func saveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string
 
 // loadFiles returns the KeyedFiles of a subtask whose keyed state
 // checkpoint m holds as database files: the small private files are read
-// now, the shared ones when the restore lays the database out.
+// now, the shared ones are placed when the restore lays the database out
+// (hard-linked from a local store, streamed from S3).
 func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *store.DBFiles, read func(string) ([]byte, error)) (*pebbleFiles, error) {
 	img := pebblestate.Image{FirstKeyGroup: db.FirstKeyGroup, LastKeyGroup: db.LastKeyGroup, Shared: map[string]string{}}
 	private := map[string][]byte{}
@@ -275,14 +276,16 @@ func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *sto
 	files := db.Files
 	img.Layout = func(dir string) error {
 		for _, f := range files {
+			dst := filepath.Join(dir, f.Name)
 			data, ok := private[f.Name]
 			if !ok {
-				var err error
-				if data, err = d.s.ReadShared(ctx, m, f.Shared); err != nil {
+				// Linked or streamed, verified: never held in memory.
+				if err := d.s.CopyShared(ctx, m, f.Shared, dst); err != nil {
 					return err
 				}
+				continue
 			}
-			if err := os.WriteFile(filepath.Join(dir, f.Name), data, 0o644); err != nil {
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
 				return fmt.Errorf("restoring %s %d: %w", m.Kind, m.ID, err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -356,51 +357,81 @@ func (c *core) check(ctx context.Context, m *Manifest, name string, keep bool) (
 
 // checkShared is check for a shared file m references.
 func (c *core) checkShared(ctx context.Context, m *Manifest, name string, keep bool) ([]byte, error) {
-	sf, ok := m.Shared[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: shared file %q is not referenced by %s %d (%s)", ErrNotFound, name, m.Kind, m.ID, c.b.location(dirName(m.Kind, m.ID)))
+	var buf []byte
+	var w io.Writer
+	if keep {
+		if sf, ok := m.Shared[name]; ok {
+			buf = make([]byte, 0, min(sf.Size, 64<<20))
+		}
+		w = (*sliceWriter)(&buf)
 	}
-	b, err := c.checkIn(ctx, sharedDir, name, FileInfo{Size: sf.Size, CRC32C: sf.CRC32C}, keep, "shared file")
-	if err != nil {
-		return nil, fmt.Errorf("%s %d: %w", m.Kind, m.ID, err)
+	if err := c.checkSharedInto(ctx, m, name, w); err != nil {
+		return nil, err
 	}
-	return b, nil
+	return buf, nil
 }
 
-// checkIn reads file name of dir and verifies it against fi.
+// checkSharedInto reads the shared file name that m references, copying
+// it to w unless w is nil, and verifies it.
+func (c *core) checkSharedInto(ctx context.Context, m *Manifest, name string, w io.Writer) error {
+	sf, ok := m.Shared[name]
+	if !ok {
+		return fmt.Errorf("%w: shared file %q is not referenced by %s %d (%s)", ErrNotFound, name, m.Kind, m.ID, c.b.location(dirName(m.Kind, m.ID)))
+	}
+	if err := c.checkInto(ctx, sharedDir, name, FileInfo{Size: sf.Size, CRC32C: sf.CRC32C}, w, "shared file"); err != nil {
+		return fmt.Errorf("%s %d: %w", m.Kind, m.ID, err)
+	}
+	return nil
+}
+
+// checkIn reads file name of dir and verifies it against fi, returning
+// the contents if keep is set.
 func (c *core) checkIn(ctx context.Context, dir, name string, fi FileInfo, keep bool, what string) ([]byte, error) {
+	var buf []byte
+	var w io.Writer
+	if keep {
+		buf = make([]byte, 0, min(fi.Size, 64<<20))
+		w = (*sliceWriter)(&buf)
+	}
+	if err := c.checkInto(ctx, dir, name, fi, w, what); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// checkInto reads file name of dir, copying it to w unless w is nil, and
+// verifies its size and checksum against fi.
+func (c *core) checkInto(ctx context.Context, dir, name string, fi FileInfo, w io.Writer, what string) error {
 	loc := c.b.location(dir)
 	rc, err := c.b.open(ctx, dir, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: %s %q is listed in the manifest but missing", ErrCorrupt, loc, what, name)
+		return fmt.Errorf("%w: %s: %s %q is listed in the manifest but missing", ErrCorrupt, loc, what, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint store: reading %s %q of %s: %w", what, name, loc, err)
+		return fmt.Errorf("checkpoint store: reading %s %q of %s: %w", what, name, loc, err)
 	}
 	defer rc.Close()
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	var buf []byte
-	var w io.Writer = h
-	if keep {
-		buf = make([]byte, 0, min(fi.Size, 64<<20))
-		w = io.MultiWriter(h, (*sliceWriter)(&buf))
+	var dst io.Writer = h
+	if w != nil {
+		dst = io.MultiWriter(h, w)
 	}
 	// Read one byte more than recorded to detect a file that grew.
-	n, err := io.Copy(w, io.LimitReader(rc, fi.Size+1))
+	n, err := io.Copy(dst, io.LimitReader(rc, fi.Size+1))
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint store: reading %q of %s: %w", name, loc, err)
+		return fmt.Errorf("checkpoint store: reading %q of %s: %w", name, loc, err)
 	}
 	if n != fi.Size {
 		how := "truncated"
 		if n > fi.Size {
 			how = "longer than recorded"
 		}
-		return nil, fmt.Errorf("%w: %s: %s %q is %s: manifest records %d bytes, read %d", ErrCorrupt, loc, what, name, how, fi.Size, n)
+		return fmt.Errorf("%w: %s: %s %q is %s: manifest records %d bytes, read %d", ErrCorrupt, loc, what, name, how, fi.Size, n)
 	}
 	if got := h.Sum32(); got != fi.CRC32C {
-		return nil, fmt.Errorf("%w: %s: %s %q fails its checksum: crc32c %08x, manifest records %08x", ErrCorrupt, loc, what, name, got, fi.CRC32C)
+		return fmt.Errorf("%w: %s: %s %q fails its checksum: crc32c %08x, manifest records %08x", ErrCorrupt, loc, what, name, got, fi.CRC32C)
 	}
-	return buf, nil
+	return nil
 }
 
 type sliceWriter []byte
@@ -423,6 +454,42 @@ func (c *core) readShared(ctx context.Context, m *Manifest, name string) ([]byte
 		return nil, errors.New("checkpoint store: ReadShared with a nil manifest")
 	}
 	return c.checkShared(ctx, m, name, true)
+}
+
+// linker is implemented by backends that can hard-link a shared file to
+// a local path (errors.ErrUnsupported when they cannot).
+type linker interface {
+	link(name, dst string) error
+}
+
+func (c *core) copyShared(ctx context.Context, m *Manifest, name, dst string) (err error) {
+	if m == nil {
+		return errors.New("checkpoint store: CopyShared with a nil manifest")
+	}
+	if l, ok := c.b.(linker); ok {
+		// Verify the stored file, then link it: a shared file is never
+		// written again once stored.
+		if _, err := c.checkShared(ctx, m, name, false); err != nil {
+			return err
+		}
+		if err := l.link(name, dst); err == nil {
+			return nil
+		}
+		// Another file system, or links unsupported: copy.
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: copying shared file %q: %w", name, err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("checkpoint store: copying shared file %q: %w", name, cerr)
+		}
+		if err != nil {
+			_ = os.Remove(dst)
+		}
+	}()
+	return c.checkSharedInto(ctx, m, name, f)
 }
 
 // sortedDirs lists the checkpoint directories, newest first.

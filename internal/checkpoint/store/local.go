@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 )
 
@@ -248,8 +249,22 @@ func (l *Local) ReadShared(ctx context.Context, m *Manifest, name string) ([]byt
 	return l.c.readShared(ctx, m, name)
 }
 
-// putShared writes root/shared/name, creating the directory (durably) the
-// first time.
+// CopyShared implements Store.
+func (l *Local) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
+	return l.c.copyShared(ctx, m, name, dst)
+}
+
+// link hard-links the shared file name to dst, when the store is on the
+// operating system's file system.
+func (b *localBackend) link(name, dst string) error {
+	if _, ok := b.fs.(OSFS); !ok {
+		return errors.ErrUnsupported
+	}
+	return os.Link(b.path(sharedDir, name), dst)
+}
+
+// putShared writes root/shared/name as a new file, creating the directory
+// (durably) the first time.
 func (b *localBackend) putShared(ctx context.Context, name string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -265,7 +280,14 @@ func (b *localBackend) putShared(ctx context.Context, name string, data []byte) 
 	} else if err != nil {
 		return err
 	}
-	return b.writeFile(b.path(sharedDir, name), data)
+	// A file of this name left over (unreferenced, not yet collected) may
+	// be hard-linked into a restored database (CopyShared): write a new
+	// file instead of truncating that one.
+	p := b.path(sharedDir, name)
+	if err := b.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return b.writeFile(p, data)
 }
 
 func (b *localBackend) syncShared(ctx context.Context) error {

@@ -335,6 +335,11 @@ func (s *S3) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, 
 	return s.c.readShared(ctx, m, name)
 }
 
+// CopyShared implements Store: the object is streamed into dst.
+func (s *S3) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
+	return s.c.copyShared(ctx, m, name, dst)
+}
+
 func (b *s3Backend) putShared(ctx context.Context, name string, data []byte) error {
 	return b.put(ctx, sharedDir, name, data)
 }

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -20,6 +24,7 @@ var sharedConformance = []struct {
 	{"CorruptSharedFileFallsBack", testSharedCorrupt},
 	{"OpenWriterPinsFiles", testSharedPinned},
 	{"SavepointsAreSelfContained", testSharedSavepoint},
+	{"CopySharedPlacesVerifiedFiles", testSharedCopy},
 }
 
 func TestSharedConformance(t *testing.T) {
@@ -229,5 +234,95 @@ func testSharedSavepoint(t *testing.T, b backing) {
 	m := Manifest{ID: 2, Kind: Savepoint, Shared: map[string]SharedFileInfo{"a": {Size: 1}}}
 	if err := m.Validate(); err == nil {
 		t.Fatal("Validate accepted a savepoint with shared files")
+	}
+}
+
+func testSharedCopy(t *testing.T, b backing) {
+	s := b.open(slog.New(slog.DiscardHandler))
+	writeIncremental(t, s, 1, "a")
+	m, _ := writeIncremental(t, s, 2, "a", "b")
+	dir := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		dst := filepath.Join(dir, name+".sst")
+		if err := s.CopyShared(ctx, m, name, dst); err != nil {
+			t.Fatalf("CopyShared %s: %v", name, err)
+		}
+		if got, err := os.ReadFile(dst); err != nil || string(got) != string(sharedData(name)) {
+			t.Fatalf("CopyShared %s placed %d bytes (%v), want the stored file", name, len(got), err)
+		}
+	}
+	// An existing destination is an error and stays as it was.
+	keep := filepath.Join(dir, "keep")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyShared(ctx, m, "a", keep); err == nil {
+		t.Fatal("CopyShared replaced an existing file")
+	}
+	if got, _ := os.ReadFile(keep); string(got) != "mine" {
+		t.Fatalf("CopyShared onto an existing file changed it to %q", got)
+	}
+	// A file m does not reference is not placed.
+	none := filepath.Join(dir, "none")
+	wantErr(t, s.CopyShared(ctx, m, "zz", none), ErrNotFound, `"zz"`)
+	if _, err := os.Stat(none); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("CopyShared of an unreferenced file left %s (%v)", none, err)
+	}
+	// A damaged one is refused and leaves nothing behind.
+	b.mutate(sharedDir, "b", func(d []byte) []byte { d[5] ^= 1; return d })
+	bad := filepath.Join(dir, "bad")
+	wantErr(t, s.CopyShared(ctx, m, "b", bad), ErrCorrupt, `"b"`, "checksum")
+	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("CopyShared of a damaged file left %s (%v)", bad, err)
+	}
+}
+
+// TestCopySharedLinksLocalFiles: a directory store on the operating
+// system's file system hard-links shared files instead of copying them,
+// and the link survives the store deleting its file or writing a file of
+// the same name again.
+func TestCopySharedLinksLocalFiles(t *testing.T) {
+	root := t.TempDir()
+	s, err := NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := writeIncremental(t, s, 1, "a", "b")
+	dir := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		if err := s.CopyShared(ctx, m, name, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored, err := os.Stat(filepath.Join(root, sharedDir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed, err := os.Stat(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(stored, placed) {
+		t.Fatal("CopyShared copied a file it could have linked")
+	}
+	// The store writes a shared file of the same name anew (say after
+	// retention dropped the checkpoints referencing it): the placed file
+	// keeps its contents.
+	if err := s.c.b.putShared(ctx, "a", []byte("other contents")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a")); string(got) != string(sharedData("a")) {
+		t.Fatalf("rewriting the stored file changed the placed one to %q", got)
+	}
+	// The store deletes its file: the placed one stays.
+	writeIncremental(t, s, 2, "c")
+	if err := s.Retain(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, sharedDir, "b")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("retention kept b (%v)", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "b")); string(got) != string(sharedData("b")) {
+		t.Fatalf("after retention the placed b holds %q", got)
 	}
 }

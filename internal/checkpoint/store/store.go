@@ -67,6 +67,14 @@ type Store interface {
 	// ErrNotFound if m references no such file).
 	ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error)
 
+	// CopyShared places the shared file name that the checkpoint m
+	// references at the local path dst (which must not exist), with the
+	// checks of ReadShared, without holding it in memory: a directory
+	// store on the operating system's file system hard-links it when it
+	// can (the files are immutable), otherwise the file is streamed into
+	// dst. On an error dst is removed.
+	CopyShared(ctx context.Context, m *Manifest, name, dst string) error
+
 	// List returns the completed checkpoints and savepoints in ascending id
 	// order, without verifying them. Checkpoints being written are never
 	// listed. List is not a snapshot: every checkpoint completed before the
