@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
+
+	"github.com/weirstream/weir/internal/invariants"
 )
 
 // OutputPort is the type-erased face of an Output, used by the plan to wire
@@ -40,6 +42,9 @@ type Output[T any] struct {
 	err      error
 	count    atomic.Int64
 	siblings []OutputPort
+	// The latest watermark emitted, if emitted (the invariants build tag).
+	lastWM  int64
+	emitted bool
 }
 
 // AddSibling implements OutputPort.
@@ -175,6 +180,12 @@ func (o *Output[T]) Flush() error {
 
 // EmitWatermark implements OutputPort.
 func (o *Output[T]) EmitWatermark(wm int64) error {
+	if invariants.Enabled {
+		if o.emitted && wm < o.lastWM {
+			invariants.Violated("output: watermark %d after %d", wm, o.lastWM)
+		}
+		o.lastWM, o.emitted = wm, true
+	}
 	for _, s := range o.siblings {
 		if err := s.EmitWatermark(wm); err != nil {
 			return err

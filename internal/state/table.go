@@ -3,6 +3,7 @@ package state
 import (
 	"math"
 
+	"github.com/weirstream/weir/internal/invariants"
 	"github.com/weirstream/weir/state"
 )
 
@@ -188,6 +189,36 @@ func (t *table[K, N, S]) removeCell(idx int, k entryKey[K, N], c *cell[S]) {
 }
 
 func (t *table[K, N, S]) count() int { return t.size }
+
+// check verifies the table's bookkeeping (the invariants build tag, at
+// each snapshot view): the entry count matches the maps, no map holds a
+// removed cell, and the cleanup slots list exactly each group's entries
+// at the positions their cells record.
+func (t *table[K, N, S]) check() {
+	n := 0
+	for idx, m := range t.groups {
+		n += len(m)
+		for k, c := range m {
+			if c.dead() {
+				invariants.Violated("state table: key group %d holds a removed cell for %v", idx, k)
+			}
+		}
+		if t.slots == nil {
+			continue
+		}
+		if len(t.slots[idx]) != len(m) {
+			invariants.Violated("state table: key group %d has %d entries, %d cleanup slots", idx, len(m), len(t.slots[idx]))
+		}
+		for i, sl := range t.slots[idx] {
+			if m[sl.k] != sl.c || sl.c.pos != int32(i) {
+				invariants.Violated("state table: cleanup slot %d of key group %d does not match its entry", i, idx)
+			}
+		}
+	}
+	if n != t.size {
+		invariants.Violated("state table: %d entries in the maps, size %d", n, t.size)
+	}
+}
 
 // keys yields the distinct keys with an entry in any namespace, one key
 // group at a time; a group's keys are collected before they are yielded.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/weirstream/weir/internal/invariants"
 	"github.com/weirstream/weir/state"
 )
 
@@ -76,6 +77,9 @@ func (v *tableView[K, N, S]) appendGroup(dst []byte, idx int, kc state.Codec[K])
 // copy-on-write table keeps its key-group maps as they are and copies on
 // later writes; another table is encoded now.
 func (t *table[K, N, S]) view(flags *viewFlags, kc state.Codec[K]) (groupView[K], error) {
+	if invariants.Enabled {
+		t.check()
+	}
 	v := &tableView[K, N, S]{t: t}
 	if t.cow.plain {
 		v.maps = slices.Clone(t.groups)

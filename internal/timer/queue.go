@@ -8,6 +8,8 @@ import (
 	"iter"
 	"slices"
 	"sort"
+
+	"github.com/weirstream/weir/internal/invariants"
 )
 
 // Timer is a timer registered for a key and namespace. Its identity is
@@ -82,6 +84,7 @@ type Queue[K comparable, N comparable] struct {
 	last    *bucket // the bucket of the latest Add, to skip a map lookup
 	n       int
 	seq     uint64
+	checks  uint64 // changes seen by check (the invariants build tag)
 }
 
 // NewQueue returns an empty queue.
@@ -134,6 +137,9 @@ func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 		b.items = append(b.items, si)
 	}
 	b.live++
+	if invariants.Enabled {
+		q.check()
+	}
 	return true
 }
 
@@ -180,6 +186,9 @@ func (q *Queue[K, N]) Delete(ts int64, key K, ns N) bool {
 	q.n--
 	if b.live--; b.live == 0 {
 		q.release(b)
+	}
+	if invariants.Enabled {
+		q.check()
 	}
 	return true
 }
@@ -243,6 +252,9 @@ func (q *Queue[K, N]) Poll() (t Timer[K, N], ok bool) {
 	q.n--
 	if b.live--; b.live == 0 {
 		q.release(b)
+	}
+	if invariants.Enabled {
+		q.check()
 	}
 	return t, true
 }
@@ -343,4 +355,56 @@ func (q *Queue[K, N]) down(i int) bool {
 	h[i] = b
 	b.pos = i
 	return i > start
+}
+
+// check verifies the queue's structure (the invariants build tag): the
+// heap orders the buckets by timestamp and knows their positions, the
+// bucket map holds exactly the heap's buckets, every bucket's live slots
+// are in registration order with its count, and the index names exactly
+// the live slots. It runs in full while the queue is small and on every
+// 1024th change otherwise, so that large queues stay usable.
+func (q *Queue[K, N]) check() {
+	q.checks++
+	if q.n > 256 && q.checks%1024 != 0 {
+		return
+	}
+	if len(q.heap) != len(q.buckets) {
+		invariants.Violated("timer queue: %d buckets in the heap, %d in the map", len(q.heap), len(q.buckets))
+	}
+	live := 0
+	for i, b := range q.heap {
+		if b.pos != i {
+			invariants.Violated("timer queue: bucket %d at heap position %d records position %d", b.ts, i, b.pos)
+		}
+		if i > 0 && q.heap[(i-1)/2].ts > b.ts {
+			invariants.Violated("timer queue: bucket %d below bucket %d in the heap", b.ts, q.heap[(i-1)/2].ts)
+		}
+		if q.buckets[b.ts] != b {
+			invariants.Violated("timer queue: the bucket map does not hold the heap's bucket %d", b.ts)
+		}
+		n, last := 0, uint64(0)
+		for _, si := range b.items[b.head:] {
+			s := &q.slots[si]
+			if !s.live {
+				continue
+			}
+			if s.b != b || s.timer.Timestamp != b.ts {
+				invariants.Violated("timer queue: slot %d (timestamp %d) queued in bucket %d", si, s.timer.Timestamp, b.ts)
+			}
+			if s.seq < last { // equal numbers: timers merged from several old subtasks
+				invariants.Violated("timer queue: bucket %d out of registration order (%d after %d)", b.ts, s.seq, last)
+			}
+			if got, ok := q.index[ident[K, N]{s.timer.Timestamp, s.timer.Key, s.timer.Namespace}]; !ok || got != si {
+				invariants.Violated("timer queue: live slot %d of bucket %d is not indexed", si, b.ts)
+			}
+			n, last = n+1, s.seq
+		}
+		if n != b.live || n == 0 {
+			invariants.Violated("timer queue: bucket %d holds %d live timers, records %d", b.ts, n, b.live)
+		}
+		live += n
+	}
+	if live != q.n || len(q.index) != q.n {
+		invariants.Violated("timer queue: %d live timers in buckets, %d indexed, length %d", live, len(q.index), q.n)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/weirstream/weir/internal/invariants"
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/timer"
@@ -573,7 +574,33 @@ func (o *Operator[K, IN, V, W]) addWindow(set *mergeSet[W], newW W) (W, error) {
 	if len(o.groups) == 0 || (result == newW && !mergedNew) {
 		set.put(result, result)
 	}
+	if invariants.Enabled {
+		set.check(result)
+	}
 	return result, nil
+}
+
+// check verifies a key's in-flight window set after adding a window
+// (the invariants build tag): the result is in it, and windows and state
+// windows are each distinct (every state window belongs to exactly one
+// in-flight window), as in Flink's MergingWindowSet.
+func (s *mergeSet[W]) check(result W) {
+	if len(s.ws) != len(s.states) {
+		invariants.Violated("window set: %d windows, %d state windows", len(s.ws), len(s.states))
+	}
+	if s.index(result) < 0 {
+		invariants.Violated("window set: the merge result %v is not in the set", result)
+	}
+	for i := range s.ws {
+		for j := i + 1; j < len(s.ws); j++ {
+			if s.ws[i] == s.ws[j] {
+				invariants.Violated("window set: window %v twice", s.ws[i])
+			}
+			if s.states[i] == s.states[j] {
+				invariants.Violated("window set: windows %v and %v share the state window %v", s.ws[i], s.ws[j], s.states[i])
+			}
+		}
+	}
 }
 
 // addGroup is the callback of MergeWindows in addWindow: it records a
