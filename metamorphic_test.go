@@ -1,0 +1,339 @@
+package weir_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
+)
+
+// TestMetamorphic builds random event-time pipelines (maps, filters,
+// re-keying, tumbling, sliding and session windows, a timer-driven keyed
+// process function, an interval join, unions, rebalances) over random
+// input, and runs each under several configurations that must not change
+// its result: other parallelisms, one-record batches with one credit
+// (constant backpressure), no chaining, the Pebble state backend, and
+// checkpoints with a failure and a restart into an exactly-once sink. The
+// input is never late (every source split's disorder stays within its
+// watermark bound), and every stage's output is a function of its input
+// only, so every configuration must commit the same records with the same
+// timestamps as the first.
+//
+// A failing trial names its seed and pipeline; rerun it alone with
+// -run 'TestMetamorphic/seed=N'. WEIR_METAMORPHIC_TRIALS sets the number
+// of trials (default 8).
+func TestMetamorphic(t *testing.T) {
+	trials := 8
+	if s := os.Getenv("WEIR_METAMORPHIC_TRIALS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("WEIR_METAMORPHIC_TRIALS=%q: %v", s, err)
+		}
+		trials = n
+	}
+	for seed := range uint64(trials) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			p := newMetaPipeline(seed)
+			t.Logf("pipeline: %s", p)
+			var want []string
+			for i, c := range metaConfigs {
+				got := p.run(t, c)
+				if i == 0 {
+					want = got
+					if len(want) == 0 {
+						t.Logf("the pipeline emits nothing")
+					}
+					continue
+				}
+				if diff := metaDiff(got, want); diff != "" {
+					t.Fatalf("config %q differs from %q: %s", c.name, metaConfigs[0].name, diff)
+				}
+			}
+		})
+	}
+}
+
+// mev is the event every stage takes and emits.
+type mev struct {
+	K, TS, V int64
+}
+
+// metaConfig is one way of running a pipeline.
+type metaConfig struct {
+	name     string
+	opts     func(t *testing.T) []weir.Option
+	failOnce bool // checkpoints, one injected failure and a restart
+}
+
+var metaConfigs = []metaConfig{
+	{name: "p=1", opts: func(*testing.T) []weir.Option { return []weir.Option{weir.WithParallelism(1)} }},
+	{name: "p=2", opts: func(*testing.T) []weir.Option { return []weir.Option{weir.WithParallelism(2)} }},
+	{name: "p=3, 1-record batches, 1 credit", opts: func(*testing.T) []weir.Option {
+		return []weir.Option{weir.WithParallelism(3), weir.WithBufferSize(1), weir.WithBufferCredits(1)}
+	}},
+	{name: "p=2, no chaining", opts: func(*testing.T) []weir.Option {
+		return []weir.Option{weir.WithParallelism(2), weir.WithChaining(false)}
+	}},
+	{name: "p=2, Pebble state", opts: func(t *testing.T) []weir.Option {
+		return []weir.Option{weir.WithParallelism(2), weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir()))}
+	}},
+	{name: "p=2, checkpoints, a failure and a restart", failOnce: true, opts: func(*testing.T) []weir.Option {
+		return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(16),
+			weir.WithRestartStrategy(weir.FixedDelayRestart(1, time.Millisecond))}
+	}},
+}
+
+// metaPipeline is a generated input and a chain of stages over it.
+type metaPipeline struct {
+	seed      uint64
+	n         int64 // events
+	keys      int64
+	disorder  int64 // ms: each event is at most this much behind its split's latest
+	stages    []metaStage
+	describes []string
+}
+
+type metaStage func(weir.DataStream[mev]) weir.DataStream[mev]
+
+func (p *metaPipeline) String() string {
+	return fmt.Sprintf("%d events, %d keys, disorder %d ms: source -> %s", p.n, p.keys, p.disorder, strings.Join(p.describes, " -> "))
+}
+
+// event is input event i: 1 ms apart plus a jitter below the disorder
+// bound, so no event is late at any parallelism of the source.
+func (p *metaPipeline) event(i int64) mev {
+	h := splitmix(p.seed<<32 ^ uint64(i))
+	return mev{K: int64(h % uint64(p.keys)), TS: 1000 + i + int64(h>>8%uint64(p.disorder)), V: int64(h >> 20 % 1000)}
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func newMetaPipeline(seed uint64) *metaPipeline {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	p := &metaPipeline{seed: seed, n: 500 + r.Int64N(1500), keys: 1 + r.Int64N(12), disorder: 1 + r.Int64N(30)}
+	joined, unioned := false, false
+	for range 1 + r.IntN(4) {
+		switch k := r.IntN(10); {
+		case k == 0:
+			a, b := 1+r.Int64N(9), r.Int64N(100)
+			p.add(fmt.Sprintf("map(v*%d+%d)", a, b), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Map(s, func(e mev) mev { e.V = (e.V*a + b) % 1_000_003; return e })
+			})
+		case k == 1:
+			m := 2 + r.Int64N(5)
+			p.add(fmt.Sprintf("filter((v+k)%%%d!=0)", m), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Filter(s, func(e mev) bool { return (e.V+e.K)%m != 0 })
+			})
+		case k == 2:
+			nk := 1 + r.Int64N(8)
+			p.add(fmt.Sprintf("rekey(%d)", nk), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Rebalance(weir.Map(s, func(e mev) mev { e.K = (e.K*7 + e.V) % nk; return e }))
+			})
+		case k == 3:
+			size := 5 + r.Int64N(200)
+			p.add(fmt.Sprintf("tumbling(%d ms).reduce(sum)", size), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Reduce(weir.Window(metaKeyed(s), window.TumblingEventTime(time.Duration(size)*time.Millisecond)), metaSum)
+			})
+		case k == 4:
+			slide := 5 + r.Int64N(60)
+			size := slide * (1 + r.Int64N(4))
+			if r.IntN(2) == 0 {
+				size += r.Int64N(slide) // sizes that are not a multiple of the slide too
+			}
+			p.add(fmt.Sprintf("sliding(%d ms, %d ms).aggregate(count,sum)", size, slide), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Aggregate(weir.Window(metaKeyed(s), window.SlidingEventTime(time.Duration(size)*time.Millisecond, time.Duration(slide)*time.Millisecond)), metaCountSum{})
+			})
+		case k == 5:
+			gap := 1 + r.Int64N(25)
+			p.add(fmt.Sprintf("sessions(%d ms).reduce(sum)", gap), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Reduce(weir.Window(metaKeyed(s), window.EventTimeSessions(time.Duration(gap)*time.Millisecond)), metaSum)
+			})
+		case k == 6:
+			bucket := 2 + r.Int64N(100)
+			p.add(fmt.Sprintf("process(buckets of %d ms)", bucket), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Process(metaKeyed(s), &metaBuckets{bucket: bucket})
+			})
+		case k == 7 && !joined:
+			joined = true
+			lo, hi := -r.Int64N(6), r.Int64N(6)
+			p.add(fmt.Sprintf("intervalJoin(self, [%d, %d] ms)", lo, hi), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				other := weir.Map(s, func(e mev) mev { e.V = e.V*31 + 7; return e })
+				return weir.IntervalJoin(metaKeyed(s), metaKeyed(other),
+					weir.Between(time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond),
+					weir.ProcessJoinFunc[mev, mev, mev](func(l, r mev, _ weir.JoinContext, out weir.Collector[mev]) error {
+						out.Collect(mev{K: l.K, TS: max(l.TS, r.TS), V: (l.V*3 + r.V) % 1_000_003})
+						return nil
+					}))
+			})
+		case k == 8 && !unioned:
+			unioned = true
+			p.add("union(self, map(v+1))", func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				return weir.Union(s, weir.Map(s, func(e mev) mev { e.V++; return e }))
+			})
+		default:
+			p.add("rebalance", weir.Rebalance[mev])
+		}
+	}
+	return p
+}
+
+func (p *metaPipeline) add(d string, s metaStage) {
+	p.describes = append(p.describes, d)
+	p.stages = append(p.stages, s)
+}
+
+func metaKeyed(s weir.DataStream[mev]) weir.KeyedStream[int64, mev] {
+	return weir.KeyBy(s, func(e mev) int64 { return e.K })
+}
+
+func metaSum(a, b mev) mev { return mev{K: a.K, TS: max(a.TS, b.TS), V: (a.V + b.V) % 1_000_003} }
+
+// metaCountSum aggregates a count and a sum (order-independent).
+type metaCountSum struct{}
+
+func (metaCountSum) CreateAccumulator() mev { return mev{} }
+func (metaCountSum) Add(e mev, acc mev) mev {
+	return mev{K: e.K, TS: max(acc.TS, e.TS), V: acc.V + e.V%1000*1000 + 1}
+}
+func (metaCountSum) GetResult(acc mev) mev { return acc }
+func (metaCountSum) Merge(a, b mev) mev    { return mev{K: a.K, TS: max(a.TS, b.TS), V: a.V + b.V} }
+
+// metaBuckets keeps a key's elements and, at the end of each bucket of
+// event time, emits the count and sum of those up to that end (an
+// event-time timer): a function of the input, not of how it interleaves.
+type metaBuckets struct {
+	bucket int64
+	held   state.ListState[mev] // TS holds the record timestamp
+}
+
+func (f *metaBuckets) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
+	f.held, err = weir.GetListState(ctx, state.List[mev]("held"))
+	return err
+}
+
+func (f *metaBuckets) ProcessElement(e mev, ctx weir.KeyedContext[int64], _ weir.Collector[mev]) error {
+	ts, _ := ctx.Timestamp()
+	f.held.Add(mev{K: e.K, TS: ts, V: e.V})
+	ctx.TimerService().RegisterEventTimeTimer((ts/f.bucket+1)*f.bucket - 1)
+	return nil
+}
+
+func (f *metaBuckets) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir.Collector[mev]) error {
+	var keep []mev
+	var n, sum int64
+	for e := range f.held.All() {
+		if e.TS <= ts {
+			n, sum = n+1, sum+e.V
+		} else {
+			keep = append(keep, e)
+		}
+	}
+	if n > 0 {
+		out.Collect(mev{K: ctx.CurrentKey(), TS: ts, V: (sum*7 + n) % 1_000_003})
+		f.held.Update(keep)
+	}
+	return nil
+}
+
+// run runs the pipeline under c and returns its committed output, sorted:
+// each record as "key ts-field value @timestamp".
+func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
+	t.Helper()
+	env := weir.NewEnvironment(c.opts(t)...)
+	store := weir.NewMemoryCheckpointStore()
+	if c.failOnce {
+		env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(store), weir.RestoreFromLatest())
+	}
+	strategy := weir.ForBoundedOutOfOrderness[mev](time.Duration(p.disorder) * time.Millisecond).
+		WithTimestampAssigner(func(e mev, _ int64) int64 { return e.TS })
+	rate := 0.0
+	if c.failOnce {
+		rate = float64(p.n) * 10 // about 100 ms, so that checkpoints complete
+	}
+	s := weir.Generate(env, p.n, rate, p.event, strategy)
+	var failed atomic.Bool
+	if c.failOnce {
+		var seen atomic.Int64
+		s = weir.Map(s, func(e mev) mev {
+			if seen.Add(1) > p.n/2 && !failed.Load() && len(store.IDs()) > 0 && failed.CompareAndSwap(false, true) {
+				panic("injected failure")
+			}
+			return e
+		})
+	}
+	for _, st := range p.stages {
+		s = st(s)
+	}
+	lines := weir.ProcessStream(s, weir.ProcessFunc[mev, string](func(e mev, ctx weir.Context, out weir.Collector[string]) error {
+		ts, _ := ctx.Timestamp()
+		out.Collect(fmt.Sprintf("%d %d %d @%d", e.K, e.TS, e.V, ts))
+		return nil
+	}))
+	var got []string
+	if c.failOnce {
+		dir := t.TempDir()
+		weir.FileSink(lines, dir, func(s string) []byte { return []byte(s) })
+		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
+			t.Fatalf("config %q: %v", c.name, err)
+		}
+		var err error
+		if got, err = weir.ReadCommittedLines(dir); err != nil {
+			t.Fatal(err)
+		}
+		if !failed.Load() {
+			t.Logf("config %q: no checkpoint before half the input; ran without a failure", c.name)
+		}
+	} else {
+		col := weir.Collect(lines)
+		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
+			t.Fatalf("config %q: %v", c.name, err)
+		}
+		got = col.Values()
+	}
+	slices.Sort(got)
+	return got
+}
+
+// metaDiff describes how two sorted outputs differ, or returns "".
+func metaDiff(got, want []string) string {
+	if slices.Equal(got, want) {
+		return ""
+	}
+	missing, extra := 0, 0
+	var first []string
+	i, j := 0, 0
+	for i < len(want) || j < len(got) {
+		switch {
+		case j == len(got) || (i < len(want) && want[i] < got[j]):
+			missing++
+			if len(first) < 3 {
+				first = append(first, "missing "+want[i])
+			}
+			i++
+		case i == len(want) || got[j] < want[i]:
+			extra++
+			if len(first) < 3 {
+				first = append(first, "extra "+got[j])
+			}
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return fmt.Sprintf("%d records, want %d: %d missing, %d extra (%s)", len(got), len(want), missing, extra, strings.Join(first, "; "))
+}
