@@ -22,7 +22,8 @@ import (
 // input, and runs each under several configurations that must not change
 // its result: other parallelisms, one-record batches with one credit
 // (constant backpressure), no chaining, the Pebble state backend, and
-// checkpoints with a failure and a restart into an exactly-once sink. The
+// checkpoints with a failure, then a restart or a restore at another
+// parallelism, into an exactly-once sink. The
 // input is never late (every source split's disorder stays within its
 // watermark bound), and every stage's output is a function of its input
 // only, so every configuration must commit the same records with the same
@@ -72,6 +73,9 @@ type metaConfig struct {
 	name     string
 	opts     func(t *testing.T) []weir.Option
 	failOnce bool // checkpoints, one injected failure and a restart
+	// rescaleTo, if set, makes the failure final: the job is started
+	// again at this parallelism from the latest checkpoint.
+	rescaleTo int
 }
 
 var metaConfigs = []metaConfig{
@@ -89,6 +93,9 @@ var metaConfigs = []metaConfig{
 	{name: "p=2, checkpoints, a failure and a restart", failOnce: true, opts: func(*testing.T) []weir.Option {
 		return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(16),
 			weir.WithRestartStrategy(weir.FixedDelayRestart(1, time.Millisecond))}
+	}},
+	{name: "p=2, checkpoints, a failure, restored at p=3", failOnce: true, rescaleTo: 3, opts: func(*testing.T) []weir.Option {
+		return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(16)}
 	}},
 }
 
@@ -253,59 +260,77 @@ func (f *metaBuckets) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir
 // each record as "key ts-field value @timestamp".
 func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	t.Helper()
-	env := weir.NewEnvironment(c.opts(t)...)
-	store := weir.NewMemoryCheckpointStore()
-	if c.failOnce {
-		env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(store), weir.RestoreFromLatest())
+	if !c.failOnce {
+		env := weir.NewEnvironment(c.opts(t)...)
+		col := weir.Collect(p.build(env, 0, nil))
+		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
+			t.Fatalf("config %q: %v", c.name, err)
+		}
+		got := col.Values()
+		slices.Sort(got)
+		return got
 	}
+	store := weir.NewMemoryCheckpointStore()
+	dir := t.TempDir()
+	var failed atomic.Bool
+	execute := func(opts []weir.Option, inject *atomic.Bool) error {
+		env := weir.NewEnvironment(opts...)
+		env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(store), weir.RestoreFromLatest())
+		fail := func(e mev) mev { return e } // the restored run has the same graph
+		if inject != nil {
+			var seen atomic.Int64
+			fail = func(e mev) mev {
+				if seen.Add(1) > p.n/2 && !inject.Load() && len(store.IDs()) > 0 && inject.CompareAndSwap(false, true) {
+					panic("injected failure")
+				}
+				return e
+			}
+		}
+		lines := p.build(env, float64(p.n)*10, fail) // about 100 ms, so that checkpoints complete
+		weir.FileSink(lines, dir, func(s string) []byte { return []byte(s) })
+		return env.Execute(t.Context(), "metamorphic")
+	}
+	err := execute(c.opts(t), &failed)
+	if c.rescaleTo > 0 && failed.Load() {
+		if err == nil {
+			t.Fatalf("config %q: the job survived a failure without restarts", c.name)
+		}
+		err = execute(append(c.opts(t), weir.WithParallelism(c.rescaleTo)), nil)
+	}
+	if err != nil {
+		t.Fatalf("config %q: %v", c.name, err)
+	}
+	if !failed.Load() {
+		t.Logf("config %q: no checkpoint before half the input; ran without a failure", c.name)
+	}
+	got, err := weir.ReadCommittedLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// build adds the pipeline to env: the source at rate events/s (0: as
+// fast as it goes), a map calling fail on every event if fail is set,
+// the stages and the formatting of the output. A run with a failure keeps
+// the source at parallelism 2, since the generator's splits depend on its
+// parallelism and a restore at another one must find the same splits.
+func (p *metaPipeline) build(env *weir.Environment, rate float64, fail func(mev) mev) weir.DataStream[string] {
 	strategy := weir.ForBoundedOutOfOrderness[mev](time.Duration(p.disorder) * time.Millisecond).
 		WithTimestampAssigner(func(e mev, _ int64) int64 { return e.TS })
-	rate := 0.0
-	if c.failOnce {
-		rate = float64(p.n) * 10 // about 100 ms, so that checkpoints complete
-	}
 	s := weir.Generate(env, p.n, rate, p.event, strategy)
-	var failed atomic.Bool
-	if c.failOnce {
-		var seen atomic.Int64
-		s = weir.Map(s, func(e mev) mev {
-			if seen.Add(1) > p.n/2 && !failed.Load() && len(store.IDs()) > 0 && failed.CompareAndSwap(false, true) {
-				panic("injected failure")
-			}
-			return e
-		})
+	if fail != nil {
+		s = weir.Map(s.SetParallelism(2), fail)
 	}
 	for _, st := range p.stages {
 		s = st(s)
 	}
-	lines := weir.ProcessStream(s, weir.ProcessFunc[mev, string](func(e mev, ctx weir.Context, out weir.Collector[string]) error {
+	return weir.ProcessStream(s, weir.ProcessFunc[mev, string](func(e mev, ctx weir.Context, out weir.Collector[string]) error {
 		ts, _ := ctx.Timestamp()
 		out.Collect(fmt.Sprintf("%d %d %d @%d", e.K, e.TS, e.V, ts))
 		return nil
 	}))
-	var got []string
-	if c.failOnce {
-		dir := t.TempDir()
-		weir.FileSink(lines, dir, func(s string) []byte { return []byte(s) })
-		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
-			t.Fatalf("config %q: %v", c.name, err)
-		}
-		var err error
-		if got, err = weir.ReadCommittedLines(dir); err != nil {
-			t.Fatal(err)
-		}
-		if !failed.Load() {
-			t.Logf("config %q: no checkpoint before half the input; ran without a failure", c.name)
-		}
-	} else {
-		col := weir.Collect(lines)
-		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
-			t.Fatalf("config %q: %v", c.name, err)
-		}
-		got = col.Values()
-	}
-	slices.Sort(got)
-	return got
 }
 
 // metaDiff describes how two sorted outputs differ, or returns "".
