@@ -18,7 +18,8 @@ import (
 
 // TestMetamorphic builds random event-time pipelines (maps, filters,
 // re-keying, tumbling, sliding and session windows, a timer-driven keyed
-// process function, an interval join, unions, rebalances) over random
+// process function, an inner or outer interval join or a window join or
+// coGroup, unions, rebalances) over random
 // input, and runs each under several configurations that must not change
 // its result: other parallelisms, one-record batches with one credit
 // (constant backpressure), no chaining, the Pebble state backend, and
@@ -132,9 +133,17 @@ func splitmix(x uint64) uint64 {
 func newMetaPipeline(seed uint64) *metaPipeline {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	p := &metaPipeline{seed: seed, n: 500 + r.Int64N(1500), keys: 1 + r.Int64N(12), disorder: 1 + r.Int64N(30)}
-	joined, unioned := false, false
+	// behind: an outer join emits unmatched records at their own
+	// timestamps once the watermark has passed their cleanup time, which
+	// an event-time stage downstream may see as late depending on how the
+	// watermarks interleave: after one, only stateless stages follow.
+	joined, unioned, behind := false, false, false
 	for range 1 + r.IntN(4) {
-		switch k := r.IntN(10); {
+		k := r.IntN(11)
+		if behind && k != 0 && k != 1 && k != 2 && k != 8 {
+			k = 10
+		}
+		switch {
 		case k == 0:
 			a, b := 1+r.Int64N(9), r.Int64N(100)
 			p.add(fmt.Sprintf("map(v*%d+%d)", a, b), func(s weir.DataStream[mev]) weir.DataStream[mev] {
@@ -177,14 +186,55 @@ func newMetaPipeline(seed uint64) *metaPipeline {
 		case k == 7 && !joined:
 			joined = true
 			lo, hi := -r.Int64N(6), r.Int64N(6)
-			p.add(fmt.Sprintf("intervalJoin(self, [%d, %d] ms)", lo, hi), func(s weir.DataStream[mev]) weir.DataStream[mev] {
-				other := weir.Map(s, func(e mev) mev { e.V = e.V*31 + 7; return e })
-				return weir.IntervalJoin(metaKeyed(s), metaKeyed(other),
-					weir.Between(time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond),
-					weir.ProcessJoinFunc[mev, mev, mev](func(l, r mev, _ weir.JoinContext, out weir.Collector[mev]) error {
+			kind := r.IntN(4) // inner, left, right or full outer
+			names := []string{"intervalJoin", "intervalLeftOuterJoin", "intervalRightOuterJoin", "intervalFullOuterJoin"}
+			behind = kind != 0
+			p.add(fmt.Sprintf("%s(self, filtered copy, [%d, %d] ms)", names[kind], lo, hi), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				l, r := metaKeyed(s), metaKeyed(metaOther(s))
+				b := weir.Between(time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond)
+				if kind == 0 {
+					return weir.IntervalJoin(l, r, b, weir.ProcessJoinFunc[mev, mev, mev](func(l, r mev, _ weir.JoinContext, out weir.Collector[mev]) error {
 						out.Collect(mev{K: l.K, TS: max(l.TS, r.TS), V: (l.V*3 + r.V) % 1_000_003})
 						return nil
 					}))
+				}
+				outer := []weir.OuterJoinKind{0, weir.LeftOuter, weir.RightOuter, weir.FullOuter}[kind]
+				return weir.IntervalOuterJoin(l, r, b, outer, weir.OuterJoinFunc[mev, mev, mev](func(l, r *mev, ctx weir.JoinContext, out weir.Collector[mev]) error {
+					e := mev{TS: ctx.Timestamp(), V: 1}
+					if l != nil {
+						e.K, e.V = l.K, e.V*3+l.V
+					}
+					if r != nil {
+						e.K, e.V = r.K, (e.V*5+r.V)%1_000_003
+					}
+					out.Collect(e)
+					return nil
+				}))
+			})
+		case k == 9 && !joined:
+			joined = true
+			size := 2 + r.Int64N(25)
+			co := r.IntN(2) == 0
+			name := "windowJoin"
+			if co {
+				name = "coGroup"
+			}
+			p.add(fmt.Sprintf("%s(self, filtered copy, tumbling %d ms)", name, size), func(s weir.DataStream[mev]) weir.DataStream[mev] {
+				j := weir.WindowJoin(metaKeyed(s), metaKeyed(metaOther(s)), window.Assigner[window.TimeWindow](window.TumblingEventTime(time.Duration(size)*time.Millisecond)))
+				if co {
+					return weir.CoGroup(j, weir.CoGroupFunction[int64, mev, mev, mev, window.TimeWindow](func(k int64, w window.TimeWindow, ls, rs []mev, out weir.Collector[mev]) error {
+						var sum int64
+						for _, e := range ls {
+							sum += e.V
+						}
+						for _, e := range rs {
+							sum += 3 * e.V
+						}
+						out.Collect(mev{K: k, TS: w.Start, V: (sum*1000 + int64(len(ls))*10 + int64(len(rs))) % 1_000_003})
+						return nil
+					}))
+				}
+				return weir.Join(j, func(l, r mev) mev { return mev{K: l.K, TS: max(l.TS, r.TS), V: (l.V*3 + r.V) % 1_000_003} })
 			})
 		case k == 8 && !unioned:
 			unioned = true
@@ -205,6 +255,12 @@ func (p *metaPipeline) add(d string, s metaStage) {
 
 func metaKeyed(s weir.DataStream[mev]) weir.KeyedStream[int64, mev] {
 	return weir.KeyBy(s, func(e mev) int64 { return e.K })
+}
+
+// metaOther is the second input of the joins: a changed copy of s
+// without some of its events, so that outer joins have unmatched ones.
+func metaOther(s weir.DataStream[mev]) weir.DataStream[mev] {
+	return weir.Map(weir.Filter(s, func(e mev) bool { return e.V%3 != 0 }), func(e mev) mev { e.V = e.V*31 + 7; return e })
 }
 
 func metaSum(a, b mev) mev { return mev{K: a.K, TS: max(a.TS, b.TS), V: (a.V + b.V) % 1_000_003} }
