@@ -23,8 +23,9 @@ import (
 // input, and runs each under several configurations that must not change
 // its result: other parallelisms, one-record batches with one credit
 // (constant backpressure), no chaining, the Pebble state backend, and
-// checkpoints with a failure, then a restart or a restore at another
-// parallelism, into an exactly-once sink. The
+// checkpoints (aligned, unaligned, incremental on Pebble) with a failure,
+// then a restart or a restore at another parallelism, into an
+// exactly-once sink. The
 // input is never late (every source split's disorder stays within its
 // watermark bound), and every stage's output is a function of its input
 // only, so every configuration must commit the same records with the same
@@ -77,6 +78,10 @@ type metaConfig struct {
 	// rescaleTo, if set, makes the failure final: the job is started
 	// again at this parallelism from the latest checkpoint.
 	rescaleTo int
+	// dirStore keeps the checkpoints in a directory (incremental with
+	// the Pebble backend) instead of in memory.
+	dirStore bool
+	ckOpts   []weir.CheckpointOption
 }
 
 var metaConfigs = []metaConfig{
@@ -98,6 +103,15 @@ var metaConfigs = []metaConfig{
 	{name: "p=2, checkpoints, a failure, restored at p=3", failOnce: true, rescaleTo: 3, opts: func(*testing.T) []weir.Option {
 		return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(16)}
 	}},
+	{name: "p=2, unaligned checkpoints, a failure and a restart", failOnce: true, ckOpts: []weir.CheckpointOption{weir.UnalignedCheckpoints()},
+		opts: func(*testing.T) []weir.Option {
+			return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(4), weir.WithBufferCredits(1),
+				weir.WithRestartStrategy(weir.FixedDelayRestart(1, time.Millisecond))}
+		}},
+	{name: "p=3, Pebble, incremental checkpoints, a failure, restored at p=2", failOnce: true, rescaleTo: 2, dirStore: true,
+		opts: func(t *testing.T) []weir.Option {
+			return []weir.Option{weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir()))}
+		}},
 }
 
 // metaPipeline is a generated input and a chain of stages over it.
@@ -326,17 +340,23 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 		slices.Sort(got)
 		return got
 	}
-	store := weir.NewMemoryCheckpointStore()
+	var store weir.CheckpointStore = weir.NewMemoryCheckpointStore()
+	if c.dirStore {
+		var err error
+		if store, err = weir.NewDirCheckpointStore(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := t.TempDir()
 	var failed atomic.Bool
 	execute := func(opts []weir.Option, inject *atomic.Bool) error {
 		env := weir.NewEnvironment(opts...)
-		env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(store), weir.RestoreFromLatest())
+		env.EnableCheckpointing(time.Millisecond, append([]weir.CheckpointOption{weir.WithCheckpointStore(store), weir.RestoreFromLatest()}, c.ckOpts...)...)
 		fail := func(e mev) mev { return e } // the restored run has the same graph
 		if inject != nil {
 			var seen atomic.Int64
 			fail = func(e mev) mev {
-				if seen.Add(1) > p.n/2 && !inject.Load() && len(store.IDs()) > 0 && inject.CompareAndSwap(false, true) {
+				if seen.Add(1) > p.n/2 && !inject.Load() && hasCheckpoint(t, store) && inject.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
 				return e
@@ -365,6 +385,12 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	}
 	slices.Sort(got)
 	return got
+}
+
+// hasCheckpoint reports whether store holds a completed checkpoint.
+func hasCheckpoint(t *testing.T, store weir.CheckpointStore) bool {
+	cp, err := store.Latest(t.Context())
+	return err == nil && cp != nil
 }
 
 // build adds the pipeline to env: the source at rate events/s (0: as
