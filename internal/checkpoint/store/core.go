@@ -456,9 +456,11 @@ func (c *core) readShared(ctx context.Context, m *Manifest, name string) ([]byte
 	return c.checkShared(ctx, m, name, true)
 }
 
-// linker is implemented by backends that can hard-link a shared file to
-// a local path (errors.ErrUnsupported when they cannot).
+// linker is implemented by backends that may hard-link a shared file to
+// a local path.
 type linker interface {
+	// canLink reports whether link can work at all.
+	canLink() bool
 	link(name, dst string) error
 }
 
@@ -466,7 +468,7 @@ func (c *core) copyShared(ctx context.Context, m *Manifest, name, dst string) (e
 	if m == nil {
 		return errors.New("checkpoint store: CopyShared with a nil manifest")
 	}
-	if l, ok := c.b.(linker); ok {
+	if l, ok := c.b.(linker); ok && l.canLink() {
 		// Verify the stored file, then link it: a shared file is never
 		// written again once stored.
 		if _, err := c.checkShared(ctx, m, name, false); err != nil {

@@ -254,12 +254,15 @@ func (l *Local) CopyShared(ctx context.Context, m *Manifest, name, dst string) e
 	return l.c.copyShared(ctx, m, name, dst)
 }
 
-// link hard-links the shared file name to dst, when the store is on the
-// operating system's file system.
+// canLink reports whether the store is on the operating system's file
+// system, where link works (unless dst is on another one).
+func (b *localBackend) canLink() bool {
+	_, ok := b.fs.(OSFS)
+	return ok
+}
+
+// link hard-links the shared file name to dst.
 func (b *localBackend) link(name, dst string) error {
-	if _, ok := b.fs.(OSFS); !ok {
-		return errors.ErrUnsupported
-	}
 	return os.Link(b.path(sharedDir, name), dst)
 }
 
