@@ -1,7 +1,9 @@
 package weir_test
 
 import (
+	"cmp"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -82,6 +84,10 @@ type metaConfig struct {
 	// the Pebble backend) instead of in memory.
 	dirStore bool
 	ckOpts   []weir.CheckpointOption
+	// spanMS is how long the source takes to emit the input in a run with
+	// a failure (default 100 ms), so that checkpoints complete before it
+	// ends.
+	spanMS int
 }
 
 var metaConfigs = []metaConfig{
@@ -108,11 +114,15 @@ var metaConfigs = []metaConfig{
 			return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(4), weir.WithBufferCredits(1),
 				weir.WithRestartStrategy(weir.FixedDelayRestart(1, time.Millisecond))}
 		}},
-	{name: "p=3, Pebble, incremental checkpoints, a failure, restored at p=2", failOnce: true, rescaleTo: 2, dirStore: true,
+	{name: "p=3, Pebble, incremental checkpoints, a failure, restored at p=2", failOnce: true, rescaleTo: 2, dirStore: true, spanMS: 400,
 		opts: func(t *testing.T) []weir.Option {
 			return []weir.Option{weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir()))}
 		}},
 }
+
+// metaQuiet keeps the runs' logs (injected failures, restarts) out of the
+// test output.
+var metaQuiet = weir.WithLogger(slog.New(slog.DiscardHandler))
 
 // metaPipeline is a generated input and a chain of stages over it.
 type metaPipeline struct {
@@ -331,7 +341,7 @@ func (f *metaBuckets) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir
 func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	t.Helper()
 	if !c.failOnce {
-		env := weir.NewEnvironment(c.opts(t)...)
+		env := weir.NewEnvironment(append(c.opts(t), metaQuiet)...)
 		col := weir.Collect(p.build(env, 0, nil))
 		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
 			t.Fatalf("config %q: %v", c.name, err)
@@ -350,7 +360,7 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	dir := t.TempDir()
 	var failed atomic.Bool
 	execute := func(opts []weir.Option, inject *atomic.Bool) error {
-		env := weir.NewEnvironment(opts...)
+		env := weir.NewEnvironment(append(opts, metaQuiet)...)
 		env.EnableCheckpointing(time.Millisecond, append([]weir.CheckpointOption{weir.WithCheckpointStore(store), weir.RestoreFromLatest()}, c.ckOpts...)...)
 		fail := func(e mev) mev { return e } // the restored run has the same graph
 		if inject != nil {
@@ -362,7 +372,8 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 				return e
 			}
 		}
-		lines := p.build(env, float64(p.n)*10, fail) // about 100 ms, so that checkpoints complete
+		span := cmp.Or(c.spanMS, 100)
+		lines := p.build(env, float64(p.n)*1000/float64(span), fail)
 		weir.FileSink(lines, dir, func(s string) []byte { return []byte(s) })
 		return env.Execute(t.Context(), "metamorphic")
 	}
