@@ -14,8 +14,8 @@ import "time"
 // waiting for the buffered data to drain.
 //
 // Records must be gob-encodable to be stored (the job fails to start if a
-// record type cannot be encoded at all, and the checkpoint fails the job if
-// a value cannot, e.g. an unregistered type in an interface field).
+// record type cannot be encoded at all, and a value that cannot, e.g. an
+// unregistered type in an interface field, declines that checkpoint).
 // Savepoints stay aligned. Exactly-once only: combined with AtLeastOnce,
 // Execute fails. A checkpoint with channel state also restores at another
 // parallelism (of an operator or of its upstream), as in Flink: in-flight

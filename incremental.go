@@ -231,12 +231,10 @@ func saveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string
 				return nil, err
 			}
 			if !reused {
-				data, err := os.ReadFile(s.Path(f))
-				if err != nil {
+				// Linked into a local store when it can be: the staged
+				// file is an immutable database file.
+				if err := w.WriteSharedFile(ctx, f.Shared, s.Path(f)); err != nil {
 					return nil, fmt.Errorf("snapshot of %s: %w", base, err)
-				}
-				if err := w.WriteShared(ctx, f.Shared, data); err != nil {
-					return nil, err
 				}
 			}
 			db.Files = append(db.Files, store.DBFile{Name: f.Name, Shared: f.Shared})

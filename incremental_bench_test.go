@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clock"
@@ -26,8 +27,9 @@ func BenchmarkPebbleCheckpoint(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			ps := newPebbleBenchState(b)
 			defer ps.db.Discard()
+			start := time.Now()
 			first := ps.checkpoint(mode == "full")
-			b.Logf("%s: first checkpoint stored %d bytes", mode, first.UploadedBytes())
+			b.Logf("%s: first checkpoint stored %d bytes in %v", mode, first.UploadedBytes(), time.Since(start).Round(time.Millisecond))
 			var uploaded int64
 			b.ResetTimer()
 			for i := range b.N {

@@ -18,7 +18,7 @@ const usage = `usage: weir <command> [arguments]
 commands:
   scenario [--check] FILE...   run scenario files (see ../shared/conformance/FORMAT.md)
   nexmark [--query Q] ...      run a Nexmark query on the built-in generator (--help for flags)
-  savepoint --address A --dir D [--stop] JOB
+  savepoint --address A [--dir D] [--stop] JOB
                                take a savepoint of a running job through its control endpoint
   savepoint inspect PATH       show what a savepoint or checkpoint holds
 `

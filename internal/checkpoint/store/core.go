@@ -456,12 +456,16 @@ func (c *core) readShared(ctx context.Context, m *Manifest, name string) ([]byte
 	return c.checkShared(ctx, m, name, true)
 }
 
-// linker is implemented by backends that may hard-link a shared file to
-// a local path.
+// linker is implemented by backends that may hard-link shared files to
+// and from local paths.
 type linker interface {
-	// canLink reports whether link can work at all.
+	// canLink reports whether the links can work at all.
 	canLink() bool
+	// link links shared file name to dst.
 	link(name, dst string) error
+	// linkShared stores the file at src as shared file name by a link,
+	// durably.
+	linkShared(src, name string) error
 }
 
 func (c *core) copyShared(ctx context.Context, m *Manifest, name, dst string) (err error) {
@@ -710,6 +714,47 @@ func (w *writer) WriteFile(ctx context.Context, name string, data []byte) error 
 
 // WriteShared implements Writer.
 func (w *writer) WriteShared(ctx context.Context, name string, data []byte) error {
+	return w.writeShared(ctx, name, func() (FileInfo, error) {
+		return FileInfo{Size: int64(len(data)), CRC32C: checksum(data)}, w.c.b.putShared(ctx, name, data)
+	})
+}
+
+// WriteSharedFile implements Writer.
+func (w *writer) WriteSharedFile(ctx context.Context, name, path string) error {
+	return w.writeShared(ctx, name, func() (FileInfo, error) {
+		if l, ok := w.c.b.(linker); ok && l.canLink() {
+			fi, err := fileInfo(path)
+			if err != nil {
+				return fi, err
+			}
+			if err := l.linkShared(path, name); err == nil {
+				return fi, nil
+			}
+			// Another file system, or links unsupported: copy.
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return FileInfo{}, err
+		}
+		return FileInfo{Size: int64(len(data)), CRC32C: checksum(data)}, w.c.b.putShared(ctx, name, data)
+	})
+}
+
+// fileInfo returns the size and checksum of the file at path.
+func fileInfo(path string) (FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer f.Close()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	n, err := io.Copy(h, f)
+	return FileInfo{Size: n, CRC32C: h.Sum32()}, err
+}
+
+// writeShared stores the shared file name with put, which returns its
+// size and checksum.
+func (w *writer) writeShared(ctx context.Context, name string, put func() (FileInfo, error)) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
@@ -733,14 +778,14 @@ func (w *writer) WriteShared(ctx context.Context, name string, data []byte) erro
 	defer w.pending.Done()
 	w.c.pin(name)
 
-	err := w.c.b.putShared(ctx, name, data)
+	fi, err := put()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.busy, "/"+name)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: writing shared file %q of %s %d in %s: %w", name, w.kind, w.id, w.c.b.location(sharedDir), err)
 	}
-	w.shared[name] = SharedFileInfo{Size: int64(len(data)), CRC32C: checksum(data), Checkpoint: w.id}
+	w.shared[name] = SharedFileInfo{Size: fi.Size, CRC32C: fi.CRC32C, Checkpoint: w.id}
 	return nil
 }
 

@@ -266,31 +266,61 @@ func (b *localBackend) link(name, dst string) error {
 	return os.Link(b.path(sharedDir, name), dst)
 }
 
+// linkShared stores src as root/shared/name by a hard link and fsyncs it
+// (its directory entry is made durable by syncShared).
+func (b *localBackend) linkShared(src, name string) error {
+	p, err := b.prepareShared(name)
+	if err != nil {
+		return err
+	}
+	if err := os.Link(src, p); err != nil {
+		return err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	if cerr := f.Close(); serr == nil {
+		serr = cerr
+	}
+	return serr
+}
+
 // putShared writes root/shared/name as a new file, creating the directory
 // (durably) the first time.
 func (b *localBackend) putShared(ctx context.Context, name string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dir := b.path(sharedDir)
-	if _, err := b.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := b.fs.MkdirAll(dir); err != nil {
-			return err
-		}
-		if err := b.fs.SyncDir(b.root); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return err
-	}
-	// A file of this name left over (unreferenced, not yet collected) may
-	// be hard-linked into a restored database (CopyShared): write a new
-	// file instead of truncating that one.
-	p := b.path(sharedDir, name)
-	if err := b.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	p, err := b.prepareShared(name)
+	if err != nil {
 		return err
 	}
 	return b.writeFile(p, data)
+}
+
+// prepareShared returns the path of shared file name, creating the
+// directory (durably) the first time. A file of the name left over
+// (unreferenced, not yet collected) is removed, not overwritten, because
+// a restored database may have it linked (CopyShared).
+func (b *localBackend) prepareShared(name string) (string, error) {
+	dir := b.path(sharedDir)
+	if _, err := b.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := b.fs.MkdirAll(dir); err != nil {
+			return "", err
+		}
+		if err := b.fs.SyncDir(b.root); err != nil {
+			return "", err
+		}
+	} else if err != nil {
+		return "", err
+	}
+	p := b.path(sharedDir, name)
+	if err := b.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return p, nil
 }
 
 func (b *localBackend) syncShared(ctx context.Context) error {

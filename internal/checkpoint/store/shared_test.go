@@ -25,6 +25,7 @@ var sharedConformance = []struct {
 	{"OpenWriterPinsFiles", testSharedPinned},
 	{"SavepointsAreSelfContained", testSharedSavepoint},
 	{"CopySharedPlacesVerifiedFiles", testSharedCopy},
+	{"WriteSharedFileStoresAFile", testSharedFromFile},
 }
 
 func TestSharedConformance(t *testing.T) {
@@ -277,6 +278,42 @@ func testSharedCopy(t *testing.T, b backing) {
 	}
 }
 
+// TestWriteSharedFileLinksLocalFiles: a directory store on the operating
+// system's file system stores a local file by linking it.
+func TestWriteSharedFileLinksLocalFiles(t *testing.T) {
+	root := t.TempDir()
+	s, err := NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "000007.sst")
+	if err := os.WriteFile(src, sharedData("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Begin(ctx, 1, Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort(ctx)
+	if err := w.WriteSharedFile(ctx, "f", src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx, Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := os.Stat(filepath.Join(root, sharedDir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(a, stored) {
+		t.Fatal("WriteSharedFile copied a file it could have linked")
+	}
+}
+
 // TestCopySharedLinksLocalFiles: a directory store on the operating
 // system's file system hard-links shared files instead of copying them,
 // and the link survives the store deleting its file or writing a file of
@@ -324,5 +361,38 @@ func TestCopySharedLinksLocalFiles(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "b")); string(got) != string(sharedData("b")) {
 		t.Fatalf("after retention the placed b holds %q", got)
+	}
+}
+
+func testSharedFromFile(t *testing.T, b backing) {
+	s := b.open(slog.New(slog.DiscardHandler))
+	src := filepath.Join(t.TempDir(), "000007.sst")
+	if err := os.WriteFile(src, sharedData("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Begin(ctx, 1, Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort(ctx)
+	if err := w.WriteSharedFile(ctx, "f", src); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSharedFile(ctx, "g", filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("WriteSharedFile of a missing file succeeded")
+	}
+	m, err := w.Commit(ctx, Manifest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Shared["f"], (SharedFileInfo{Size: int64(len(sharedData("f"))), CRC32C: checksum(sharedData("f")), Checkpoint: 1}); got != want {
+		t.Fatalf("manifest records %+v for f, want %+v", got, want)
+	}
+	if _, ok := m.Shared["g"]; ok {
+		t.Fatal("the failed WriteSharedFile is in the manifest")
+	}
+	m = wantLatest(t, b.open(slog.New(slog.DiscardHandler)), 1)
+	if data, err := s.ReadShared(ctx, m, "f"); err != nil || string(data) != string(sharedData("f")) {
+		t.Fatalf("ReadShared f = %d bytes, %v", len(data), err)
 	}
 }

@@ -122,6 +122,12 @@ type Writer interface {
 	// have shared files.
 	WriteShared(ctx context.Context, name string, data []byte) error
 
+	// WriteSharedFile is WriteShared with the contents of the local file
+	// at path, which must never change afterwards: a directory store on
+	// the operating system's file system hard-links it when it can
+	// (database files are immutable), otherwise its contents are written.
+	WriteSharedFile(ctx context.Context, name, path string) error
+
 	// ReuseShared makes the checkpoint reference the shared file name that
 	// an earlier, still stored, checkpoint wrote, or that this Writer
 	// already wrote or reused, without writing it again, and reports true;
