@@ -497,6 +497,10 @@ type OperatorMetrics struct {
 	// InputWatermarks holds the current watermark of each network input of
 	// a task's first operator (MinWatermark before the first one).
 	InputWatermarks []int64
+	// LateRecordsDropped counts the late records a window operator dropped
+	// because no late side output was set (Flink's numLateRecordsDropped);
+	// 0 for other operators.
+	LateRecordsDropped int64
 }
 
 // Metrics returns a snapshot of every subtask's counters.
@@ -522,6 +526,9 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 			}
 			if o.InputWatermarks != nil {
 				om.InputWatermarks = o.InputWatermarks()
+			}
+			if o.LateDropped != nil {
+				om.LateRecordsDropped = o.LateDropped()
 			}
 			tm.Operators = append(tm.Operators, om)
 		}

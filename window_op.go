@@ -250,6 +250,8 @@ type windowEngine[K comparable, T any] interface {
 	// SnapshotAsync is the synchronous part of an asynchronous snapshot.
 	SnapshotAsync() (keyedsnap.Async, error)
 	Restore(kgs map[int][]byte) error
+	// LateDropped counts the late elements dropped (no late side output).
+	LateDropped() int64
 }
 
 // windowOp is the window operator of one subtask.
@@ -262,6 +264,9 @@ type windowOp[K comparable, T, OUT any, W window.Window] struct {
 	restored *runtime.Restored
 	clock    batchClock
 }
+
+// LateRecordsDropped implements runtime.LateDropCounter.
+func (o *windowOp[K, T, OUT, W]) LateRecordsDropped() int64 { return o.eng.LateDropped() }
 
 // batchClock reads a task's processing-time clock at most once per batch
 // of records: a processing-time window assigner asks for the time of every

@@ -379,6 +379,9 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			source = b.Source
 		}
 		om := &OperatorMetrics{Name: n.Name, RecordsOut: main.Counted, InputWatermarks: b.InputWatermarks}
+		if c, ok := b.Life.(LateDropCounter); ok {
+			om.LateDropped = c.LateRecordsDropped
+		}
 		t.Metrics.Operators = append(t.Metrics.Operators, om)
 		// Chained inputs.
 		for _, e := range n.Inputs {

@@ -46,6 +46,16 @@ type OperatorMetrics struct {
 	RecordsIn func() int64
 	// InputWatermarks reads the current input watermark per input, when known.
 	InputWatermarks func() []int64
+	// LateDropped reads the count of late records dropped, for operators
+	// that drop them (LateDropCounter).
+	LateDropped func() int64
+}
+
+// LateDropCounter is implemented by operators that drop late records
+// (window operators without a late side output): Flink's
+// numLateRecordsDropped. It may be called from any goroutine.
+type LateDropCounter interface {
+	LateRecordsDropped() int64
 }
 
 // ProcessingTimeService schedules callbacks on a task's processing-time

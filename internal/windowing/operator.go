@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/invariants"
 	"github.com/weirstream/weir/internal/keygroup"
@@ -106,10 +107,14 @@ type Operator[K comparable, IN, V any, W window.Window] struct {
 	// held is the element ProcessElement was given by value, so that the
 	// trigger context can point at it.
 	held IN
-	// LateDropped counts late elements dropped (no late output set), as
-	// Flink's numLateRecordsDropped.
-	LateDropped int64
+	// lateDropped counts late elements dropped (no late output set), as
+	// Flink's numLateRecordsDropped; metrics read it from other goroutines.
+	lateDropped atomic.Int64
 }
+
+// LateDropped returns the number of late elements dropped (no late output
+// set), Flink's numLateRecordsDropped. Safe to call from any goroutine.
+func (o *Operator[K, IN, V, W]) LateDropped() int64 { return o.lateDropped.Load() }
 
 // New returns an operator; cfg must be valid.
 func New[K comparable, IN, V any, W window.Window](cfg Config[K, IN, V, W]) (*Operator[K, IN, V, W], error) {
@@ -282,7 +287,7 @@ func (o *Operator[K, IN, V, W]) ProcessElementPtr(v *IN, ts int64) error {
 		if o.cfg.Late != nil {
 			o.cfg.Late(*v, ts)
 		} else {
-			o.LateDropped++
+			o.lateDropped.Add(1)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
@@ -26,7 +27,7 @@ type SlicedConfig[K comparable, IN, ACC any] struct {
 	Merge func(a, b ACC) ACC
 	// Emit emits the combined partial of a window.
 	Emit func(key K, w window.TimeWindow, acc ACC) error
-	// Late receives late elements; nil counts them in LateDropped.
+	// Late receives late elements; nil counts them (LateDropped).
 	Late func(v IN, ts int64)
 }
 
@@ -55,8 +56,12 @@ type Sliced[K comparable, IN, ACC any] struct {
 	timers      *timer.Service[K, window.TimeWindow]
 	key         K
 	kg          int
-	LateDropped int64
+	lateDropped atomic.Int64 // as Operator's
 }
+
+// LateDropped returns the number of late elements dropped (no late output
+// set). Safe to call from any goroutine.
+func (s *Sliced[K, IN, ACC]) LateDropped() int64 { return s.lateDropped.Load() }
 
 func gcd(a, b int64) int64 {
 	for b != 0 {
@@ -130,7 +135,7 @@ func (s *Sliced[K, IN, ACC]) ProcessElementPtr(v *IN, ts int64) error {
 			if s.cfg.Late != nil {
 				s.cfg.Late(*v, ts)
 			} else {
-				s.LateDropped++
+				s.lateDropped.Add(1)
 			}
 		}
 		return nil
