@@ -276,15 +276,7 @@ func (b *localBackend) linkShared(src, name string) error {
 	if err := os.Link(src, p); err != nil {
 		return err
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	serr := f.Sync()
-	if cerr := f.Close(); serr == nil {
-		serr = cerr
-	}
-	return serr
+	return fsync(p)
 }
 
 // putShared writes root/shared/name as a new file, creating the directory

@@ -286,21 +286,7 @@ func TestWriteSharedFileLinksLocalFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(t.TempDir(), "000007.sst")
-	if err := os.WriteFile(src, sharedData("f"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	w, err := s.Begin(ctx, 1, Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort(ctx)
-	if err := w.WriteSharedFile(ctx, "f", src); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Commit(ctx, Manifest{}); err != nil {
-		t.Fatal(err)
-	}
+	src, _ := commitFromFile(t, s)
 	a, err := os.Stat(src)
 	if err != nil {
 		t.Fatal(err)
@@ -366,6 +352,24 @@ func TestCopySharedLinksLocalFiles(t *testing.T) {
 
 func testSharedFromFile(t *testing.T, b backing) {
 	s := b.open(slog.New(slog.DiscardHandler))
+	_, m := commitFromFile(t, s)
+	if got, want := m.Shared["f"], (SharedFileInfo{Size: int64(len(sharedData("f"))), CRC32C: checksum(sharedData("f")), Checkpoint: 1}); got != want {
+		t.Fatalf("manifest records %+v for f, want %+v", got, want)
+	}
+	if _, ok := m.Shared["g"]; ok {
+		t.Fatal("the failed WriteSharedFile is in the manifest")
+	}
+	m = wantLatest(t, b.open(slog.New(slog.DiscardHandler)), 1)
+	if data, err := s.ReadShared(ctx, m, "f"); err != nil || string(data) != string(sharedData("f")) {
+		t.Fatalf("ReadShared f = %d bytes, %v", len(data), err)
+	}
+}
+
+// commitFromFile commits checkpoint 1 with shared file f written from a
+// local file by WriteSharedFile (and a failed WriteSharedFile of g, from
+// a missing file), and returns the local file's path and the manifest.
+func commitFromFile(t *testing.T, s Store) (string, *Manifest) {
+	t.Helper()
 	src := filepath.Join(t.TempDir(), "000007.sst")
 	if err := os.WriteFile(src, sharedData("f"), 0o644); err != nil {
 		t.Fatal(err)
@@ -385,14 +389,5 @@ func testSharedFromFile(t *testing.T, b backing) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.Shared["f"], (SharedFileInfo{Size: int64(len(sharedData("f"))), CRC32C: checksum(sharedData("f")), Checkpoint: 1}); got != want {
-		t.Fatalf("manifest records %+v for f, want %+v", got, want)
-	}
-	if _, ok := m.Shared["g"]; ok {
-		t.Fatal("the failed WriteSharedFile is in the manifest")
-	}
-	m = wantLatest(t, b.open(slog.New(slog.DiscardHandler)), 1)
-	if data, err := s.ReadShared(ctx, m, "f"); err != nil || string(data) != string(sharedData("f")) {
-		t.Fatalf("ReadShared f = %d bytes, %v", len(data), err)
-	}
+	return src, m
 }

@@ -76,7 +76,10 @@ func (OSFS) Remove(name string) error { return os.Remove(name) }
 func (OSFS) RemoveAll(name string) error { return os.RemoveAll(name) }
 
 // SyncDir implements FS by fsyncing the directory.
-func (OSFS) SyncDir(name string) error {
+func (OSFS) SyncDir(name string) error { return fsync(name) }
+
+// fsync opens the file or directory name and fsyncs it.
+func fsync(name string) error {
 	d, err := os.Open(name)
 	if err != nil {
 		return err
