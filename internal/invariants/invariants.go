@@ -9,10 +9,10 @@
 //     after every change (in full while the queue is small, else every
 //     1024th change);
 //   - internal/runtime: an output's watermarks never go backwards;
-//   - internal/windowing: a key's merged session windows are disjoint
-//     and each has its state window;
-//   - internal/state: a table's entry count matches its maps when it is
-//     snapshotted.
+//   - internal/windowing: after a merge, a key's in-flight window set holds
+//     the result, and its windows and its state windows are each distinct;
+//   - internal/state: a table's entry count and cleanup slots match its
+//     maps when it is snapshotted.
 package invariants
 
 import "fmt"

@@ -357,18 +357,22 @@ func (c *core) check(ctx context.Context, m *Manifest, name string, keep bool) (
 
 // checkShared is check for a shared file m references.
 func (c *core) checkShared(ctx context.Context, m *Manifest, name string, keep bool) ([]byte, error) {
-	var buf []byte
-	var w io.Writer
-	if keep {
-		if sf, ok := m.Shared[name]; ok {
-			buf = make([]byte, 0, min(sf.Size, 64<<20))
-		}
-		w = (*sliceWriter)(&buf)
-	}
+	buf, w := keeper(keep, m.Shared[name].Size)
 	if err := c.checkSharedInto(ctx, m, name, w); err != nil {
 		return nil, err
 	}
-	return buf, nil
+	return *buf, nil
+}
+
+// keeper returns a writer collecting into a buffer sized for size bytes
+// (at most 64 MiB ahead), and the buffer, if keep; else nil.
+func keeper(keep bool, size int64) (*[]byte, io.Writer) {
+	buf := new([]byte)
+	if !keep {
+		return buf, nil
+	}
+	*buf = make([]byte, 0, min(size, 64<<20))
+	return buf, (*sliceWriter)(buf)
 }
 
 // checkSharedInto reads the shared file name that m references, copying
@@ -387,16 +391,11 @@ func (c *core) checkSharedInto(ctx context.Context, m *Manifest, name string, w 
 // checkIn reads file name of dir and verifies it against fi, returning
 // the contents if keep is set.
 func (c *core) checkIn(ctx context.Context, dir, name string, fi FileInfo, keep bool, what string) ([]byte, error) {
-	var buf []byte
-	var w io.Writer
-	if keep {
-		buf = make([]byte, 0, min(fi.Size, 64<<20))
-		w = (*sliceWriter)(&buf)
-	}
+	buf, w := keeper(keep, fi.Size)
 	if err := c.checkInto(ctx, dir, name, fi, w, what); err != nil {
 		return nil, err
 	}
-	return buf, nil
+	return *buf, nil
 }
 
 // checkInto reads file name of dir, copying it to w unless w is nil, and
