@@ -7,10 +7,13 @@ package watermark
 //
 // Each input has a partial watermark (initially Min) and an idle flag
 // (initially false). After every update the combined watermark is computed
-// over the inputs that are not idle: if every input is idle nothing is
-// computed and the combiner is idle; otherwise, if the minimum over the
-// non-idle inputs is above the combined watermark, the combined watermark
-// rises to it. The combined watermark therefore never decreases.
+// over the inputs that are not idle: if the minimum over the non-idle inputs
+// is above the combined watermark, the combined watermark rises to it. If
+// every input is idle the combiner is idle and, as in Flink 2.2
+// (FLINK-38454), the combined watermark rises to the highest partial
+// watermark of all inputs (1.20-2.1 kept it where it was): once nothing holds
+// it back, the inputs' watermarks are flushed, whatever the order in which
+// they went idle. The combined watermark therefore never decreases.
 //
 // The runtime drives it like Flink's AbstractStreamOperator does. For a
 // watermark on input i:
@@ -82,20 +85,47 @@ func (c *Combiner) Idle() bool { return c.idle }
 func (c *Combiner) Inputs() int { return len(c.inputs) }
 
 func (c *Combiner) update() bool {
-	min := int64(Max)
-	allIdle := true
+	var p partials
 	for i := range c.inputs {
-		if in := &c.inputs[i]; !in.idle {
-			allIdle = false
-			if in.wm < min {
-				min = in.wm
-			}
-		}
+		p.add(c.inputs[i].wm, c.inputs[i].idle)
 	}
-	c.idle = allIdle
-	if !allIdle && min > c.combined {
-		c.combined = min
-		return true
+	var advanced bool
+	c.idle, advanced = p.combine(&c.combined)
+	return advanced
+}
+
+// partials folds the partial watermarks of inputs (or splits) as Flink
+// 2.2's CombinedWatermarkStatus.updateCombinedWatermark does.
+type partials struct {
+	active    bool  // some partial is not idle
+	minActive int64 // the minimum over the partials that are not idle
+	maxIdle   bool  // some partial is idle
+	maxOfIdle int64 // the maximum over the idle partials
+}
+
+func (p *partials) add(wm int64, idle bool) {
+	switch {
+	case idle && (!p.maxIdle || wm > p.maxOfIdle):
+		p.maxIdle, p.maxOfIdle = true, wm
+	case !idle && (!p.active || wm < p.minActive):
+		p.active, p.minActive = true, wm
 	}
-	return false
+}
+
+// combine raises *combined to the candidate if it is higher and reports
+// whether every partial is idle and whether the combined watermark rose.
+// With a partial that is not idle the candidate is the minimum over those;
+// with all idle it is the maximum over all of them (FLINK-38454: once
+// nothing holds the watermark back it is flushed, whatever the order in
+// which the partials went idle; 1.20-2.1 kept it where it was).
+func (p *partials) combine(combined *int64) (allIdle, advanced bool) {
+	candidate, ok := p.minActive, p.active
+	if !p.active {
+		candidate, ok = p.maxOfIdle, p.maxIdle
+	}
+	if ok && candidate > *combined {
+		*combined = candidate
+		return !p.active, true
+	}
+	return !p.active, false
 }

@@ -8,13 +8,14 @@ package watermark
 // Each registered split has a partial watermark (initially Min) and an idle
 // flag (initially false); emitting a watermark on a split's output clears its
 // idle flag. The combined watermark is the minimum over the splits that are
-// not idle and never decreases. Combining ("update") works as in Flink's
-// CombinedWatermarkStatus: with no splits registered nothing happens; if the
-// minimum over the non-idle splits is above the combined watermark, the
-// combined watermark rises and is emitted to the underlying output; otherwise,
-// if every split is idle, the underlying output is marked idle. The
-// underlying output is never marked active by the multiplexer: it turns
-// active with its next advancing watermark.
+// not idle and never decreases. Combining ("update") works as in Flink
+// 2.2's CombinedWatermarkStatus: with no splits registered nothing happens;
+// if the minimum over the non-idle splits is above the combined watermark,
+// the combined watermark rises and is emitted to the underlying output; if
+// every split is idle, the combined watermark rises to the highest split
+// watermark (FLINK-38454), is emitted if it rose, and the underlying output
+// is then marked idle. The underlying output is never marked active by the
+// multiplexer: it turns active with its next advancing watermark.
 //
 // Each split has two outputs, as in Flink:
 //
@@ -121,34 +122,28 @@ func (m *Multiplexer) lookup(id string) *split {
 func (m *Multiplexer) update() {
 	if m.combine() {
 		m.under.EmitWatermark(m.combined)
-	} else if m.idle {
+	}
+	if m.idle {
 		m.under.MarkIdle()
 	}
 }
 
 // combine is CombinedWatermarkStatus.updateCombinedWatermark: it reports
 // whether the combined watermark rose, and recomputes Idle unless there are
-// no splits.
+// no splits. When every split is idle the combined watermark first rises
+// to the highest split watermark (Flink 2.2, FLINK-38454), and update then
+// marks the output idle after emitting it.
 func (m *Multiplexer) combine() bool {
 	if len(m.splits) == 0 {
 		return false
 	}
-	min := int64(Max)
-	allIdle := true
+	var p partials
 	for _, s := range m.splits {
-		if !s.idle {
-			allIdle = false
-			if s.wm < min {
-				min = s.wm
-			}
-		}
+		p.add(s.wm, s.idle)
 	}
-	m.idle = allIdle
-	if !allIdle && min > m.combined {
-		m.combined = min
-		return true
-	}
-	return false
+	var advanced bool
+	m.idle, advanced = p.combine(&m.combined)
+	return advanced
 }
 
 // setWatermark is PartialWatermark.setWatermark: it clears the idle flag and

@@ -224,7 +224,9 @@ func checkValveAgainstModel(t *rapid.T) {
 	}
 }
 
-// combinerModel is IndexedCombinedWatermarkStatus written out literally.
+// combinerModel is Flink 2.2's IndexedCombinedWatermarkStatus written out
+// literally: the minimum over the active inputs, or with all idle the
+// maximum over all of them (FLINK-38454), never going back.
 type combinerModel struct {
 	wm       []int64
 	idle     []bool
@@ -238,17 +240,20 @@ func (m *combinerModel) update() bool {
 		all = all && i
 	}
 	m.allIdle = all
+	candidate := int64(Max)
 	if all {
-		return false
-	}
-	min := int64(Max)
-	for i, w := range m.wm {
-		if !m.idle[i] && w < min {
-			min = w
+		candidate = int64(Min)
+		for _, w := range m.wm {
+			candidate = max(candidate, w)
 		}
 	}
-	if min > m.combined {
-		m.combined = min
+	for i, w := range m.wm {
+		if !m.idle[i] && w < candidate {
+			candidate = w
+		}
+	}
+	if candidate > m.combined {
+		m.combined = candidate
 		return true
 	}
 	return false
