@@ -86,14 +86,10 @@ func newWatermarks(s scenario.Spec) (scenario.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	channels, err := s.Int64("channels", 1)
+	c, err := channelsOf(s)
 	if err != nil {
 		return nil, err
 	}
-	if channels < 1 || channels > 1024 {
-		return nil, fmt.Errorf("channels must be in [1, 1024], got %d", channels)
-	}
-	c := int(channels)
 	d := &watermarks{}
 	switch inputs {
 	case 1:

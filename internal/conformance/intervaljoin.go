@@ -50,7 +50,7 @@ func key(r Rec) string { return r.Key }
 // newIntervalJoin is the `interval-join` op: weir.IntervalJoin with the
 // scenario's bounds, late data routed to late-left and late-right.
 func newIntervalJoin(s scenario.Spec) (scenario.Driver, error) {
-	if err := s.CheckKnown([]string{"lower", "upper"}, []string{"lower-exclusive", "upper-exclusive"}); err != nil {
+	if err := s.CheckKnown([]string{"lower", "upper", "channels"}, []string{"lower-exclusive", "upper-exclusive"}); err != nil {
 		return nil, err
 	}
 	if err := s.Require("lower", "upper"); err != nil {
@@ -61,6 +61,10 @@ func newIntervalJoin(s scenario.Spec) (scenario.Driver, error) {
 		return nil, err
 	}
 	upper, err := s.Int64("upper", 0)
+	if err != nil {
+		return nil, err
+	}
+	channels, err := channelsOf(s)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +82,7 @@ func newIntervalJoin(s scenario.Spec) (scenario.Driver, error) {
 			weir.ProcessJoinFunc[Rec, Rec, Rec](func(l, r Rec, ctx weir.JoinContext, out weir.Collector[Rec]) error {
 				return joinPair(&l, &r, ctx, out)
 			}), opts...)
-	}, weir.HarnessSideOutputs(lateL, lateR))
+	}, weir.HarnessSideOutputs(lateL, lateR), weir.HarnessChannels(channels, channels))
 	if err != nil {
 		return nil, fmt.Errorf("interval-join: %w", err)
 	}

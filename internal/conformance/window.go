@@ -29,11 +29,12 @@ type windowParams struct {
 	size, slide, offset, gap          int64
 	n, interval, lateness             int64
 	purging                           bool
+	channels                          int
 }
 
 func parseWindowParams(s scenario.Spec) (windowParams, error) {
 	var p windowParams
-	if err := s.CheckKnown([]string{"assigner", "size", "slide", "offset", "gap", "time", "trigger", "n", "interval", "lateness", "fn"}, []string{"purging"}); err != nil {
+	if err := s.CheckKnown([]string{"assigner", "size", "slide", "offset", "gap", "time", "trigger", "n", "interval", "lateness", "fn", "channels"}, []string{"purging"}); err != nil {
 		return p, err
 	}
 	if err := s.Require("assigner", "fn"); err != nil {
@@ -83,10 +84,23 @@ func parseWindowParams(s scenario.Spec) (windowParams, error) {
 			return p, fmt.Errorf("parameter %s does not apply to assigner=%s trigger=%s", name, p.assigner, p.trigger)
 		}
 	}
-	if p.assigner == "global" && s.Has("time") {
-		return p, fmt.Errorf("parameter time does not apply to assigner=global")
+	if p.channels, err = channelsOf(s); err != nil {
+		return p, err
 	}
 	return p, nil
+}
+
+// channelsOf parses the `channels=C` parameter every op takes: the number
+// of upstream channels per input (default 1).
+func channelsOf(s scenario.Spec) (int, error) {
+	c, err := s.Int64("channels", 1)
+	if err != nil {
+		return 0, err
+	}
+	if c < 1 || c > 1024 {
+		return 0, fmt.Errorf("channels must be in [1, 1024], got %d", c)
+	}
+	return int(c), nil
 }
 
 func (p windowParams) assignerOf() any {
@@ -140,16 +154,16 @@ func newWindow(s scenario.Spec) (scenario.Driver, error) {
 		return nil, err
 	}
 	d := &windowDriver{numeric: p.fn == "sum" || p.fn == "min" || p.fn == "max"}
-	opts := weir.HarnessSideOutputs(lateTag)
+	opts := []weir.HarnessOption{weir.HarnessSideOutputs(lateTag), weir.HarnessChannels(p.channels, p.channels)}
 	switch a := p.assignerOf().(type) {
 	case window.Assigner[window.GlobalWindow]:
 		d.h, err = weir.NewOneInputHarness(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return windowed(weir.Window(weir.KeyBy(in, recKey), a), p, a.DefaultTrigger())
-		}, opts)
+		}, opts...)
 	case window.Assigner[window.TimeWindow]:
 		d.h, err = weir.NewOneInputHarness(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return windowed(weir.Window(weir.KeyBy(in, recKey), a), p, a.DefaultTrigger())
-		}, opts)
+		}, opts...)
 	}
 	if err != nil {
 		return nil, err

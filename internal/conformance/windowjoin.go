@@ -40,15 +40,16 @@ func newJoinDriver(s scenario.Spec, cogroup bool) (scenario.Driver, error) {
 		return nil, err
 	}
 	var h *weir.TwoInputHarness[Rec, Rec, Rec]
+	chans := weir.HarnessChannels(p.channels, p.channels)
 	switch a := p.assignerOf().(type) {
 	case window.Assigner[window.GlobalWindow]:
 		h, err = weir.NewTwoInputHarness(func(l, r weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return joined(weir.WindowJoin(weir.KeyBy(l, recKey), weir.KeyBy(r, recKey), a), p, a.DefaultTrigger(), cogroup)
-		})
+		}, chans)
 	case window.Assigner[window.TimeWindow]:
 		h, err = weir.NewTwoInputHarness(func(l, r weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return joined(weir.WindowJoin(weir.KeyBy(l, recKey), weir.KeyBy(r, recKey), a), p, a.DefaultTrigger(), cogroup)
-		})
+		}, chans)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Op, err)
