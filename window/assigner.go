@@ -319,9 +319,12 @@ func (s DynamicSessions[T]) MergeWindows(windows []TimeWindow, merge func(result
 }
 
 // MergeTimeWindows merges time windows as Flink's TimeWindow.mergeWindows:
-// sorted by start, a window joins the current group when it intersects the
-// group's cover (touching counts); merge is called for every group of two
-// or more windows, members in start order. windows is sorted in place.
+// sorted by start (stable: windows with one start keep their order), a
+// window joins the current group when it intersects the group's cover
+// (touching counts); merge is called for every group of two or more
+// windows, members in the iteration order of the java.util.HashSet that
+// Flink collects them in (see javaHashSetOrder), which decides whose
+// contents a merged window keeps first. windows is reordered in place.
 func MergeTimeWindows(windows []TimeWindow, merge func(result TimeWindow, merged []TimeWindow)) {
 	if len(windows) < 2 {
 		return
@@ -343,6 +346,7 @@ func MergeTimeWindows(windows []TimeWindow, merge func(result TimeWindow, merged
 			continue
 		}
 		if i-first > 1 {
+			javaHashSetOrder(windows[first:i])
 			merge(cover, windows[first:i])
 		}
 		if i < len(windows) {
