@@ -2,10 +2,29 @@
 # The whole test suite: vet, build, the conformance scenarios, every Go
 # test with the invariants build tag (internal/invariants) and then with
 # the race detector (goleak checks for leaked goroutines).
-# It needs Go 1.26 and nothing else; later suites that need a Kafka broker
-# or Flink install and start them from here.
+# It needs Go 1.26, and Java 17 with Maven for the services the tests
+# use, which it starts here and stops at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# at_exit adds a command to the EXIT trap, after those already there.
+at_exit() {
+  local prev
+  prev=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
+  trap "${prev:+$prev; }$1" EXIT
+}
+
+# --- Kafka (connector/kafka) -------------------------------------------------
+# A single-node broker (scripts/kafka.sh, jars cached in .cache/kafka),
+# started in the background while vet and build run; the Kafka tests find
+# it through WEIR_KAFKA_BOOTSTRAP and, with WEIR_REQUIRE_SERVICES=1, fail
+# instead of skipping when it is missing.
+mkdir -p .cache
+scripts/kafka.sh start >.cache/kafka-start.out 2>&1 &
+kafka_start=$!
+at_exit 'scripts/kafka.sh stop'
+export WEIR_REQUIRE_SERVICES=1
+# --- end Kafka ---------------------------------------------------------------
 
 echo "== go vet"
 go vet ./...
@@ -22,6 +41,15 @@ if command -v mvn >/dev/null 2>&1; then
   echo "== the Flink benchmark module compiles (Maven)"
   mvn -q -B -f bench/flink -DskipTests compile
 fi
+# --- Kafka: wait for the broker ---------------------------------------------
+if ! wait "$kafka_start"; then
+  cat .cache/kafka-start.out >&2
+  echo "the Kafka broker did not start" >&2
+  exit 1
+fi
+export "$(tail -n1 .cache/kafka-start.out)"
+echo "== Kafka broker at $WEIR_KAFKA_BOOTSTRAP"
+# --- end Kafka ---------------------------------------------------------------
 echo "== go test -tags invariants (the engine's costly self-checks on)"
 go test -tags invariants -count=1 -timeout 10m ./...
 echo "== go test -race"
