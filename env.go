@@ -116,6 +116,10 @@ type Environment struct {
 	mu            sync.Mutex
 	cancelAttempt context.CancelCauseFunc // the running attempt's
 
+	// validators check sources' and sinks' settings when the job is built
+	// (Validator).
+	validators []func(context.Context) error
+
 	// onFinished runs once the job has finished successfully: exactly-once
 	// sinks commit the transactions of their last stretch of input then.
 	onFinished []func() error
@@ -187,6 +191,15 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 		return nil, fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
+	var verrs []error
+	for _, v := range e.validators {
+		if err := v(ctx); err != nil {
+			verrs = append(verrs, err)
+		}
+	}
+	if err := errors.Join(verrs...); err != nil {
+		return nil, fmt.Errorf("weir: invalid job: %w", err)
+	}
 	cp, err := e.startingPoint(ctx)
 	if err != nil {
 		return nil, err
@@ -501,6 +514,18 @@ type OperatorMetrics struct {
 	// because no late side output was set (Flink's numLateRecordsDropped);
 	// 0 for other operators.
 	LateRecordsDropped int64
+	// Gauges are the values the operator publishes itself, such as a Kafka
+	// source's consumer lag per partition (name "kafka_consumer_lag",
+	// labels topic and partition).
+	Gauges []Gauge
+}
+
+// Gauge is a named value an operator publishes with its metrics, with
+// labels that tell which part of the operator it describes.
+type Gauge struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
 }
 
 // Metrics returns a snapshot of every subtask's counters.
@@ -529,6 +554,11 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 			}
 			if o.LateDropped != nil {
 				om.LateRecordsDropped = o.LateDropped()
+			}
+			if o.Gauges != nil {
+				for _, g := range o.Gauges() {
+					om.Gauges = append(om.Gauges, Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
+				}
 			}
 			tm.Operators = append(tm.Operators, om)
 		}

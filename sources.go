@@ -31,6 +31,33 @@ type Source[T any] = runtime.Source[T]
 // SplitReader reads one split; see runtime.SplitReader.
 type SplitReader[T any] = runtime.SplitReader[T]
 
+// DynamicSource is a Source whose subtasks discover their splits while
+// the job runs (Kafka's partitions); see runtime.DynamicSource.
+type DynamicSource[T any] = runtime.DynamicSource[T]
+
+// SubtaskReader reads all the splits of one subtask of a DynamicSource.
+type SubtaskReader[T any] = runtime.SubtaskReader[T]
+
+// SubtaskInfo tells a SubtaskReader which subtask it serves.
+type SubtaskInfo = runtime.SubtaskInfo
+
+// SplitBatch is the part of a SubtaskReader's fetch that belongs to one split.
+type SplitBatch[T any] = runtime.SplitBatch[T]
+
+// SideRecord is a record a source emits to a side output (dead letters).
+type SideRecord = runtime.SideRecord
+
+// PositionCommitter is implemented by SubtaskReaders that publish the
+// positions of completed checkpoints (Kafka's consumer-group commits).
+type PositionCommitter = runtime.PositionCommitter
+
+// Validator is implemented by sources and sinks that check their settings
+// (and the services they use) when the job is built: Execute returns its
+// error before anything runs.
+type Validator interface {
+	Validate(ctx context.Context) error
+}
+
 // FromSource adds a source with a watermark strategy applied per split.
 func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
 	if src == nil {
@@ -39,9 +66,12 @@ func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrate
 	if strategy.err != nil {
 		env.fail(fmt.Errorf("source %q: %w", name, strategy.err))
 	}
+	if v, ok := any(src).(Validator); ok {
+		env.validators = append(env.validators, v.Validate)
+	}
 	n := newNode[T](env, name, runtime.KindSource, env.cfg.parallelism,
 		func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Built, error) {
-			op, err := runtime.NewSourceOperator(bc.Name, src, strategy.runtime(env), out, bc.Time, bc.Subtask, bc.Parallelism, bc.Credits, bc.Restored)
+			op, err := runtime.NewSourceOperator(bc, src, strategy.runtime(env), out)
 			if err != nil {
 				return runtime.Built{}, err
 			}

@@ -382,6 +382,9 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		if c, ok := b.Life.(LateDropCounter); ok {
 			om.LateDropped = c.LateRecordsDropped
 		}
+		if g, ok := b.Life.(GaugeReporter); ok {
+			om.Gauges = g.Gauges
+		}
 		t.Metrics.Operators = append(t.Metrics.Operators, om)
 		// Chained inputs.
 		for _, e := range n.Inputs {

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -65,7 +66,10 @@ type SourceOperator[T any] struct {
 	wms     SourceWatermarks[T]
 	out     *Output[T]
 	pts     ProcessingTimeService
+	clk     clock.Clock
+	sides   map[string]OutputPort
 	splits  []Split
+	splitIndex  map[string]int // split id -> index in splits
 	gens    []watermark.Generator[T]
 	batch   []bool // per split: its generator emits only periodically (emit hands batches on)
 	outs    []watermark.Output
@@ -79,6 +83,10 @@ type SourceOperator[T any] struct {
 	err     error
 	ptrs    bool
 	index   int
+	// parallelism of the source
+	parallelism int
+	// dyn is set for a DynamicSource (source_dynamic.go)
+	dyn *dynamicState[T]
 
 	positions   map[string][]byte // split -> position after the last emitted batch
 	restoredPos map[string][]byte
@@ -89,11 +97,15 @@ type SourceOperator[T any] struct {
 type sourceState struct {
 	Positions map[string][]byte
 	Ended     []string
+	// Splits holds the encoded splits of a DynamicSource's subtask, by id;
+	// Discovered tells that its first discovery had finished.
+	Splits     map[string][]byte
+	Discovered bool
 }
 
 // SnapshotState records the position of every split after the records
 // emitted so far, and which splits have ended.
-func (s *SourceOperator[T]) SnapshotState(int64) (OperatorSnapshot, error) {
+func (s *SourceOperator[T]) SnapshotState(id int64) (OperatorSnapshot, error) {
 	st := sourceState{Positions: map[string][]byte{}}
 	for id, p := range s.positions {
 		st.Positions[id] = p
@@ -105,6 +117,11 @@ func (s *SourceOperator[T]) SnapshotState(int64) (OperatorSnapshot, error) {
 			if p, ok := s.restoredPos[sp.SplitID()]; ok {
 				st.Positions[sp.SplitID()] = p // restored, nothing read since
 			}
+		}
+	}
+	if s.dyn != nil {
+		if err := s.snapshotDynamic(id, &st); err != nil {
+			return OperatorSnapshot{}, err
 		}
 	}
 	data, err := encodeGob(st)
@@ -132,18 +149,13 @@ func (s *SourceOperator[T]) restore(r *Restored) error {
 	return nil
 }
 
-// NewSourceOperator returns the operator of subtask index of parallelism.
-func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T], out *Output[T], pts ProcessingTimeService, index, parallelism, credits int, restored *Restored) (*SourceOperator[T], error) {
-	all, err := src.Splits(parallelism)
-	if err != nil {
-		return nil, fmt.Errorf("source %q: %w", name, err)
-	}
-	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: pts, credits: max(credits, 1), ptrs: hasPointers(reflect.TypeFor[T]()), index: index}
-	for i, sp := range all {
-		if i%parallelism == index {
-			s.splits = append(s.splits, sp)
-		}
-	}
+// NewSourceOperator returns the operator of the subtask bc describes
+// (bc.Name, Subtask, Parallelism, Time, Clock, Credits, Restored and Sides
+// are used).
+func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWatermarks[T], out *Output[T]) (*SourceOperator[T], error) {
+	name, index, parallelism, restored := bc.Name, bc.Subtask, bc.Parallelism, bc.Restored
+	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: bc.Time, clk: bc.Clock, credits: max(bc.Credits, 1),
+		ptrs: hasPointers(reflect.TypeFor[T]()), index: index, parallelism: parallelism, sides: bc.Sides}
 	s.emitter = watermark.NewEmitter(func(e watermark.Event) {
 		var err error
 		if e.IsStatus {
@@ -156,8 +168,25 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 		}
 	})
 	s.mux = watermark.NewMultiplexer(s.emitter)
-	s.ended = make([]bool, len(s.splits))
 	s.positions = map[string][]byte{}
+	s.splitIndex = map[string]int{}
+	if ds, ok := src.(DynamicSource[T]); ok {
+		s.dyn = &dynamicState[T]{src: ds}
+		if err := s.restoreDynamic(restored); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	all, err := src.Splits(parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("source %q: %w", name, err)
+	}
+	for i, sp := range all {
+		if i%parallelism == index {
+			s.splits = append(s.splits, sp)
+		}
+	}
+	s.ended = make([]bool, len(s.splits))
 	if restored != nil {
 		if err := s.restore(restored); err != nil {
 			return nil, err
@@ -178,22 +207,32 @@ func NewSourceOperator[T any](name string, src Source[T], wms SourceWatermarks[T
 			}
 		}
 	}
-	if wms.NewGenerator != nil {
-		for _, sp := range s.splits {
-			g := wms.NewGenerator()
-			s.gens = append(s.gens, g)
-			s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
-			s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
-			s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
-		}
+	for i, sp := range s.splits {
+		s.splitIndex[sp.SplitID()] = i
+		s.addGenerator(sp)
 	}
 	return s, nil
+}
+
+// addGenerator gives split sp (the last one added) its watermark generator.
+func (s *SourceOperator[T]) addGenerator(sp Split) {
+	if s.wms.NewGenerator == nil {
+		return
+	}
+	g := s.wms.NewGenerator()
+	s.gens = append(s.gens, g)
+	s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
+	s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
+	s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
 }
 
 // Open schedules periodic watermark emission.
 func (s *SourceOperator[T]) Open() error {
 	if s.wms.NewGenerator != nil && s.wms.Interval > 0 {
 		s.pts.Schedule(s.pts.Now()+s.wms.Interval, s.periodic)
+	}
+	if s.dyn != nil {
+		return s.openDynamic()
 	}
 	if s.nEnded == len(s.splits) {
 		return s.finish()
@@ -202,7 +241,12 @@ func (s *SourceOperator[T]) Open() error {
 }
 
 // Close implements Lifecycle.
-func (s *SourceOperator[T]) Close() error { return nil }
+func (s *SourceOperator[T]) Close() error {
+	if s.dyn != nil {
+		return s.closeDynamic()
+	}
+	return nil
+}
 
 // Done reports whether every split has ended and the end was emitted.
 func (s *SourceOperator[T]) Done() bool { return s.done }
@@ -286,7 +330,7 @@ func (s *SourceOperator[T]) endSplit(i int) error {
 	}
 	s.ended[i] = true
 	s.nEnded++
-	if s.nEnded == len(s.splits) {
+	if s.nEnded == len(s.splits) && (s.dyn == nil || s.dyn.final) {
 		return s.finish()
 	}
 	return s.takeErr()
@@ -310,6 +354,9 @@ func (s *SourceOperator[T]) finish() error {
 // Starter returns the function that starts one reader goroutine per split,
 // sending batches to inbox.
 func (s *SourceOperator[T]) Starter(inbox chan message) func(ctx context.Context, wg *sync.WaitGroup) {
+	if s.dyn != nil {
+		return s.dynamicStarter(inbox)
+	}
 	return func(ctx context.Context, wg *sync.WaitGroup) {
 		for i, sp := range s.splits {
 			if s.ended[i] {
@@ -326,7 +373,12 @@ func (s *SourceOperator[T]) Starter(inbox chan message) func(ctx context.Context
 }
 
 // InboxCapacity is the inbox room the source's readers need.
-func (s *SourceOperator[T]) InboxCapacity() int { return len(s.splits) * s.credits }
+func (s *SourceOperator[T]) InboxCapacity() int {
+	if s.dyn != nil {
+		return s.credits + 1 // the fetcher's batches and one discovery
+	}
+	return len(s.splits) * s.credits
+}
 
 type srcMsg[T any] struct {
 	s      *SourceOperator[T]

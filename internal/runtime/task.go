@@ -49,6 +49,8 @@ type OperatorMetrics struct {
 	// LateDropped reads the count of late records dropped, for operators
 	// that drop them (LateDropCounter).
 	LateDropped func() int64
+	// Gauges reads the gauges the operator publishes (GaugeReporter).
+	Gauges func() []Gauge
 }
 
 // LateDropCounter is implemented by operators that drop late records

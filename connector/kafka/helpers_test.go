@@ -1,0 +1,101 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// broker returns the address of the test broker (WEIR_KAFKA_BOOTSTRAP,
+// which scripts/test.sh sets after starting scripts/kafka.sh). Without it
+// the test skips, unless WEIR_REQUIRE_SERVICES=1 (the test command), where
+// it fails.
+func broker(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv("WEIR_KAFKA_BOOTSTRAP")
+	if addr == "" {
+		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+			t.Fatal("WEIR_KAFKA_BOOTSTRAP is not set but WEIR_REQUIRE_SERVICES=1: the test command must start the broker (scripts/kafka.sh start)")
+		}
+		t.Skip("no Kafka broker: run scripts/kafka.sh start and set WEIR_KAFKA_BOOTSTRAP (scripts/test.sh does)")
+	}
+	return addr
+}
+
+var topicSeq atomic.Int64
+
+// newTopic creates a topic with n partitions, deleted when the test ends.
+func newTopic(t testing.TB, addr string, n int) string {
+	t.Helper()
+	name := fmt.Sprintf("weir-%s-%d-%d", sanitize(t.Name()), time.Now().UnixNano()%1_000_000_000, topicSeq.Add(1))
+	adm := admin(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		adm.DeleteTopic(ctx, name)
+	})
+	return name
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 60 {
+		b = b[:60]
+	}
+	return string(b)
+}
+
+func client(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func admin(t testing.TB, addr string) *kadm.Client { return kadm.NewClient(client(t, addr)) }
+
+// produce writes records synchronously.
+func produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+}
+
+// rec is a record for partition p of topic with value v and timestamp ts.
+func rec(topic string, p int32, v string, ts int64) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: p, Value: []byte(v), Timestamp: time.UnixMilli(ts)}
+}
+
+// manual is a producer client that writes to the partition each record names.
+func manual(t testing.TB, addr string) *kgo.Client {
+	return client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

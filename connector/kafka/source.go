@@ -1,0 +1,623 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// SourceOption configures a Source.
+type SourceOption func(*sourceConfig)
+
+type sourceConfig struct {
+	brokers        []string
+	topics         []string
+	pattern        *regexp.Regexp
+	group          string
+	start          Offsets
+	stop           *Offsets
+	discovery      time.Duration
+	discoverySet   bool
+	readCommitted  bool
+	deadTag        string
+	requestTimeout time.Duration
+	maxPoll        int
+	opts           []kgo.Opt
+	errs           []error
+}
+
+// WithBrokers sets the seed brokers ("host:port"); required.
+func WithBrokers(addrs ...string) SourceOption {
+	return func(c *sourceConfig) { c.brokers = append(c.brokers, addrs...) }
+}
+
+// WithTopics reads the given topics (Flink's setTopics).
+func WithTopics(topics ...string) SourceOption {
+	return func(c *sourceConfig) { c.topics = append(c.topics, topics...) }
+}
+
+// WithTopicPattern reads every topic whose name matches re (anchored as
+// given: "^orders-.*$"), including topics created while the job runs,
+// found by partition discovery. Internal topics never match.
+func WithTopicPattern(re *regexp.Regexp) SourceOption {
+	return func(c *sourceConfig) { c.pattern = re }
+}
+
+// WithGroupID sets the consumer group to which offsets are committed
+// when a checkpoint completes (for monitoring: lag tools read them; the job
+// restores from its checkpoints, never from these) and from which
+// Committed starting offsets are read. The source does not join the
+// group: partitions are assigned by the job.
+func WithGroupID(id string) SourceOption { return func(c *sourceConfig) { c.group = id } }
+
+// WithStartingOffsets sets where partitions found at the job's start are
+// read from (default Earliest). Partitions discovered later are read from
+// their earliest offset, as Flink does.
+func WithStartingOffsets(o Offsets) SourceOption { return func(c *sourceConfig) { c.start = o } }
+
+// WithBounded makes the source bounded: each partition is read up to the
+// offset stop resolves when the partition is assigned (exclusive), then
+// ends; when all have, the source ends, so the same job can backfill and
+// finish. Latest() stops at the end of each partition at the job's start.
+// Partition discovery is off unless WithPartitionDiscovery is given... and
+// then ignored: a bounded source discovers once.
+func WithBounded(stop Offsets) SourceOption { return func(c *sourceConfig) { c.stop = &stop } }
+
+// WithPartitionDiscovery sets how often the source looks for new partitions
+// and new topics matching the pattern (default 5 minutes, as Flink's
+// partition.discovery.interval.ms; 0 disables it). It also notices a
+// topic that was deleted while the job read it, which fails the job.
+func WithPartitionDiscovery(interval time.Duration) SourceOption {
+	return func(c *sourceConfig) { c.discovery, c.discoverySet = interval, true }
+}
+
+// WithReadCommitted reads only records of committed transactions
+// (isolation.level=read_committed), as a consumer of an exactly-once
+// producer should; Latest then means the last stable offset.
+func WithReadCommitted() SourceOption { return func(c *sourceConfig) { c.readCommitted = true } }
+
+// WithDeadLetters sends records that fail to deserialize to the side
+// output tag, as DeadLetter values carrying the raw record and the error,
+// instead of failing the job: read them with weir.SideOutput(stream, tag).
+func WithDeadLetters(tag weir.OutputTag[DeadLetter]) SourceOption {
+	return func(c *sourceConfig) { c.deadTag = tag.TagID() }
+}
+
+// WithRequestTimeout bounds each discovery, including the first at the
+// job's start: brokers that cannot be reached within it fail the job with
+// an error naming them (default 30 s).
+func WithRequestTimeout(d time.Duration) SourceOption {
+	return func(c *sourceConfig) { c.requestTimeout = d }
+}
+
+// WithClientOptions passes options to the franz-go client (TLS, SASL, a
+// dialer, fetch sizes).
+func WithClientOptions(opts ...kgo.Opt) SourceOption {
+	return func(c *sourceConfig) { c.opts = append(c.opts, opts...) }
+}
+
+// Source reads Kafka topics; build it with NewSource and add it to a job
+// with weir.FromSource. Each partition is a split with its own watermark
+// generator; records carry the Kafka record timestamp unless the
+// watermark strategy's timestamp assigner says otherwise.
+type Source[T any] struct {
+	cfg   sourceConfig
+	deser Deserializer[T]
+	err   error
+}
+
+// NewSource returns a source that decodes records with deser. Invalid
+// settings are reported when the job is built (weir.Environment.Execute).
+func NewSource[T any](deser Deserializer[T], opts ...SourceOption) *Source[T] {
+	c := sourceConfig{start: Earliest(), discovery: 5 * time.Minute, requestTimeout: 30 * time.Second, maxPoll: 4096}
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Source[T]{cfg: c, deser: deser}
+	var errs []error
+	if deser == nil {
+		errs = append(errs, errors.New("the deserializer is nil"))
+	}
+	if len(c.brokers) == 0 {
+		errs = append(errs, errors.New("no brokers (WithBrokers)"))
+	}
+	if (len(c.topics) == 0) == (c.pattern == nil) {
+		errs = append(errs, errors.New("give either topics (WithTopics) or a pattern (WithTopicPattern)"))
+	}
+	for _, t := range c.topics {
+		if t == "" {
+			errs = append(errs, errors.New("empty topic name"))
+		}
+	}
+	if err := c.start.validate(c.group); err != nil {
+		errs = append(errs, fmt.Errorf("starting offsets: %w", err))
+	}
+	if c.stop != nil {
+		if err := c.stop.validate(c.group); err != nil {
+			errs = append(errs, fmt.Errorf("stopping offsets: %w", err))
+		}
+		s.cfg.discovery = 0 // bounded: one discovery
+	}
+	if c.discovery < 0 || c.requestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("partition discovery interval %v and request timeout %v must not be negative (nor the timeout zero)", c.discovery, c.requestTimeout))
+	}
+	if len(errs) > 0 {
+		s.err = fmt.Errorf("kafka source: %w", errors.Join(errs...))
+	}
+	return s
+}
+
+// Validate implements weir.Validator: the job refuses invalid settings
+// before anything runs.
+func (s *Source[T]) Validate(context.Context) error { return s.err }
+
+// Splits implements weir.Source; a Kafka source discovers its splits in
+// each subtask (weir.DynamicSource), so the engine never calls it.
+func (s *Source[T]) Splits(int) ([]weir.Split, error) {
+	return nil, errors.New("kafka source: splits are discovered per subtask")
+}
+
+// Reader implements weir.Source; never called (see Splits).
+func (s *Source[T]) Reader(weir.Split) (weir.SplitReader[T], error) {
+	return nil, errors.New("kafka source: partitions are read through a subtask reader")
+}
+
+// SplitOwner implements weir.DynamicSource with Flink's assignment.
+func (s *Source[T]) SplitOwner(sp weir.Split, parallelism int) int {
+	return splitOwner(sp.(partitionSplit).tp(), parallelism)
+}
+
+// EncodeSplit implements weir.DynamicSource.
+func (s *Source[T]) EncodeSplit(sp weir.Split) ([]byte, error) {
+	return encodeSplit(sp.(partitionSplit))
+}
+
+// DecodeSplit implements weir.DynamicSource.
+func (s *Source[T]) DecodeSplit(data []byte) (weir.Split, error) { return decodeSplit(data) }
+
+// NewSubtaskReader implements weir.DynamicSource: one franz-go client per
+// subtask reads all its partitions.
+func (s *Source[T]) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[T], error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(s.cfg.brokers...),
+		kgo.KeepControlRecords(), // their offsets count: positions and stops are exact
+		kgo.KeepRetryableFetchErrors(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.ClientID("weir-" + info.Name + "-" + strconv.Itoa(info.Subtask)),
+	}
+	if s.cfg.readCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	opts = append(opts, s.cfg.opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
+	r := &subtaskReader[T]{
+		src: s, info: info, cl: cl, adm: kadm.NewClient(cl),
+		parts: map[string]*partState{}, topics: map[string]bool{},
+	}
+	r.res = resolver{adm: r.adm, group: s.cfg.group, readCommitted: s.cfg.readCommitted}
+	if s.cfg.group != "" {
+		r.commits = make(chan kadm.Offsets, 1)
+		r.commitDone = make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		r.stopCommits = cancel
+		go r.commitLoop(ctx)
+	}
+	return r, nil
+}
+
+// partState is a partition a subtask reads.
+type partState struct {
+	tp    TopicPartition
+	id    string
+	next  int64 // offset of the next record
+	stop  int64 // noStop or exclusive end
+	ended bool
+	lag   int64 // -1: unknown
+}
+
+// subtaskReader reads the partitions of one source subtask.
+type subtaskReader[T any] struct {
+	src  *Source[T]
+	info weir.SubtaskInfo
+	cl   *kgo.Client
+	adm  *kadm.Client
+	res  resolver
+
+	mu        sync.Mutex
+	parts     map[string]*partState // by split id
+	topics    map[string]bool       // topics with partitions here
+	ends      []string              // splits that ended without a fetch
+	wake      context.CancelFunc    // cuts a blocked poll short
+	wakeAsked bool
+
+	commits     chan kadm.Offsets
+	commitDone  chan struct{}
+	stopCommits context.CancelFunc
+}
+
+// DiscoveryInterval implements weir.SubtaskReader.
+func (r *subtaskReader[T]) DiscoveryInterval() time.Duration { return r.src.cfg.discovery }
+
+// Discover implements weir.SubtaskReader: it lists the topics, checks
+// that none this subtask reads was deleted, and resolves the starting
+// (and stopping) offsets of the partitions this subtask owns and does not
+// know yet.
+func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(string) bool) ([]weir.Split, error) {
+	cfg := &r.src.cfg
+	ctx, cancel := context.WithTimeout(ctx, cfg.requestTimeout)
+	defer cancel()
+	var (
+		details kadm.TopicDetails
+		err     error
+	)
+	if cfg.pattern != nil {
+		details, err = r.adm.ListTopics(ctx)
+	} else {
+		details, err = r.adm.ListTopics(ctx, cfg.topics...)
+	}
+	if err != nil {
+		return nil, r.unreachable(ctx, err)
+	}
+	r.mu.Lock()
+	mine := make([]string, 0, len(r.topics))
+	for t := range r.topics {
+		mine = append(mine, t)
+	}
+	r.mu.Unlock()
+	sort.Strings(mine)
+	for _, t := range mine {
+		if d, ok := details[t]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("kafka source: topic %q was deleted while the job read it", t)
+		}
+	}
+	var candidates []TopicPartition
+	for _, name := range details.Names() {
+		d := details[name]
+		if cfg.pattern != nil && (d.IsInternal || !cfg.pattern.MatchString(name)) {
+			continue
+		}
+		if d.Err != nil {
+			if errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+				return nil, fmt.Errorf("kafka source: topic %q does not exist", name)
+			}
+			return nil, fmt.Errorf("kafka source: topic %q: %w", name, d.Err)
+		}
+		for _, p := range d.Partitions.Numbers() {
+			tp := TopicPartition{name, p}
+			if known(tp.String()) || splitOwner(tp, r.info.Parallelism) != r.info.Subtask {
+				continue
+			}
+			candidates = append(candidates, tp)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	startAt := Earliest()
+	if first {
+		startAt = cfg.start
+	}
+	starts, err := r.res.resolve(ctx, startAt, candidates)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: starting offsets (%s): %w", startAt, r.unreachable(ctx, err))
+	}
+	var stops map[TopicPartition]int64
+	if cfg.stop != nil {
+		if stops, err = r.res.resolve(ctx, *cfg.stop, candidates); err != nil {
+			return nil, fmt.Errorf("kafka source: stopping offsets (%s): %w", *cfg.stop, r.unreachable(ctx, err))
+		}
+	}
+	out := make([]weir.Split, 0, len(candidates))
+	for _, tp := range candidates {
+		sp := partitionSplit{Topic: tp.Topic, Partition: tp.Partition, Start: starts[tp], Stop: noStop}
+		if stops != nil {
+			sp.Stop = stops[tp]
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// unreachable words an error met when the deadline passed.
+func (r *subtaskReader[T]) unreachable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("kafka source: no answer from the brokers %v within %v: %w", r.src.cfg.brokers, r.src.cfg.requestTimeout, err)
+	}
+	return err
+}
+
+// AddSplits implements weir.SubtaskReader.
+func (r *subtaskReader[T]) AddSplits(splits []weir.Split, positions [][]byte) error {
+	add := map[string]map[int32]kgo.Offset{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, s := range splits {
+		sp := s.(partitionSplit)
+		st := &partState{tp: sp.tp(), id: sp.SplitID(), next: sp.Start, stop: sp.Stop, lag: -1}
+		if positions[i] != nil {
+			next, err := decodePosition(positions[i])
+			if err != nil {
+				return fmt.Errorf("kafka source: split %s: %w", st.id, err)
+			}
+			st.next = next
+		}
+		r.parts[st.id] = st
+		r.topics[sp.Topic] = true
+		if st.stop != noStop && st.next >= st.stop {
+			st.ended = true
+			r.ends = append(r.ends, st.id)
+			continue
+		}
+		if add[sp.Topic] == nil {
+			add[sp.Topic] = map[int32]kgo.Offset{}
+		}
+		add[sp.Topic][sp.Partition] = kgo.NewOffset().At(st.next)
+	}
+	if len(add) > 0 {
+		r.cl.AddConsumePartitions(add)
+	}
+	if len(r.ends) > 0 {
+		r.wakeAsked = true
+		if r.wake != nil {
+			r.wake()
+		}
+	}
+	return nil
+}
+
+// Fetch implements weir.SubtaskReader.
+func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]weir.SplitBatch[T], []weir.Record[T], error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	r.wake = cancel
+	if r.wakeAsked {
+		cancel()
+		r.wakeAsked = false
+	}
+	r.mu.Unlock()
+	fs := r.cl.PollRecords(pctx, r.src.cfg.maxPoll)
+	r.mu.Lock()
+	r.wake = nil
+	ends := r.ends
+	r.ends = nil
+	r.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, buf, ctx.Err()
+	}
+	var batches []weir.SplitBatch[T]
+	for _, id := range ends {
+		batches = append(batches, weir.SplitBatch[T]{Split: id, End: true})
+	}
+	if fs.IsClientClosed() {
+		return batches, buf, errors.New("kafka source: the client was closed")
+	}
+	var ferr error
+	fs.EachError(func(topic string, partition int32, err error) {
+		if ferr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+			if r.topicGone(ctx, topic) {
+				ferr = fmt.Errorf("kafka source: topic %q was deleted while the job read it", topic)
+			}
+			return
+		}
+		if kerr.IsRetriable(err) {
+			return // the client retries
+		}
+		ferr = fmt.Errorf("kafka source: fetching topic %q partition %d: %w", topic, partition, err)
+	})
+	type span struct {
+		st         *partState
+		start, end int
+		side       []weir.SideRecord
+		end2       bool
+	}
+	var spans []span
+	var err error
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if err != nil || len(p.Records) == 0 && p.HighWatermark <= 0 {
+			return
+		}
+		id := TopicPartition{p.Topic, p.Partition}.String()
+		r.mu.Lock()
+		st := r.parts[id]
+		r.mu.Unlock()
+		if st == nil || st.ended {
+			return
+		}
+		sp := span{st: st, start: len(buf)}
+		for _, rec := range p.Records {
+			if rec.Offset < st.next {
+				continue // before the position (a compacted or re-sent batch)
+			}
+			if st.stop != noStop && rec.Offset >= st.stop {
+				break
+			}
+			st.next = rec.Offset + 1
+			if rec.Attrs.IsControl() {
+				continue
+			}
+			var v T
+			v, err = r.decode(rec, &sp.side)
+			if err == errDead || err == ErrSkip {
+				err = nil
+				continue
+			}
+			if err != nil {
+				return
+			}
+			buf = append(buf, weir.Record[T]{Value: v, TS: rec.Timestamp.UnixMilli()})
+		}
+		end := p.HighWatermark
+		if r.src.cfg.readCommitted {
+			end = p.LastStableOffset
+		}
+		r.mu.Lock()
+		if end >= 0 {
+			st.lag = max(end-st.next, 0)
+		}
+		if st.stop != noStop && st.next >= st.stop {
+			st.ended, sp.end2 = true, true
+		}
+		r.mu.Unlock()
+		sp.end = len(buf)
+		spans = append(spans, sp)
+	})
+	for _, sp := range spans {
+		batches = append(batches, weir.SplitBatch[T]{Split: sp.st.id, Recs: buf[sp.start:sp.end], Pos: encodePosition(sp.st.next), End: sp.end2, Side: sp.side})
+		if sp.end2 {
+			r.cl.RemoveConsumePartitions(map[string][]int32{sp.st.tp.Topic: {sp.st.tp.Partition}})
+		}
+	}
+	if err == nil {
+		err = ferr
+	}
+	return batches, buf, err
+}
+
+var errDead = errors.New("dead letter")
+
+// decode deserializes one record; a malformed one becomes a dead letter
+// (errDead) or a MalformedError.
+func (r *subtaskReader[T]) decode(rec *kgo.Record, side *[]weir.SideRecord) (T, error) {
+	cr := ConsumerRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Timestamp: rec.Timestamp.UnixMilli(), Key: rec.Key, Value: rec.Value}
+	if len(rec.Headers) > 0 {
+		cr.Headers = make([]Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			cr.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	v, err := r.src.deser.Deserialize(&cr)
+	if err == nil || errors.Is(err, ErrSkip) {
+		return v, err
+	}
+	if r.src.cfg.deadTag == "" {
+		return v, &MalformedError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err}
+	}
+	cr.Key = append([]byte(nil), cr.Key...)
+	cr.Value = append([]byte(nil), cr.Value...)
+	for i := range cr.Headers {
+		cr.Headers[i].Value = append([]byte(nil), cr.Headers[i].Value...)
+	}
+	*side = append(*side, weir.SideRecord{Tag: r.src.cfg.deadTag, Value: DeadLetter{Record: cr, Error: err.Error()}, TS: cr.Timestamp})
+	return v, errDead
+}
+
+// topicGone asks the brokers whether topic still exists.
+func (r *subtaskReader[T]) topicGone(ctx context.Context, topic string) bool {
+	ctx, cancel := context.WithTimeout(ctx, r.src.cfg.requestTimeout)
+	defer cancel()
+	d, err := r.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return false
+	}
+	t, ok := d[topic]
+	return !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition)
+}
+
+// CommitPositions implements weir.PositionCommitter: the positions of a
+// completed checkpoint go to the consumer group, asynchronously; a newer
+// checkpoint's replace an older one's not sent yet.
+func (r *subtaskReader[T]) CommitPositions(_ int64, positions map[string][]byte) {
+	if r.commits == nil {
+		return
+	}
+	offs := kadm.Offsets{}
+	r.mu.Lock()
+	for id, pos := range positions {
+		st := r.parts[id]
+		next, err := decodePosition(pos)
+		if st == nil || err != nil {
+			continue
+		}
+		offs.AddOffset(st.tp.Topic, st.tp.Partition, next, -1)
+	}
+	r.mu.Unlock()
+	if len(offs) == 0 {
+		return
+	}
+	for {
+		select {
+		case r.commits <- offs:
+			return
+		default:
+		}
+		select {
+		case <-r.commits: // drop the older one
+		default:
+		}
+	}
+}
+
+func (r *subtaskReader[T]) commitLoop(ctx context.Context) {
+	defer close(r.commitDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case offs := <-r.commits:
+			cctx, cancel := context.WithTimeout(ctx, r.src.cfg.requestTimeout)
+			resp, err := r.adm.CommitOffsets(cctx, r.src.cfg.group, offs)
+			cancel()
+			if err == nil {
+				err = resp.Error()
+			}
+			_ = err // monitoring only: the next checkpoint commits again
+		}
+	}
+}
+
+// Gauges implements weir.GaugeReporter: the consumer lag of each
+// partition (end offset, or last stable offset when reading committed
+// records, minus the position), as of the last fetch.
+func (r *subtaskReader[T]) Gauges() []runtime.Gauge {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]runtime.Gauge, 0, len(r.parts))
+	for _, st := range r.parts {
+		if st.lag < 0 {
+			continue
+		}
+		out = append(out, runtime.Gauge{Name: "kafka_consumer_lag", Value: float64(st.lag),
+			Labels: map[string]string{"topic": st.tp.Topic, "partition": strconv.Itoa(int(st.tp.Partition))}})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Labels, out[j].Labels
+		if a["topic"] != b["topic"] {
+			return a["topic"] < b["topic"]
+		}
+		return len(a["partition"]) < len(b["partition"]) || len(a["partition"]) == len(b["partition"]) && a["partition"] < b["partition"]
+	})
+	return out
+}
+
+// Close implements weir.SubtaskReader.
+func (r *subtaskReader[T]) Close() error {
+	if r.stopCommits != nil {
+		r.stopCommits()
+		<-r.commitDone
+	}
+	r.cl.Close()
+	return nil
+}
