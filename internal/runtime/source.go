@@ -61,28 +61,28 @@ type SourceWatermarks[T any] struct {
 // fetch batches, and the task goroutine assigns timestamps, runs the
 // per-split watermark generators and emits records and watermarks.
 type SourceOperator[T any] struct {
-	name    string
-	src     Source[T]
-	wms     SourceWatermarks[T]
-	out     *Output[T]
-	pts     ProcessingTimeService
-	clk     clock.Clock
-	sides   map[string]OutputPort
-	splits  []Split
-	splitIndex  map[string]int // split id -> index in splits
-	gens    []watermark.Generator[T]
-	batch   []bool // per split: its generator emits only periodically (emit hands batches on)
-	outs    []watermark.Output
-	defs    []watermark.Output
-	mux     *watermark.Multiplexer
-	emitter *watermark.Emitter
-	ended   []bool
-	nEnded  int
-	done    bool
-	credits int
-	err     error
-	ptrs    bool
-	index   int
+	name       string
+	src        Source[T]
+	wms        SourceWatermarks[T]
+	out        *Output[T]
+	pts        ProcessingTimeService
+	clk        clock.Clock
+	sides      map[string]OutputPort
+	splits     []Split
+	splitIndex map[string]int // split id -> index in splits
+	gens       []watermark.Generator[T]
+	batch      []bool // per split: its generator emits only periodically (emit hands batches on)
+	outs       []watermark.Output
+	defs       []watermark.Output
+	mux        *watermark.Multiplexer
+	emitter    *watermark.Emitter
+	ended      []bool
+	nEnded     int
+	done       bool
+	credits    int
+	err        error
+	ptrs       bool
+	index      int
 	// parallelism of the source
 	parallelism int
 	// dyn is set for a DynamicSource (source_dynamic.go)
