@@ -3,6 +3,7 @@ package weir
 import (
 	"bytes"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -34,6 +35,19 @@ type TwoPhaseCommitSink[T, TXN any] interface {
 	Abort(txn TXN) error
 }
 
+// TwoPhaseCommitSubtasks is implemented by two-phase-commit sinks that
+// hold resources per subtask (a connection, a transactional producer).
+// OpenSubtask runs when a subtask opens, after the transactions of the
+// restored checkpoint were committed and before its first
+// BeginTransaction: a Kafka sink aborts the lingering transactions of
+// earlier attempts there. CloseSubtask runs when the subtask closes;
+// transactions still pending are committed later, after the job has
+// finished, so Commit must work without the subtask's resources.
+type TwoPhaseCommitSubtasks interface {
+	OpenSubtask(subtask, parallelism int) error
+	CloseSubtask(subtask int) error
+}
+
 type pendingTxn[TXN any] struct {
 	Checkpoint int64
 	Txn        TXN
@@ -47,6 +61,7 @@ type twoPhaseOp[T, TXN any] struct {
 	pending []pendingTxn[TXN]
 	restore *runtime.Restored
 	par     int
+	opened  bool // OpenSubtask ran
 }
 
 func (o *twoPhaseOp[T, TXN]) begin() error {
@@ -78,6 +93,12 @@ func (o *twoPhaseOp[T, TXN]) Open() (err error) {
 				}
 			}
 		}
+	}
+	if s, ok := any(o.sink).(TwoPhaseCommitSubtasks); ok {
+		if err := s.OpenSubtask(o.subtask, o.par); err != nil {
+			return err
+		}
+		o.opened = true
 	}
 	return o.begin()
 }
@@ -185,13 +206,19 @@ func (o *twoPhaseOp[T, TXN]) NotifyCheckpointComplete(id int64) (err error) {
 	return nil
 }
 
-// Close aborts a transaction left open (a failed or cancelled run).
+// Close aborts a transaction left open (a failed or cancelled run) and
+// closes the subtask's resources (TwoPhaseCommitSubtasks).
 func (o *twoPhaseOp[T, TXN]) Close() error {
+	var err error
 	if o.open {
 		o.open = false
-		return o.sink.Abort(o.cur)
+		err = o.sink.Abort(o.cur)
 	}
-	return nil
+	if s, ok := any(o.sink).(TwoPhaseCommitSubtasks); ok && o.opened {
+		o.opened = false
+		err = errors.Join(err, s.CloseSubtask(o.subtask))
+	}
+	return err
 }
 
 // AddTwoPhaseCommitSink writes ds exactly once through sink: with
@@ -201,6 +228,9 @@ func (o *twoPhaseOp[T, TXN]) Close() error {
 func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink[T, TXN]) Sink {
 	if isNil(sink) {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
+	}
+	if v, ok := any(sink).(Validator); ok {
+		ds.env.validators = append(ds.env.validators, v.Validate)
 	}
 	finals := &finalCommits[T, TXN]{}
 	ds.env.onFinished = append(ds.env.onFinished, finals.commit)

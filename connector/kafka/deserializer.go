@@ -91,3 +91,5 @@ func (e *MalformedError) Error() string {
 }
 
 func (e *MalformedError) Unwrap() error { return e.Err }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

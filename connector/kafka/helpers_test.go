@@ -99,3 +99,86 @@ func manual(t testing.TB, addr string) *kgo.Client {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// readAll reads every record of topic up to its end offsets at the time of
+// the call, with read_committed isolation when committed is set (the end
+// is then the last stable offset, which a lingering transaction holds
+// back: the call fails after a minute instead of waiting for it).
+func readAll(t testing.TB, addr, topic string, committed bool) []*kgo.Record {
+	t.Helper()
+	adm := admin(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if committed {
+		// A commit's markers are written after EndTxn returns: wait until
+		// every transaction is decided (the last stable offset reaches the
+		// end), or fail on a transaction left open.
+		for {
+			stable, err := adm.ListCommittedOffsets(ctx, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
+					same = false
+				}
+			})
+			if same {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("topic %s: a transaction stays open (last stable offsets %v, ends %v)", topic, stable, ends)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords()}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl := client(t, addr, opts...)
+	var out []*kgo.Record
+	done := func() bool {
+		for _, o := range want {
+			if o > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: only %d records before the deadline (still to read up to: %v)", topic, len(out), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
+}
+
+func values(recs []*kgo.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value)
+	}
+	return out
+}

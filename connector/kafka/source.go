@@ -18,10 +18,11 @@ import (
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// SourceOption configures a Source.
-type SourceOption func(*sourceConfig)
+// Option configures a Source or a Sink; each option says which it applies
+// to (WithBrokers and WithClientOptions apply to both).
+type Option func(*config)
 
-type sourceConfig struct {
+type config struct {
 	brokers        []string
 	topics         []string
 	pattern        *regexp.Regexp
@@ -35,24 +36,29 @@ type sourceConfig struct {
 	requestTimeout time.Duration
 	maxPoll        int
 	opts           []kgo.Opt
-	errs           []error
+
+	// the sink's (sink.go)
+	guarantee    DeliveryGuarantee
+	defaultTopic string
+	txnPrefix    string
+	txnTimeout   time.Duration
 }
 
 // WithBrokers sets the seed brokers ("host:port"); required.
-func WithBrokers(addrs ...string) SourceOption {
-	return func(c *sourceConfig) { c.brokers = append(c.brokers, addrs...) }
+func WithBrokers(addrs ...string) Option {
+	return func(c *config) { c.brokers = append(c.brokers, addrs...) }
 }
 
 // WithTopics reads the given topics (Flink's setTopics).
-func WithTopics(topics ...string) SourceOption {
-	return func(c *sourceConfig) { c.topics = append(c.topics, topics...) }
+func WithTopics(topics ...string) Option {
+	return func(c *config) { c.topics = append(c.topics, topics...) }
 }
 
 // WithTopicPattern reads every topic whose name matches re (anchored as
 // given: "^orders-.*$"), including topics created while the job runs,
 // found by partition discovery. Internal topics never match.
-func WithTopicPattern(re *regexp.Regexp) SourceOption {
-	return func(c *sourceConfig) { c.pattern = re }
+func WithTopicPattern(re *regexp.Regexp) Option {
+	return func(c *config) { c.pattern = re }
 }
 
 // WithGroupID sets the consumer group to which offsets are committed
@@ -60,12 +66,12 @@ func WithTopicPattern(re *regexp.Regexp) SourceOption {
 // restores from its checkpoints, never from these) and from which
 // Committed starting offsets are read. The source does not join the
 // group: partitions are assigned by the job.
-func WithGroupID(id string) SourceOption { return func(c *sourceConfig) { c.group = id } }
+func WithGroupID(id string) Option { return func(c *config) { c.group = id } }
 
 // WithStartingOffsets sets where partitions found at the job's start are
 // read from (default Earliest). Partitions discovered later are read from
 // their earliest offset, as Flink does.
-func WithStartingOffsets(o Offsets) SourceOption { return func(c *sourceConfig) { c.start = o } }
+func WithStartingOffsets(o Offsets) Option { return func(c *config) { c.start = o } }
 
 // WithBounded makes the source bounded: each partition is read up to the
 // offset stop resolves when the partition is assigned (exclusive), then
@@ -73,39 +79,39 @@ func WithStartingOffsets(o Offsets) SourceOption { return func(c *sourceConfig) 
 // finish. Latest() stops at the end of each partition at the job's start.
 // Partition discovery is off unless WithPartitionDiscovery is given... and
 // then ignored: a bounded source discovers once.
-func WithBounded(stop Offsets) SourceOption { return func(c *sourceConfig) { c.stop = &stop } }
+func WithBounded(stop Offsets) Option { return func(c *config) { c.stop = &stop } }
 
 // WithPartitionDiscovery sets how often the source looks for new partitions
 // and new topics matching the pattern (default 5 minutes, as Flink's
 // partition.discovery.interval.ms; 0 disables it). It also notices a
 // topic that was deleted while the job read it, which fails the job.
-func WithPartitionDiscovery(interval time.Duration) SourceOption {
-	return func(c *sourceConfig) { c.discovery, c.discoverySet = interval, true }
+func WithPartitionDiscovery(interval time.Duration) Option {
+	return func(c *config) { c.discovery, c.discoverySet = interval, true }
 }
 
 // WithReadCommitted reads only records of committed transactions
 // (isolation.level=read_committed), as a consumer of an exactly-once
 // producer should; Latest then means the last stable offset.
-func WithReadCommitted() SourceOption { return func(c *sourceConfig) { c.readCommitted = true } }
+func WithReadCommitted() Option { return func(c *config) { c.readCommitted = true } }
 
 // WithDeadLetters sends records that fail to deserialize to the side
 // output tag, as DeadLetter values carrying the raw record and the error,
 // instead of failing the job: read them with weir.SideOutput(stream, tag).
-func WithDeadLetters(tag weir.OutputTag[DeadLetter]) SourceOption {
-	return func(c *sourceConfig) { c.deadTag = tag.TagID() }
+func WithDeadLetters(tag weir.OutputTag[DeadLetter]) Option {
+	return func(c *config) { c.deadTag = tag.TagID() }
 }
 
 // WithRequestTimeout bounds each discovery, including the first at the
 // job's start: brokers that cannot be reached within it fail the job with
 // an error naming them (default 30 s).
-func WithRequestTimeout(d time.Duration) SourceOption {
-	return func(c *sourceConfig) { c.requestTimeout = d }
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) { c.requestTimeout = d }
 }
 
 // WithClientOptions passes options to the franz-go client (TLS, SASL, a
 // dialer, fetch sizes).
-func WithClientOptions(opts ...kgo.Opt) SourceOption {
-	return func(c *sourceConfig) { c.opts = append(c.opts, opts...) }
+func WithClientOptions(opts ...kgo.Opt) Option {
+	return func(c *config) { c.opts = append(c.opts, opts...) }
 }
 
 // Source reads Kafka topics; build it with NewSource and add it to a job
@@ -113,15 +119,15 @@ func WithClientOptions(opts ...kgo.Opt) SourceOption {
 // generator; records carry the Kafka record timestamp unless the
 // watermark strategy's timestamp assigner says otherwise.
 type Source[T any] struct {
-	cfg   sourceConfig
+	cfg   config
 	deser Deserializer[T]
 	err   error
 }
 
 // NewSource returns a source that decodes records with deser. Invalid
 // settings are reported when the job is built (weir.Environment.Execute).
-func NewSource[T any](deser Deserializer[T], opts ...SourceOption) *Source[T] {
-	c := sourceConfig{start: Earliest(), discovery: 5 * time.Minute, requestTimeout: 30 * time.Second, maxPoll: 4096}
+func NewSource[T any](deser Deserializer[T], opts ...Option) *Source[T] {
+	c := config{start: Earliest(), discovery: 5 * time.Minute, requestTimeout: 30 * time.Second, maxPoll: 4096}
 	for _, o := range opts {
 		o(&c)
 	}

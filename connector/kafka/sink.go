@@ -1,0 +1,570 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir"
+)
+
+// ProducerRecord is what a Serializer makes of a value: the record to
+// write. An empty Topic means the sink's WithDefaultTopic.
+type ProducerRecord struct {
+	Topic   string
+	Key     []byte
+	Value   []byte
+	Headers []Header
+	// Timestamp in milliseconds; 0 lets the sink use the record's event
+	// timestamp (or the broker's time when it has none).
+	Timestamp int64
+}
+
+// Serializer turns a value into a Kafka record (Flink's
+// KafkaRecordSerializationSchema); ts is the value's event timestamp
+// (weir.NoTimestamp if none). The partition is chosen by Kafka's default
+// partitioner: murmur2 of the key, or spread for records without a key.
+type Serializer[T any] interface {
+	Serialize(v T, ts int64) (*ProducerRecord, error)
+}
+
+// SerializerFunc adapts a function to Serializer.
+type SerializerFunc[T any] func(v T, ts int64) (*ProducerRecord, error)
+
+// Serialize implements Serializer.
+func (f SerializerFunc[T]) Serialize(v T, ts int64) (*ProducerRecord, error) { return f(v, ts) }
+
+// StringValues writes each string as the value of a record without a key
+// to the sink's default topic.
+func StringValues() Serializer[string] {
+	return SerializerFunc[string](func(v string, _ int64) (*ProducerRecord, error) {
+		return &ProducerRecord{Value: []byte(v)}, nil
+	})
+}
+
+// JSONValues writes each value as JSON to the sink's default topic, keyed
+// by key(v) (nil key: no key).
+func JSONValues[T any](key func(T) []byte) Serializer[T] {
+	return SerializerFunc[T](func(v T, _ int64) (*ProducerRecord, error) {
+		data, err := jsonMarshal(v)
+		if err != nil {
+			return nil, err
+		}
+		r := &ProducerRecord{Value: data}
+		if key != nil {
+			r.Key = key(v)
+		}
+		return r, nil
+	})
+}
+
+// DeliveryGuarantee is what the sink promises, as Flink's KafkaSink.
+type DeliveryGuarantee int
+
+const (
+	// None: records are sent asynchronously; a failure may lose or
+	// repeat them (Flink's NONE, the default).
+	None DeliveryGuarantee = iota
+	// AtLeastOnce: at every checkpoint barrier the sink waits until
+	// every record sent so far is acknowledged, so a restore repeats
+	// records but loses none.
+	AtLeastOnce
+	// ExactlyOnce: each sink subtask writes in Kafka transactions,
+	// pre-committed (flushed) at the barrier and committed when the
+	// checkpoint completes; read_committed consumers see every record
+	// once. Needs checkpointing and WithTransactionalIDPrefix.
+	ExactlyOnce
+)
+
+func (g DeliveryGuarantee) String() string {
+	switch g {
+	case AtLeastOnce:
+		return "at-least-once"
+	case ExactlyOnce:
+		return "exactly-once"
+	default:
+		return "none"
+	}
+}
+
+// WithDeliveryGuarantee sets the sink's guarantee (default None). Sink only.
+func WithDeliveryGuarantee(g DeliveryGuarantee) Option {
+	return func(c *config) { c.guarantee = g }
+}
+
+// WithDefaultTopic sets the topic of records whose serializer leaves it
+// empty. Sink only.
+func WithDefaultTopic(topic string) Option { return func(c *config) { c.defaultTopic = topic } }
+
+// WithTransactionalIDPrefix sets the prefix of the exactly-once sink's
+// transactional ids, "<prefix>-<subtask>-<n>". It must be the same across
+// restarts of the job (so a restore finds and aborts the transactions an
+// earlier attempt left open) and differ between jobs writing to one
+// cluster. Sink only; required for ExactlyOnce.
+func WithTransactionalIDPrefix(prefix string) Option {
+	return func(c *config) { c.txnPrefix = prefix }
+}
+
+// WithTransactionTimeout sets the exactly-once sink's transaction timeout
+// (default 10 minutes): the broker aborts a transaction open longer, so it
+// must exceed the longest time from a checkpoint's barrier to its
+// completion, plus a restart. It is checked against the broker's
+// transaction.max.timeout.ms when the job is built. Sink only.
+func WithTransactionTimeout(d time.Duration) Option {
+	return func(c *config) { c.txnTimeout = d }
+}
+
+// Sink writes a stream to Kafka; build it with NewSink and add it to a
+// job with To. It implements weir.TwoPhaseCommitSink, which the job
+// drives; do not call those methods yourself.
+type Sink[T any] struct {
+	cfg config
+	ser Serializer[T]
+	err error
+
+	mu   sync.Mutex
+	subs map[int]*sinkSubtask
+}
+
+// NewSink returns a sink that turns values into records with ser.
+// Invalid settings are reported when the job is built.
+func NewSink[T any](ser Serializer[T], opts ...Option) *Sink[T] {
+	c := config{requestTimeout: 30 * time.Second, txnTimeout: 10 * time.Minute}
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Sink[T]{cfg: c, ser: ser, subs: map[int]*sinkSubtask{}}
+	var errs []error
+	if ser == nil {
+		errs = append(errs, errors.New("the serializer is nil"))
+	}
+	if len(c.brokers) == 0 {
+		errs = append(errs, errors.New("no brokers (WithBrokers)"))
+	}
+	if c.guarantee < None || c.guarantee > ExactlyOnce {
+		errs = append(errs, fmt.Errorf("unknown delivery guarantee %d", c.guarantee))
+	}
+	if c.guarantee == ExactlyOnce {
+		if c.txnPrefix == "" {
+			errs = append(errs, errors.New("exactly-once needs a transactional id prefix (WithTransactionalIDPrefix)"))
+		}
+		if c.txnTimeout < time.Second {
+			errs = append(errs, fmt.Errorf("transaction timeout %v is below 1s", c.txnTimeout))
+		}
+	}
+	if len(errs) > 0 {
+		s.err = fmt.Errorf("kafka sink: %w", errors.Join(errs...))
+	}
+	return s
+}
+
+// To adds the sink to the end of ds; it returns the weir.Sink to name
+// it, set its parallelism and give it a UID (do, for ExactlyOnce: its
+// pending transactions are state).
+func (s *Sink[T]) To(ds weir.DataStream[T]) weir.Sink {
+	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, s).Name("KafkaSink")
+}
+
+// Validate implements weir.Validator: the settings, and for ExactlyOnce
+// the transaction timeout against every broker's
+// transaction.max.timeout.ms (which the broker would refuse at the first
+// transaction).
+func (s *Sink[T]) Validate(ctx context.Context) error {
+	if s.err != nil || s.cfg.guarantee != ExactlyOnce {
+		return s.err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...)}, s.cfg.opts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	brokers, err := adm.ListBrokers(ctx)
+	var rcs kadm.ResourceConfigs
+	if err == nil {
+		rcs, err = adm.DescribeBrokerConfigs(ctx, brokers.NodeIDs()...)
+	}
+	if err != nil {
+		return fmt.Errorf("kafka sink: reading the brokers' transaction.max.timeout.ms from %v: %w", s.cfg.brokers, err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return fmt.Errorf("kafka sink: reading the configuration of broker %s: %w", rc.Name, rc.Err)
+		}
+		for _, c := range rc.Configs {
+			if c.Key != "transaction.max.timeout.ms" || c.Value == nil {
+				continue
+			}
+			maxMs, err := strconv.ParseInt(*c.Value, 10, 64)
+			if err == nil && s.cfg.txnTimeout.Milliseconds() > maxMs {
+				return fmt.Errorf("kafka sink: the transaction timeout %v is above broker %s's transaction.max.timeout.ms (%d ms); lower it with WithTransactionTimeout or raise the broker's", s.cfg.txnTimeout, rc.Name, maxMs)
+			}
+		}
+	}
+	return nil
+}
+
+// Txn is one transaction (or, without ExactlyOnce, one stretch between
+// checkpoints) of a sink subtask; the fields identify a pre-committed
+// Kafka transaction in checkpoints.
+type Txn struct {
+	TransactionalID string
+	ProducerID      int64
+	Epoch           int16
+	// Empty is set when the transaction wrote nothing.
+	Empty bool
+
+	subtask int
+	slot    int
+	prod    *producer // nil once the subtask closed or after a restore
+}
+
+// producer is a franz-go client of a sink subtask; for ExactlyOnce one per
+// transactional id.
+type producer struct {
+	cl     *kgo.Client
+	id     string
+	mu     sync.Mutex
+	err    error // the first failed send since the last check
+	wrote  bool
+	closed bool
+}
+
+func (p *producer) failed(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+}
+
+func (p *producer) takeErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.err
+	p.err = nil
+	return err
+}
+
+// sinkSubtask is the state of one sink subtask.
+type sinkSubtask struct {
+	plain *producer         // None and AtLeastOnce
+	slots map[int]*producer // ExactlyOnce: by slot
+	inUse map[int]bool
+}
+
+func (s *Sink[T]) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...), kgo.RequestTimeoutOverhead(s.cfg.requestTimeout)}
+	opts = append(opts, extra...)
+	opts = append(opts, s.cfg.opts...)
+	return kgo.NewClient(opts...)
+}
+
+func (s *Sink[T]) txnID(subtask, slot int) string {
+	return s.cfg.txnPrefix + "-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(slot)
+}
+
+// OpenSubtask implements weir.TwoPhaseCommitSubtasks. For ExactlyOnce it
+// aborts the transactions earlier attempts left open, as Flink's KafkaSink:
+// it probes the transactional ids of this subtask and of the old subtasks
+// that now map to it (subtask + k*parallelism), slot 0, 1, ... each until
+// an id never used before; initializing an id fences its earlier producer
+// and aborts its open transaction.
+func (s *Sink[T]) OpenSubtask(subtask, parallelism int) error {
+	if s.err != nil {
+		return s.err
+	}
+	st := &sinkSubtask{slots: map[int]*producer{}, inUse: map[int]bool{}}
+	if s.cfg.guarantee != ExactlyOnce {
+		cl, err := s.newClient(kgo.RecordRetries(10), kgo.ProducerLinger(5*time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("kafka sink: %w", err)
+		}
+		st.plain = &producer{cl: cl}
+	} else if err := s.abortLingering(subtask, parallelism); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.subs[subtask] = st
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Sink[T]) abortLingering(subtask, parallelism int) error {
+	cl, err := s.newClient()
+	if err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.requestTimeout)
+	defer cancel()
+	for old := subtask; ; old += parallelism {
+		for slot := 0; ; slot++ {
+			id := s.txnID(old, slot)
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.TransactionalID = &id
+			req.TransactionTimeoutMillis = int32(s.cfg.txnTimeout.Milliseconds())
+			resp, err := req.RequestWith(ctx, cl)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			if err != nil {
+				return fmt.Errorf("kafka sink: aborting the lingering transactions of %s: %w", id, err)
+			}
+			if resp.ProducerEpoch == 0 { // never used: neither are the next slots
+				if slot == 0 && old != subtask {
+					return nil
+				}
+				break
+			}
+		}
+	}
+}
+
+// CloseSubtask implements weir.TwoPhaseCommitSubtasks.
+func (s *Sink[T]) CloseSubtask(subtask int) error {
+	s.mu.Lock()
+	st := s.subs[subtask]
+	delete(s.subs, subtask)
+	s.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	var err error
+	if st.plain != nil {
+		// Send what is buffered (None sends at close, as Flink's
+		// KafkaWriter; at least once the pre-commit already waited).
+		err = s.flush(st.plain)
+		st.plain.mu.Lock()
+		st.plain.closed = true
+		st.plain.mu.Unlock()
+		st.plain.cl.Close()
+	}
+	for _, p := range st.slots {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.cl.Close()
+	}
+	return err
+}
+
+func (s *Sink[T]) subtask(i int) (*sinkSubtask, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.subs[i]
+	if st == nil {
+		return nil, fmt.Errorf("kafka sink: subtask %d is not open", i)
+	}
+	return st, nil
+}
+
+// BeginTransaction implements weir.TwoPhaseCommitSink.
+func (s *Sink[T]) BeginTransaction(subtask int) (*Txn, error) {
+	st, err := s.subtask(subtask)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.guarantee != ExactlyOnce {
+		return &Txn{subtask: subtask, prod: st.plain}, nil
+	}
+	s.mu.Lock()
+	slot := 0
+	for st.inUse[slot] {
+		slot++
+	}
+	st.inUse[slot] = true
+	p := st.slots[slot]
+	s.mu.Unlock()
+	if p == nil {
+		id := s.txnID(subtask, slot)
+		cl, err := s.newClient(kgo.TransactionalID(id), kgo.TransactionTimeout(s.cfg.txnTimeout), kgo.ProducerLinger(5*time.Millisecond))
+		if err != nil {
+			return nil, fmt.Errorf("kafka sink: %w", err)
+		}
+		p = &producer{cl: cl, id: id}
+		s.mu.Lock()
+		st.slots[slot] = p
+		s.mu.Unlock()
+	}
+	if err := p.cl.BeginTransaction(); err != nil {
+		return nil, fmt.Errorf("kafka sink: beginning a transaction of %s: %w", p.id, err)
+	}
+	p.wrote = false
+	return &Txn{TransactionalID: p.id, subtask: subtask, slot: slot, prod: p}, nil
+}
+
+// Write implements weir.TwoPhaseCommitSink: the record is sent
+// asynchronously; a failed send fails the next Write or the pre-commit.
+func (s *Sink[T]) Write(t *Txn, v T, ts int64) error {
+	p := t.prod
+	if err := p.takeErr(); err != nil {
+		return err
+	}
+	pr, err := s.ser.Serialize(v, ts)
+	if err != nil {
+		return fmt.Errorf("kafka sink: serializing %v: %w", v, err)
+	}
+	if pr == nil {
+		return nil
+	}
+	r := &kgo.Record{Topic: pr.Topic, Key: pr.Key, Value: pr.Value}
+	if r.Topic == "" {
+		r.Topic = s.cfg.defaultTopic
+		if r.Topic == "" {
+			return fmt.Errorf("kafka sink: the serializer gave no topic and the sink has no default topic (WithDefaultTopic)")
+		}
+	}
+	switch {
+	case pr.Timestamp != 0:
+		r.Timestamp = time.UnixMilli(pr.Timestamp)
+	case ts != weir.NoTimestamp:
+		r.Timestamp = time.UnixMilli(ts)
+	}
+	for _, h := range pr.Headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	p.wrote = true
+	p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+		if err != nil {
+			p.failed(fmt.Errorf("kafka sink: writing to topic %q: %w", r.Topic, err))
+		}
+	})
+	return nil
+}
+
+// PreCommit implements weir.TwoPhaseCommitSink: it waits until every
+// record of the transaction is acknowledged (None: it does not wait) and,
+// for ExactlyOnce, records the transaction's producer id and epoch.
+func (s *Sink[T]) PreCommit(t *Txn) error {
+	if s.cfg.guarantee == None {
+		return t.prod.takeErr()
+	}
+	if err := s.flush(t.prod); err != nil {
+		return err
+	}
+	if s.cfg.guarantee != ExactlyOnce {
+		return nil
+	}
+	t.Empty = !t.prod.wrote
+	if t.Empty {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+	defer cancel()
+	id, epoch, err := t.prod.cl.ProducerID(ctx)
+	if err != nil {
+		return fmt.Errorf("kafka sink: the producer id of %s: %w", t.TransactionalID, err)
+	}
+	t.ProducerID, t.Epoch = id, epoch
+	return nil
+}
+
+func (s *Sink[T]) flush(p *producer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.txnTimeout)
+	defer cancel()
+	if err := p.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("kafka sink: flushing: %w", err)
+	}
+	return p.takeErr()
+}
+
+// Commit implements weir.TwoPhaseCommitSink. A transaction of this
+// attempt commits through its producer; a restored one (or one whose
+// subtask has closed) through an EndTxn request with the recorded
+// producer id and epoch, as Flink's KafkaCommitter resumes it. A
+// transaction the broker no longer knows under that epoch was committed
+// before (a restore commits the restored checkpoint's transactions
+// again).
+func (s *Sink[T]) Commit(t *Txn) error {
+	switch s.cfg.guarantee {
+	case None:
+		if t.prod != nil && !t.prod.isClosed() {
+			return s.flush(t.prod)
+		}
+		return nil
+	case AtLeastOnce:
+		return nil
+	}
+	p := t.prod
+	if p != nil && !p.isClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+		defer cancel()
+		err := p.cl.EndTransaction(ctx, kgo.TryCommit)
+		s.release(t)
+		if err != nil {
+			return fmt.Errorf("kafka sink: committing the transaction of %s: %w", t.TransactionalID, err)
+		}
+		return nil
+	}
+	if t.Empty || t.TransactionalID == "" {
+		return nil
+	}
+	cl, err := s.newClient()
+	if err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.requestTimeout)
+	defer cancel()
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = t.TransactionalID, t.ProducerID, t.Epoch, true
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidTxnState):
+		return nil // committed before, and the id went on
+	default:
+		return fmt.Errorf("kafka sink: committing the restored transaction of %s (producer %d, epoch %d): %w", t.TransactionalID, t.ProducerID, t.Epoch, err)
+	}
+}
+
+func (p *producer) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// release frees the slot of a finished transaction.
+func (s *Sink[T]) release(t *Txn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.subs[t.subtask]; st != nil && st.slots[t.slot] == t.prod {
+		delete(st.inUse, t.slot)
+	}
+}
+
+// Abort implements weir.TwoPhaseCommitSink.
+func (s *Sink[T]) Abort(t *Txn) error {
+	p := t.prod
+	if s.cfg.guarantee != ExactlyOnce || p == nil || p.isClosed() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+	defer cancel()
+	err := p.cl.AbortBufferedRecords(ctx)
+	if err == nil {
+		err = p.cl.EndTransaction(ctx, kgo.TryAbort)
+	}
+	s.release(t)
+	if err != nil {
+		// The transaction times out on the broker, or the next attempt's
+		// OpenSubtask aborts it.
+		return nil
+	}
+	return nil
+}
