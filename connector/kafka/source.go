@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -233,10 +234,10 @@ func (s *Source[T]) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[
 type partState struct {
 	tp    TopicPartition
 	id    string
-	next  int64 // offset of the next record
-	stop  int64 // noStop or exclusive end
+	next  atomic.Int64 // offset of the next record (written by Fetch)
+	stop  int64        // noStop or exclusive end
 	ended bool
-	lag   int64 // -1: unknown
+	lag   atomic.Int64 // -1: unknown
 }
 
 // subtaskReader reads the partitions of one source subtask.
@@ -274,13 +275,22 @@ func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(
 		details kadm.TopicDetails
 		err     error
 	)
-	if cfg.pattern != nil {
-		details, err = r.adm.ListTopics(ctx)
-	} else {
-		details, err = r.adm.ListTopics(ctx, cfg.topics...)
-	}
-	if err != nil {
-		return nil, r.unreachable(ctx, err)
+	// Brokers that refuse connections are retried until the timeout (a
+	// broker restarting), then the job fails naming them.
+	for {
+		if cfg.pattern != nil {
+			details, err = r.adm.ListTopics(ctx)
+		} else {
+			details, err = r.adm.ListTopics(ctx, cfg.topics...)
+		}
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, r.unreachable(ctx, err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	r.mu.Lock()
 	mine := make([]string, 0, len(r.topics))
@@ -357,17 +367,19 @@ func (r *subtaskReader[T]) AddSplits(splits []weir.Split, positions [][]byte) er
 	defer r.mu.Unlock()
 	for i, s := range splits {
 		sp := s.(partitionSplit)
-		st := &partState{tp: sp.tp(), id: sp.SplitID(), next: sp.Start, stop: sp.Stop, lag: -1}
+		st := &partState{tp: sp.tp(), id: sp.SplitID(), stop: sp.Stop}
+		st.lag.Store(-1)
+		st.next.Store(sp.Start)
 		if positions[i] != nil {
 			next, err := decodePosition(positions[i])
 			if err != nil {
 				return fmt.Errorf("kafka source: split %s: %w", st.id, err)
 			}
-			st.next = next
+			st.next.Store(next)
 		}
 		r.parts[st.id] = st
 		r.topics[sp.Topic] = true
-		if st.stop != noStop && st.next >= st.stop {
+		if st.stop != noStop && st.next.Load() >= st.stop {
 			st.ended = true
 			r.ends = append(r.ends, st.id)
 			continue
@@ -375,7 +387,7 @@ func (r *subtaskReader[T]) AddSplits(splits []weir.Split, positions [][]byte) er
 		if add[sp.Topic] == nil {
 			add[sp.Topic] = map[int32]kgo.Offset{}
 		}
-		add[sp.Topic][sp.Partition] = kgo.NewOffset().At(st.next)
+		add[sp.Topic][sp.Partition] = kgo.NewOffset().At(st.next.Load())
 	}
 	if len(add) > 0 {
 		r.cl.AddConsumePartitions(add)
@@ -452,14 +464,15 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 			return
 		}
 		sp := span{st: st, start: len(buf)}
+		next := st.next.Load()
 		for _, rec := range p.Records {
-			if rec.Offset < st.next {
+			if rec.Offset < next {
 				continue // before the position (a compacted or re-sent batch)
 			}
 			if st.stop != noStop && rec.Offset >= st.stop {
 				break
 			}
-			st.next = rec.Offset + 1
+			next = rec.Offset + 1
 			if rec.Attrs.IsControl() {
 				continue
 			}
@@ -478,19 +491,18 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 		if r.src.cfg.readCommitted {
 			end = p.LastStableOffset
 		}
-		r.mu.Lock()
+		st.next.Store(next)
 		if end >= 0 {
-			st.lag = max(end-st.next, 0)
+			st.lag.Store(max(end-next, 0))
 		}
-		if st.stop != noStop && st.next >= st.stop {
+		if st.stop != noStop && next >= st.stop {
 			st.ended, sp.end2 = true, true
 		}
-		r.mu.Unlock()
 		sp.end = len(buf)
 		spans = append(spans, sp)
 	})
 	for _, sp := range spans {
-		batches = append(batches, weir.SplitBatch[T]{Split: sp.st.id, Recs: buf[sp.start:sp.end], Pos: encodePosition(sp.st.next), End: sp.end2, Side: sp.side})
+		batches = append(batches, weir.SplitBatch[T]{Split: sp.st.id, Recs: buf[sp.start:sp.end], Pos: encodePosition(sp.st.next.Load()), End: sp.end2, Side: sp.side})
 		if sp.end2 {
 			r.cl.RemoveConsumePartitions(map[string][]int32{sp.st.tp.Topic: {sp.st.tp.Partition}})
 		}
@@ -594,19 +606,21 @@ func (r *subtaskReader[T]) commitLoop(ctx context.Context) {
 	}
 }
 
-// Gauges implements weir.GaugeReporter: the consumer lag of each
-// partition (end offset, or last stable offset when reading committed
-// records, minus the position), as of the last fetch.
+// Gauges implements weir.GaugeReporter: per partition, the position
+// (kafka_current_offset: the offset of the next record to read) and, once
+// a fetch has told the end, the consumer lag (kafka_consumer_lag: end
+// offset, or last stable offset when reading committed records, minus the
+// position).
 func (r *subtaskReader[T]) Gauges() []runtime.Gauge {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]runtime.Gauge, 0, len(r.parts))
+	out := make([]runtime.Gauge, 0, 2*len(r.parts))
 	for _, st := range r.parts {
-		if st.lag < 0 {
-			continue
+		labels := map[string]string{"topic": st.tp.Topic, "partition": strconv.Itoa(int(st.tp.Partition))}
+		out = append(out, runtime.Gauge{Name: "kafka_current_offset", Value: float64(st.next.Load()), Labels: labels})
+		if lag := st.lag.Load(); lag >= 0 {
+			out = append(out, runtime.Gauge{Name: "kafka_consumer_lag", Value: float64(lag), Labels: labels})
 		}
-		out = append(out, runtime.Gauge{Name: "kafka_consumer_lag", Value: float64(st.lag),
-			Labels: map[string]string{"topic": st.tp.Topic, "partition": strconv.Itoa(int(st.tp.Partition))}})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].Labels, out[j].Labels
