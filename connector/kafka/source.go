@@ -205,6 +205,13 @@ func (s *Source[T]) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[
 		kgo.KeepControlRecords(), // their offsets count: positions and stops are exact
 		kgo.KeepRetryableFetchErrors(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Added partitions are fetched once their leader is known: look
+		// it up soon (the default minimum age is 5 s).
+		kgo.MetadataMinAge(250 * time.Millisecond),
+		// A long poll holds partitions added meanwhile back until it
+		// returns: wait at most 500 ms, as the Java consumer's
+		// fetch.max.wait.ms (franz-go's default is 5 s).
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.ClientID("weir-" + info.Name + "-" + strconv.Itoa(info.Subtask)),
 	}
 	if s.cfg.readCommitted {
