@@ -20,8 +20,13 @@ type order struct {
 	TS     int64 `json:"ts"`
 }
 
-func orderJSON(o order) string {
-	b, _ := json.Marshal(o)
+func orderJSON(o order) string { return mustJSON(o) }
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
 	return string(b)
 }
 

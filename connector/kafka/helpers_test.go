@@ -109,33 +109,35 @@ func readAll(t testing.TB, addr, topic string, committed bool) []*kgo.Record {
 	adm := admin(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if committed {
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		if ends, err = adm.ListEndOffsets(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+		if !committed {
+			break
+		}
 		// A commit's markers are written after EndTxn returns: wait until
 		// every transaction is decided (the last stable offset reaches the
 		// end), or fail on a transaction left open.
-		for {
-			stable, err := adm.ListCommittedOffsets(ctx, topic)
-			if err != nil {
-				t.Fatal(err)
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
+				same = false
 			}
-			same := true
-			ends.Each(func(o kadm.ListedOffset) {
-				if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
-					same = false
-				}
-			})
-			if same {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("topic %s: a transaction stays open (last stable offsets %v, ends %v)", topic, stable, ends)
-			case <-time.After(20 * time.Millisecond):
-			}
+		})
+		if same {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s: a transaction stays open (last stable offsets %v, ends %v)", topic, stable, ends)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	want := map[int32]int64{}
