@@ -1,21 +1,17 @@
 package weir
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/textio"
 )
 
 // Split is one independently readable part of a source: a file, a
@@ -286,197 +282,35 @@ func Generate[T any](env *Environment, count int64, rate float64, f func(i int64
 	return FromSource[T](env, &generatorSource[T]{count: count, f: f, rate: rate, clk: env.cfg.clock}, strategy, "Generator")
 }
 
-// fileSource reads text lines, one split per file.
-type fileSource struct{ paths []string }
-
-type fileSplit string
-
-func (f fileSplit) SplitID() string { return string(f) }
-
-func (s fileSource) Splits(int) ([]Split, error) {
-	out := make([]Split, len(s.paths))
-	for i, p := range s.paths {
-		out[i] = fileSplit(p)
-	}
-	return out, nil
-}
-
-func (s fileSource) Reader(sp Split) (SplitReader[string], error) {
-	return s.ReaderAt(sp, binary.AppendVarint(nil, 0))
-}
-
-// ReaderAt reopens a file at a byte offset (the start of a line).
-func (s fileSource) ReaderAt(sp Split, pos []byte) (SplitReader[string], error) {
-	off, err := decodePosition(pos)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(string(sp.(fileSplit)))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	lr := &lineReader{c: f, offset: off}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	sc.Split(lr.scanLines)
-	lr.sc = sc
-	return lr, nil
-}
-
-// lineReader reads lines from a scanner, counting the bytes consumed so
-// its position is the offset of the next line.
-type lineReader struct {
-	sc     *bufio.Scanner
-	c      io.Closer
-	offset int64
-}
-
-func (r *lineReader) scanLines(data []byte, atEOF bool) (int, []byte, error) {
-	adv, tok, err := bufio.ScanLines(data, atEOF)
-	r.offset += int64(adv)
-	return adv, tok, err
-}
-
-// Position implements runtime.PositionedReader: the byte offset of the
-// next line.
-func (r *lineReader) Position() ([]byte, error) { return binary.AppendVarint(nil, r.offset), nil }
-
-func (r *lineReader) Read(ctx context.Context, buf []Record[string]) ([]Record[string], error) {
-	n := max(cap(buf)-len(buf), 1)
-	for range n {
-		if !r.sc.Scan() {
-			if err := r.sc.Err(); err != nil {
-				if ctx.Err() != nil {
-					return buf, ctx.Err()
-				}
-				return buf, err
-			}
-			return buf, io.EOF
-		}
-		buf = append(buf, Record[string]{Value: r.sc.Text(), TS: NoTimestamp})
-		if r.c != nil {
-			if _, isConn := r.c.(net.Conn); isConn {
-				break // deliver socket lines as they arrive
-			}
-		}
-	}
-	return buf, nil
-}
-
-func (r *lineReader) Close() error { return r.c.Close() }
-
-// ReadTextFile reads the lines of a file, or of every file matching a glob
-// pattern (one split per file), without timestamps. A file that cannot be
-// read fails the job with its name.
+// ReadTextFile reads the lines of a file, of every file in a directory,
+// or of every file matching a glob pattern (one split per file), without
+// timestamps.
+//
+// Deprecated: use file.ReadTextFile (package
+// github.com/weirstream/weir/connector/file), which can also read
+// directories recursively.
 func ReadTextFile(env *Environment, pattern string) DataStream[string] {
-	paths, err := filepath.Glob(pattern)
-	if err == nil && len(paths) == 0 {
-		paths = []string{pattern} // let the reader report the missing file
-	}
+	paths, err := textio.Expand(pattern, false)
 	if err != nil {
-		env.fail(fmt.Errorf("source %q: bad pattern %q: %w", "TextFile", pattern, err))
+		env.fail(fmt.Errorf("source %q: %w", "TextFile", err))
 	}
-	return FromSource[string](env, fileSource{paths: paths}, NoWatermarks[string](), "TextFile")
+	return FromSource[string](env, textio.NewFileSource(paths), NoWatermarks[string](), "TextFile")
 }
 
-// SocketOptions configures SocketTextStream.
-type SocketOptions struct {
-	// MaxRetries is how often to reconnect after the connection closes:
-	// 0 (default) ends the stream when the server closes the connection; -1
-	// retries forever.
-	MaxRetries int
-	// RetryDelay is the pause before a reconnect (default 500 ms).
-	RetryDelay time.Duration
-}
-
-type socketSource struct {
-	addr string
-	opts SocketOptions
-	clk  clock.Clock
-}
-
-func (s socketSource) Splits(int) ([]Split, error) { return []Split{stringSplit(s.addr)}, nil }
-
-func (s socketSource) Reader(Split) (SplitReader[string], error) {
-	return &socketReader{s: s}, nil
-}
-
-type socketReader struct {
-	s       socketSource
-	lr      *lineReader
-	stop    func() bool
-	retries int
-}
-
-func (r *socketReader) Read(ctx context.Context, buf []Record[string]) ([]Record[string], error) {
-	for {
-		if r.lr == nil {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "tcp", r.s.addr)
-			if err != nil {
-				return buf, fmt.Errorf("socket %s: %w", r.s.addr, err)
-			}
-			r.stop = context.AfterFunc(ctx, func() { conn.Close() })
-			sc := bufio.NewScanner(conn)
-			sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-			r.lr = &lineReader{sc: sc, c: conn}
-		}
-		out, err := r.lr.Read(ctx, buf)
-		if err == nil {
-			return out, nil
-		}
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		// The connection ended (EOF or error): reconnect if allowed.
-		r.closeConn()
-		if r.s.opts.MaxRetries == 0 || (r.s.opts.MaxRetries > 0 && r.retries >= r.s.opts.MaxRetries) {
-			if errors.Is(err, io.EOF) {
-				return out, io.EOF
-			}
-			return out, fmt.Errorf("socket %s: %w", r.s.addr, err)
-		}
-		r.retries++
-		delay := r.s.opts.RetryDelay
-		if delay <= 0 {
-			delay = 500 * time.Millisecond
-		}
-		if len(out) > 0 {
-			return out, nil
-		}
-		if err := sleep(ctx, r.s.clk, r.s.clk.NowMillis()+delay.Milliseconds()); err != nil {
-			return out, err
-		}
-	}
-}
-
-func (r *socketReader) closeConn() {
-	if r.lr != nil {
-		if r.stop != nil {
-			r.stop()
-		}
-		r.lr.Close()
-		r.lr = nil
-	}
-}
-
-func (r *socketReader) Close() error {
-	r.closeConn()
-	return nil
-}
+// SocketOptions configures a socket text source: MaxRetries (0: the
+// stream ends when the server closes the connection; -1: reconnect
+// forever) and RetryDelay (default 500 ms).
+type SocketOptions = textio.SocketOptions
 
 // SocketTextStream reads newline-delimited text from a TCP server
-// (parallelism 1). A failure to connect fails the job; when the server
-// closes the connection the stream ends, unless opts.MaxRetries allows
-// reconnecting (after opts.RetryDelay), as Flink's socket source.
+// (parallelism 1).
+//
+// Deprecated: use socket.TextStream (package
+// github.com/weirstream/weir/connector/socket).
 func SocketTextStream(env *Environment, host string, port int, opts SocketOptions) DataStream[string] {
 	if port < 0 || port > 65535 {
 		env.fail(fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port))
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	return FromSource[string](env, socketSource{addr: addr, opts: opts, clk: env.cfg.clock}, NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
+	return FromSource[string](env, textio.NewSocketSource(addr, opts, env.cfg.clock), NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
 }

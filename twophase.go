@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/textio"
 )
 
 // TwoPhaseCommitSink writes records in transactions that become visible
@@ -245,26 +243,16 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 }
 
 // FileTxn is a transaction of the exactly-once file sink: one part file.
-type FileTxn struct {
-	Dir  string
-	Name string
-	f    *os.File
-}
-
-// fileSink writes lines to part files: ".inprogress-NAME" while open,
-// ".pending-NAME" once pre-committed, NAME once committed.
-type fileSink[T any] struct {
-	dir    string
-	format func(T) []byte
-	mu     sync.Mutex
-	seq    map[int]int // per subtask: the next part number
-}
+type FileTxn = textio.FileTxn
 
 // FileSink writes each record as a line (format's bytes plus a newline) to
 // part files in dir, exactly once: a part file appears under its final
 // name ("part-<subtask>-<n>") only when the checkpoint covering it has
 // completed (or the bounded job ended). Files of failed attempts are
 // removed or overwritten; readers should ignore names starting with ".".
+//
+// Deprecated: use file.Sink (package
+// github.com/weirstream/weir/connector/file).
 func FileSink[T any](ds DataStream[T], dir string, format func(T) []byte) Sink {
 	if format == nil {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", nilFnError("format function")))
@@ -272,109 +260,11 @@ func FileSink[T any](ds DataStream[T], dir string, format func(T) []byte) Sink {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", err))
 	}
-	return AddTwoPhaseCommitSink[T, *FileTxn](ds, &fileSink[T]{dir: dir, format: format, seq: map[int]int{}}).Name("FileSink")
-}
-
-func (s *fileSink[T]) BeginTransaction(subtask int) (*FileTxn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, started := s.seq[subtask]
-	if !started {
-		// Files an earlier attempt of this subtask left uncommitted
-		// (restored pending ones were committed before this call).
-		prefix := "part-" + strconv.Itoa(subtask) + "-"
-		for _, pat := range []string{".inprogress-" + prefix + "*", ".pending-" + prefix + "*"} {
-			stale, _ := filepath.Glob(filepath.Join(s.dir, pat))
-			for _, f := range stale {
-				if err := os.Remove(f); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	// Skip names a previous attempt already committed or pre-committed.
-	for {
-		name := "part-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(n)
-		_, e1 := os.Stat(filepath.Join(s.dir, name))
-		_, e2 := os.Stat(filepath.Join(s.dir, ".pending-"+name))
-		if os.IsNotExist(e1) && os.IsNotExist(e2) {
-			break
-		}
-		n++
-	}
-	s.seq[subtask] = n + 1
-	name := "part-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(n)
-	f, err := os.Create(filepath.Join(s.dir, ".inprogress-"+name))
-	if err != nil {
-		return nil, err
-	}
-	return &FileTxn{Dir: s.dir, Name: name, f: f}, nil
-}
-
-func (s *fileSink[T]) Write(t *FileTxn, v T, _ int64) error {
-	line := append(s.format(v), '\n')
-	_, err := t.f.Write(line)
-	return err
-}
-
-func (s *fileSink[T]) PreCommit(t *FileTxn) error {
-	if t.f == nil {
-		return nil
-	}
-	if err := t.f.Sync(); err != nil {
-		return err
-	}
-	if err := t.f.Close(); err != nil {
-		return err
-	}
-	t.f = nil
-	return os.Rename(filepath.Join(t.Dir, ".inprogress-"+t.Name), filepath.Join(t.Dir, ".pending-"+t.Name))
-}
-
-func (s *fileSink[T]) Commit(t *FileTxn) error {
-	err := os.Rename(filepath.Join(t.Dir, ".pending-"+t.Name), filepath.Join(t.Dir, t.Name))
-	if os.IsNotExist(err) {
-		if _, serr := os.Stat(filepath.Join(t.Dir, t.Name)); serr == nil {
-			return nil // committed before
-		}
-	}
-	return err
-}
-
-func (s *fileSink[T]) Abort(t *FileTxn) error {
-	if t.f != nil {
-		t.f.Close()
-		t.f = nil
-	}
-	for _, n := range []string{".inprogress-" + t.Name, ".pending-" + t.Name} {
-		if err := os.Remove(filepath.Join(t.Dir, n)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	return nil
+	return AddTwoPhaseCommitSink[T, *FileTxn](ds, textio.NewFileSink(dir, format)).Name("FileSink")
 }
 
 // ReadCommittedLines returns the lines of every committed part file in dir
 // (names not starting with "."), part files in name order.
-func ReadCommittedLines(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-			if l != "" {
-				out = append(out, l)
-			}
-		}
-	}
-	return out, nil
-}
+//
+// Deprecated: use file.ReadCommittedLines.
+func ReadCommittedLines(dir string) ([]string, error) { return textio.ReadCommittedLines(dir) }

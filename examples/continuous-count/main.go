@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/socket"
 	"github.com/weirstream/weir/window"
 )
 
@@ -141,7 +142,7 @@ func start(ctx context.Context, args []string, stdout io.Writer, opts ...weir.Op
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(1), weir.WithStdout(stdout)}, opts...)...)
-	lines := weir.SocketTextStream(env, *host, *port, weir.SocketOptions{MaxRetries: *retries, RetryDelay: *delay})
+	lines := socket.TextStream(env, *host, *port, socket.Options{MaxRetries: *retries, RetryDelay: *delay})
 	weir.Print(Build(lines, *size, *interval))
 	return env.ExecuteAsync(ctx, "continuous-count")
 }

@@ -6,7 +6,7 @@
 //	nc -lk 9999
 //	go run ./examples/wordcount-socket -port 9999
 //
-// The job reads newline-delimited text with weir.SocketTextStream, splits it
+// The job reads newline-delimited text with socket.TextStream, splits it
 // into lowercase words (FlatMap), keys by word and counts in ValueState in
 // a KeyedProcessFunction. It ends when the server closes the connection
 // (after -retries reconnects) or on Ctrl-C. With parallelism above 1 every
@@ -27,6 +27,7 @@ import (
 	"unicode"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/socket"
 	"github.com/weirstream/weir/state"
 )
 
@@ -75,8 +76,8 @@ func Words(line string, out weir.Collector[string]) error {
 
 // Build adds the word count of the text served at host:port to env and
 // returns the stream of running counts.
-func Build(env *weir.Environment, host string, port int, opts weir.SocketOptions) weir.DataStream[WordCount] {
-	lines := weir.SocketTextStream(env, host, port, opts)
+func Build(env *weir.Environment, host string, port int, opts socket.Options) weir.DataStream[WordCount] {
+	lines := socket.TextStream(env, host, port, opts)
 	words := weir.FlatMap(lines, Words).Name("split")
 	return weir.Process(weir.KeyBy(words, func(w string) string { return w }),
 		weir.KeyedProcessFunction[string, string, WordCount](&Counter{})).Name("count")
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(*p), weir.WithStdout(stdout))
-	weir.Print(Build(env, *host, *port, weir.SocketOptions{MaxRetries: *retries, RetryDelay: *delay}))
+	weir.Print(Build(env, *host, *port, socket.Options{MaxRetries: *retries, RetryDelay: *delay}))
 	err := env.Execute(ctx, "wordcount-socket")
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted

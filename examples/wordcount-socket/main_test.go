@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/socket"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -62,7 +63,7 @@ func TestWordCountFromSocket(t *testing.T) {
 			port, done := serve(t, text...)
 			defer done()
 			env := weir.NewEnvironment(weir.WithParallelism(p))
-			res := weir.Collect(Build(env, "127.0.0.1", port, weir.SocketOptions{}))
+			res := weir.Collect(Build(env, "127.0.0.1", port, socket.Options{}))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := env.Execute(ctx, "wordcount"); err != nil {

@@ -1,0 +1,83 @@
+// Package file reads text files and writes part files exactly once: the
+// file source and sink of Weir, as Flink's FileSource (text lines) and
+// FileSink.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/textio"
+)
+
+// Option configures ReadTextFile.
+type Option func(*options)
+
+type options struct{ recursive bool }
+
+// Recursive makes a directory's subdirectories read too (Flink's
+// nested file enumeration).
+func Recursive() Option { return func(o *options) { o.recursive = true } }
+
+// ReadTextFile reads the lines of text files, one split per file, without
+// timestamps (give them with weir.AssignTimestampsAndWatermarks). path is
+// a file; a directory, whose files are all read (with Recursive, those of
+// its subdirectories too; names starting with "." or "_" are skipped, as
+// Flink's file source does); or a glob pattern ("logs/*.txt"). A path
+// that does not exist, or a pattern that matches nothing, fails the job
+// when it is built, naming it; a file that cannot be read fails the job
+// with its name. A checkpoint records each file's byte offset.
+func ReadTextFile(env *weir.Environment, path string, opts ...Option) weir.DataStream[string] {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	paths, err := textio.Expand(path, o.recursive)
+	if err != nil {
+		err = fmt.Errorf("source %q: %w", "TextFile", err)
+	}
+	return weir.FromSource[string](env, checked[string]{textio.NewFileSource(paths), err}, weir.NoWatermarks[string](), "TextFile")
+}
+
+// checked is a source whose settings were found invalid (err) when it was
+// made: the job refuses it when built.
+type checked[T any] struct {
+	textio.FileSource
+	err error
+}
+
+func (c checked[T]) Validate(context.Context) error { return c.err }
+
+// Txn is a transaction of the exactly-once file sink: one part file.
+type Txn = textio.FileTxn
+
+// Sink writes each record of ds as a line (format's bytes plus a newline)
+// to part files in dir, exactly once: a part file appears under its final
+// name ("part-<subtask>-<n>") only when the checkpoint covering it has
+// completed (or the bounded job ended); until then it is ".inprogress-" or
+// ".pending-" and its name. Files of failed attempts are removed or
+// overwritten. Give the sink a UID (.UID("...")): its pending
+// transactions are state.
+func Sink[T any](ds weir.DataStream[T], dir string, format func(T) []byte) weir.Sink {
+	var err error
+	if format == nil {
+		err = errors.New("sink \"FileSink\": the format function is nil")
+	} else if merr := os.MkdirAll(dir, 0o755); merr != nil {
+		err = fmt.Errorf("sink %q: %w", "FileSink", merr)
+	}
+	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, checkedSink[T]{textio.NewFileSink(dir, format), err}).Name("FileSink")
+}
+
+type checkedSink[T any] struct {
+	*textio.FileSink[T]
+	err error
+}
+
+func (c checkedSink[T]) Validate(context.Context) error { return c.err }
+
+// ReadCommittedLines returns the lines of every committed part file in dir
+// (names not starting with "."), part files in name order.
+func ReadCommittedLines(dir string) ([]string, error) { return textio.ReadCommittedLines(dir) }

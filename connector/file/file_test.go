@@ -1,0 +1,200 @@
+package file_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func sorted(v []string) []string {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v
+}
+
+// run executes env's job with a safety-net timeout.
+func run(t *testing.T, env *weir.Environment) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := env.Execute(ctx, t.Name())
+	if ctx.Err() != nil {
+		t.Fatalf("job did not end in time: %v", err)
+	}
+	return err
+}
+
+// mustRun executes env's job and fails the test on error.
+func mustRun(t *testing.T, env *weir.Environment) {
+	t.Helper()
+	if err := run(t, env); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// quiet is an option that drops the job's log (for jobs meant to fail).
+func quiet() weir.Option {
+	return weir.WithLogger(slog.New(slog.DiscardHandler))
+}
+
+func TestReadTextFileLines(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.txt")
+	long := strings.Repeat("x", 100_000) // longer than bufio's default 64 KiB token
+	if err := os.WriteFile(path, []byte("first\nsecond\n\n"+long+"\nlast without newline"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	res := weir.Collect(file.ReadTextFile(env, path))
+	mustRun(t, env)
+	got := res.Records()
+	want := []string{"first", "second", "", long, "last without newline"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if r.Value != want[i] || r.TS != weir.NoTimestamp {
+			t.Fatalf("line %d: %.20q@%d, want %.20q without timestamp", i, r.Value, r.TS, want[i])
+		}
+	}
+}
+
+func TestReadTextFileGlob(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3 {
+		content := fmt.Sprintf("f%d-1\nf%d-2\n", i, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.txt", i)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "other.log"), []byte("not me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	res := weir.Collect(file.ReadTextFile(env, filepath.Join(dir, "part-*.txt")))
+	mustRun(t, env)
+	want := []string{"f0-1", "f0-2", "f1-1", "f1-2", "f2-1", "f2-2"}
+	if got := sorted(res.Values()); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestReadTextFileMissingFailsJob(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-such-file.txt")
+	env := weir.NewEnvironment(weir.WithParallelism(1), quiet())
+	weir.Collect(file.ReadTextFile(env, path))
+	err := run(t, env)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("got %v, want an error naming %s", err, path)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("error %v does not wrap os.ErrNotExist", err)
+	}
+}
+
+// writeFiles writes name -> content under dir, making directories.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadTextFileDirectory: a directory is every file in it, hidden
+// names ("." and "_" first, as a file sink's in-progress files) skipped;
+// subdirectories only with Recursive; a glob may match directories.
+func TestReadTextFileDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.txt": "a1\na2\n", "b.log": "b1\n", ".inprogress-x": "hidden\n", "_SUCCESS": "hidden\n",
+		"sub/c.txt": "c1\n", "sub/deeper/d.txt": "d1\n", ".hidden/e.txt": "hidden\n",
+	})
+	for _, c := range []struct {
+		name string
+		path string
+		opts []file.Option
+		want []string
+	}{
+		{"directory", dir, nil, []string{"a1", "a2", "b1"}},
+		{"recursive", dir, []file.Option{file.Recursive()}, []string{"a1", "a2", "b1", "c1", "d1"}},
+		{"glob of directories", filepath.Join(dir, "su*"), nil, []string{"c1"}},
+		{"glob of directories, recursive", filepath.Join(dir, "su*"), []file.Option{file.Recursive()}, []string{"c1", "d1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := weir.NewEnvironment(weir.WithParallelism(2))
+			res := weir.Collect(file.ReadTextFile(env, c.path, c.opts...))
+			mustRun(t, env)
+			if got := sorted(res.Values()); !slices.Equal(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestReadTextFileEmptyGlob: a pattern that matches nothing fails the job
+// when it is built, saying so.
+func TestReadTextFileEmptyGlob(t *testing.T) {
+	pattern := filepath.Join(t.TempDir(), "*.csv")
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	weir.Collect(file.ReadTextFile(env, pattern))
+	err := run(t, env)
+	if err == nil || !strings.Contains(err.Error(), "no file matches the pattern") || !strings.Contains(err.Error(), pattern) || !strings.Contains(err.Error(), "invalid job") {
+		t.Fatalf("got %v, want a build error saying the pattern %s matches no file", err, pattern)
+	}
+}
+
+// TestFileSinkExactlyOnce: the part files of connector/file's sink hold
+// every record once after a bounded job, and a directory read of them
+// skips nothing but the hidden files.
+func TestFileSinkExactlyOnce(t *testing.T) {
+	out := t.TempDir()
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	env.EnableCheckpointing(5 * time.Millisecond)
+	in := weir.Generate(env, 500, 0, func(i int64) string { return fmt.Sprint(i) }, weir.NoWatermarks[string]())
+	file.Sink(in, out, func(s string) []byte { return []byte(s) }).UID("files")
+	mustRun(t, env)
+	got, err := file.ReadCommittedLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = weir.NewEnvironment(weir.WithParallelism(2))
+	back := weir.Collect(file.ReadTextFile(env, out))
+	mustRun(t, env)
+	var want []string
+	for i := range 500 {
+		want = append(want, fmt.Sprint(i))
+	}
+	if !slices.Equal(sorted(got), sorted(want)) || !slices.Equal(sorted(back.Values()), sorted(want)) {
+		t.Fatalf("committed %d lines, read back %d, want %d", len(got), back.Len(), len(want))
+	}
+}
+
+func TestFileSinkNilFormat(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	file.Sink[string](weir.FromSlice(env, []string{"a"}), t.TempDir(), nil)
+	if err := env.Execute(context.Background(), "nil"); err == nil || !strings.Contains(err.Error(), "format function is nil") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+

@@ -1,0 +1,43 @@
+// Package socket reads newline-delimited text from a TCP server, as
+// Flink's socketTextStream.
+package socket
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/textio"
+)
+
+// Options configures TextStream: MaxRetries is how often to reconnect
+// after the server closes the connection (0, the default, ends the stream
+// then; -1 retries forever), RetryDelay the pause before a reconnect
+// (default 500 ms, on the job's clock).
+type Options = textio.SocketOptions
+
+// TextStream reads newline-delimited text ("\n" or "\r\n") from a TCP
+// server at host:port, at parallelism 1, without timestamps. The
+// connection is opened when the job starts; a failure to connect fails
+// the job naming the address. When the server closes the connection the
+// stream ends, unless opts.MaxRetries allows reconnecting. The source
+// cannot resume from a checkpoint (a socket cannot be replayed), as in
+// Flink.
+func TextStream(env *weir.Environment, host string, port int, opts Options) weir.DataStream[string] {
+	var err error
+	if port < 0 || port > 65535 {
+		err = fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port)
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	src := checked{textio.NewSocketSource(addr, opts, env.Clock()), err}
+	return weir.FromSource[string](env, src, weir.NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
+}
+
+type checked struct {
+	textio.SocketSource
+	err error
+}
+
+func (c checked) Validate(context.Context) error { return c.err }
