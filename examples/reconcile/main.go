@@ -16,7 +16,10 @@
 // minutes and 1 ms after it (in time and too late), and 5% never.
 //
 // With -mode join the same reconciliation runs as an interval outer join
-// (join.go), with the late records of both sides in side outputs.
+// (join.go), with the late records of both sides in side outputs. With
+// -mode kafka it reads the orders and payments topics and writes the
+// results to a topic exactly once (kafka.go; -mode produce writes sample
+// data to the topics).
 package main
 
 import (
@@ -28,6 +31,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -278,10 +282,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	n := fs.Int("orders", 100_000, "number of generated orders")
 	p := fs.Int("parallelism", runtime.NumCPU(), "parallelism of every operator")
 	samples := fs.Int("samples", 3, "sample lines to print of each kind")
-	mode := fs.String("mode", "coprocess", "coprocess: the KeyedCoProcessFunction; join: the interval outer join (join.go)")
+	mode := fs.String("mode", "coprocess", "coprocess: the KeyedCoProcessFunction; join: the interval outer join (join.go); kafka: the co-process from and to Kafka topics (kafka.go); produce: write sample orders and payments to the topics")
+	brokers := fs.String("brokers", defaultBrokers(), "kafka and produce: the Kafka bootstrap servers")
+	topics := fs.String("topics", "orders,payments,results", "kafka and produce: the orders, payments and results topics")
+	bounded := fs.Bool("bounded", false, "kafka: read the topics up to their end at the start, then end")
+	checkpoint := fs.Duration("checkpoint", time.Second, "kafka: checkpoint interval (results are committed at each)")
+	partitions := fs.Int("partitions", 3, "produce: partitions of the topics it creates")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	names := strings.Split(*topics, ",")
+	if len(names) != 3 {
+		return fmt.Errorf("-topics needs three names, got %q", *topics)
+	}
+	kc := KafkaConfig{Brokers: strings.Split(*brokers, ","), Orders: names[0], Payments: names[1], Results: names[2],
+		Bounded: *bounded, Checkpoint: *checkpoint, TxnPrefix: "reconcile-" + names[2]}
 	if *n < 0 {
 		return fmt.Errorf("-orders must not be negative, got %d", *n)
 	}
@@ -289,8 +304,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "coprocess":
 	case "join":
 		return runJoin(ctx, *n, *p, *samples, stdout)
+	case "kafka":
+		return runKafka(ctx, kc, *p, stdout)
+	case "produce":
+		if err := Produce(ctx, kc, *n, *partitions); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d orders and their payments to %s and %s\n", *n, kc.Orders, kc.Payments)
+		return nil
 	default:
-		return fmt.Errorf("-mode must be coprocess or join, got %q", *mode)
+		return fmt.Errorf("-mode must be coprocess, join, kafka or produce, got %q", *mode)
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(*p))
 	matches, unmatched := Build(env, *n)

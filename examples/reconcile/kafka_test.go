@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestKafkaMode writes sample data with -mode produce and reconciles it
+// with -mode kafka -bounded against the real broker (WEIR_KAFKA_BOOTSTRAP,
+// which the test command sets); a read_committed consumer of the results
+// topic must see exactly the batch computation's matches and unmatched
+// orders.
+func TestKafkaMode(t *testing.T) {
+	addr := os.Getenv("WEIR_KAFKA_BOOTSTRAP")
+	if addr == "" {
+		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+			t.Fatal("WEIR_KAFKA_BOOTSTRAP is not set but WEIR_REQUIRE_SERVICES=1")
+		}
+		t.Skip("no Kafka broker (scripts/kafka.sh start; WEIR_KAFKA_BOOTSTRAP)")
+	}
+	const n = 3000
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	topics := "orders-" + suffix + ",payments-" + suffix + ",results-" + suffix
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	defer adm.DeleteTopics(context.Background(), "orders-"+suffix, "payments-"+suffix, "results-"+suffix)
+	var out bytes.Buffer
+	for _, args := range [][]string{
+		{"-mode", "produce", "-brokers", addr, "-topics", topics, "-orders", fmt.Sprint(n)},
+		{"-mode", "kafka", "-brokers", addr, "-topics", topics, "-bounded", "-parallelism", "2", "-checkpoint", "50ms"},
+	} {
+		if err := run(ctx, args, &out); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out.String())
+		}
+	}
+	// The job has ended: every transaction is committed once the last
+	// stable offsets reach the ends.
+	results := "results-" + suffix
+	var ends kadm.ListedOffsets
+	for {
+		if ends, err = adm.ListEndOffsets(ctx, results); err != nil {
+			t.Fatal(err)
+		}
+		stable, err := adm.ListCommittedOffsets(ctx, results)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
+				same = false
+			}
+		})
+		if same {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("a results transaction stays open")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	parts := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) { parts[o.Partition] = kgo.NewOffset().AtStart() })
+	rd, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{results: parts}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	wantM, wantU := bruteForce(n)
+	var gotM []Match
+	var gotU []Order
+	for len(gotM)+len(gotU) < len(wantM)+len(wantU) {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d results, want %d (ends %v)\n%s", len(gotM)+len(gotU), len(wantM)+len(wantU), ends, out.String())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var res Result
+			if err := json.Unmarshal(r.Value, &res); err != nil {
+				t.Fatalf("result %q: %v", r.Value, err)
+			}
+			if res.Kind == "matched" {
+				gotM = append(gotM, Match{OrderID: res.OrderID, OrderTS: res.OrderTS, PaymentTS: res.PaymentTS, Amount: res.Amount})
+			} else {
+				gotU = append(gotU, Order{ID: res.OrderID, TS: res.OrderTS, Amount: res.Amount})
+			}
+		})
+	}
+	var wu []Order
+	for _, u := range wantU {
+		wu = append(wu, u.Value)
+	}
+	slices.SortFunc(gotM, byID(func(m Match) int64 { return m.OrderID }))
+	slices.SortFunc(gotU, byID(func(o Order) int64 { return o.ID }))
+	if !slices.Equal(gotM, wantM) || !slices.Equal(gotU, wu) {
+		t.Fatalf("matches: %s; unmatched: %s", firstDiff(gotM, wantM), firstDiff(gotU, wu))
+	}
+	// Nothing more than the expected results (the ends are exact).
+	total := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	t.Logf("%d matched, %d unmatched; %d offsets in the results topic (records plus transaction markers)", len(gotM), len(gotU), total)
+}
