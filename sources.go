@@ -257,15 +257,7 @@ func (g *generatorSource[T]) ReaderAt(s Split, pos []byte) (SplitReader[T], erro
 }
 
 func sleep(ctx context.Context, clk clock.Clock, until int64) error {
-	ch := make(chan struct{})
-	stop := clk.AfterFunc(until, func() { close(ch) })
-	defer stop()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, clk, until)
 }
 
 // Generate is a parallel source of f(i) for i in [0, count) (split in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/internal/jobtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,31 +24,6 @@ func sorted(v []string) []string {
 	v = slices.Clone(v)
 	slices.Sort(v)
 	return v
-}
-
-// run executes env's job with a safety-net timeout.
-func run(t *testing.T, env *weir.Environment) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := env.Execute(ctx, t.Name())
-	if ctx.Err() != nil {
-		t.Fatalf("job did not end in time: %v", err)
-	}
-	return err
-}
-
-// mustRun executes env's job and fails the test on error.
-func mustRun(t *testing.T, env *weir.Environment) {
-	t.Helper()
-	if err := run(t, env); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// quiet is an option that drops the job's log (for jobs meant to fail).
-func quiet() weir.Option {
-	return weir.WithLogger(slog.New(slog.DiscardHandler))
 }
 
 func TestReadTextFileLines(t *testing.T) {
@@ -60,7 +35,7 @@ func TestReadTextFileLines(t *testing.T) {
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	res := weir.Collect(file.ReadTextFile(env, path))
-	mustRun(t, env)
+	jobtest.MustRun(t, env)
 	got := res.Records()
 	want := []string{"first", "second", "", long, "last without newline"}
 	if len(got) != len(want) {
@@ -86,7 +61,7 @@ func TestReadTextFileGlob(t *testing.T) {
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	res := weir.Collect(file.ReadTextFile(env, filepath.Join(dir, "part-*.txt")))
-	mustRun(t, env)
+	jobtest.MustRun(t, env)
 	want := []string{"f0-1", "f0-2", "f1-1", "f1-2", "f2-1", "f2-2"}
 	if got := sorted(res.Values()); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -95,9 +70,9 @@ func TestReadTextFileGlob(t *testing.T) {
 
 func TestReadTextFileMissingFailsJob(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no-such-file.txt")
-	env := weir.NewEnvironment(weir.WithParallelism(1), quiet())
+	env := weir.NewEnvironment(weir.WithParallelism(1), jobtest.Quiet())
 	weir.Collect(file.ReadTextFile(env, path))
-	err := run(t, env)
+	err := jobtest.Run(t, env)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("got %v, want an error naming %s", err, path)
 	}
@@ -143,7 +118,7 @@ func TestReadTextFileDirectory(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			env := weir.NewEnvironment(weir.WithParallelism(2))
 			res := weir.Collect(file.ReadTextFile(env, c.path, c.opts...))
-			mustRun(t, env)
+			jobtest.MustRun(t, env)
 			if got := sorted(res.Values()); !slices.Equal(got, c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
@@ -157,7 +132,7 @@ func TestReadTextFileEmptyGlob(t *testing.T) {
 	pattern := filepath.Join(t.TempDir(), "*.csv")
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	weir.Collect(file.ReadTextFile(env, pattern))
-	err := run(t, env)
+	err := jobtest.Run(t, env)
 	if err == nil || !strings.Contains(err.Error(), "no file matches the pattern") || !strings.Contains(err.Error(), pattern) || !strings.Contains(err.Error(), "invalid job") {
 		t.Fatalf("got %v, want a build error saying the pattern %s matches no file", err, pattern)
 	}
@@ -172,14 +147,14 @@ func TestFileSinkExactlyOnce(t *testing.T) {
 	env.EnableCheckpointing(5 * time.Millisecond)
 	in := weir.Generate(env, 500, 0, func(i int64) string { return fmt.Sprint(i) }, weir.NoWatermarks[string]())
 	file.Sink(in, out, func(s string) []byte { return []byte(s) }).UID("files")
-	mustRun(t, env)
+	jobtest.MustRun(t, env)
 	got, err := file.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env = weir.NewEnvironment(weir.WithParallelism(2))
 	back := weir.Collect(file.ReadTextFile(env, out))
-	mustRun(t, env)
+	jobtest.MustRun(t, env)
 	var want []string
 	for i := range 500 {
 		want = append(want, fmt.Sprint(i))
@@ -196,5 +171,3 @@ func TestFileSinkNilFormat(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-

@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -11,23 +10,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
-// broker returns the address of the test broker (WEIR_KAFKA_BOOTSTRAP,
-// which scripts/test.sh sets after starting scripts/kafka.sh). Without it
-// the test skips, unless WEIR_REQUIRE_SERVICES=1 (the test command), where
-// it fails.
-func broker(t testing.TB) string {
-	t.Helper()
-	addr := os.Getenv("WEIR_KAFKA_BOOTSTRAP")
-	if addr == "" {
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal("WEIR_KAFKA_BOOTSTRAP is not set but WEIR_REQUIRE_SERVICES=1: the test command must start the broker (scripts/kafka.sh start)")
-		}
-		t.Skip("no Kafka broker: run scripts/kafka.sh start and set WEIR_KAFKA_BOOTSTRAP (scripts/test.sh does)")
-	}
-	return addr
-}
+// broker returns the test broker's address (kafkatest.Broker).
+func broker(t testing.TB) string { t.Helper(); return kafkatest.Broker(t) }
 
 var topicSeq atomic.Int64
 
@@ -110,35 +98,14 @@ func readAll(t testing.TB, addr, topic string, committed bool) []*kgo.Record {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var ends kadm.ListedOffsets
-	for {
-		var err error
-		if ends, err = adm.ListEndOffsets(ctx, topic); err != nil {
-			t.Fatal(err)
-		}
-		if !committed {
-			break
-		}
-		// A commit's markers are written after EndTxn returns: wait until
-		// every transaction is decided (the last stable offset reaches the
-		// end), or fail on a transaction left open.
-		stable, err := adm.ListCommittedOffsets(ctx, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		same := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
-				same = false
-			}
-		})
-		if same {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("topic %s: a transaction stays open (last stable offsets %v, ends %v)", topic, stable, ends)
-		case <-time.After(20 * time.Millisecond):
-		}
+	var err error
+	if committed {
+		ends, err = kafkatest.Decided(ctx, adm, topic)
+	} else {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {

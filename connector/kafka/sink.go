@@ -300,7 +300,9 @@ func (s *Sink[T]) OpenSubtask(subtask, parallelism int) error {
 	return nil
 }
 
-func (s *Sink[T]) abortLingering(subtask, parallelism int) error {
+// withClient runs f with a new plain client (raw transaction requests),
+// closed afterwards, and a deadline of two request timeouts.
+func (s *Sink[T]) withClient(f func(ctx context.Context, cl *kgo.Client) error) error {
 	cl, err := s.newClient()
 	if err != nil {
 		return fmt.Errorf("kafka sink: %w", err)
@@ -308,6 +310,14 @@ func (s *Sink[T]) abortLingering(subtask, parallelism int) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.requestTimeout)
 	defer cancel()
+	return f(ctx, cl)
+}
+
+func (s *Sink[T]) abortLingering(subtask, parallelism int) error {
+	return s.withClient(func(ctx context.Context, cl *kgo.Client) error { return s.probe(ctx, cl, subtask, parallelism) })
+}
+
+func (s *Sink[T]) probe(ctx context.Context, cl *kgo.Client, subtask, parallelism int) error {
 	for old := subtask; ; old += parallelism {
 		for slot := 0; ; slot++ {
 			id := s.txnID(old, slot)
@@ -510,27 +520,22 @@ func (s *Sink[T]) Commit(t *Txn) error {
 	if t.Empty || t.TransactionalID == "" {
 		return nil
 	}
-	cl, err := s.newClient()
-	if err != nil {
-		return fmt.Errorf("kafka sink: %w", err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.requestTimeout)
-	defer cancel()
-	req := kmsg.NewPtrEndTxnRequest()
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = t.TransactionalID, t.ProducerID, t.Epoch, true
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidTxnState):
-		return nil // committed before, and the id went on
-	default:
-		return fmt.Errorf("kafka sink: committing the restored transaction of %s (producer %d, epoch %d): %w", t.TransactionalID, t.ProducerID, t.Epoch, err)
-	}
+	return s.withClient(func(ctx context.Context, cl *kgo.Client) error {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = t.TransactionalID, t.ProducerID, t.Epoch, true
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidTxnState):
+			return nil // committed before, and the id went on
+		default:
+			return fmt.Errorf("kafka sink: committing the restored transaction of %s (producer %d, epoch %d): %w", t.TransactionalID, t.ProducerID, t.Epoch, err)
+		}
+	})
 }
 
 func (p *producer) isClosed() bool {

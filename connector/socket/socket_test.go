@@ -3,7 +3,6 @@ package socket_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -16,63 +15,10 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/socket"
+	"github.com/weirstream/weir/internal/jobtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// run executes env's job with a safety-net timeout.
-func run(t *testing.T, env *weir.Environment) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := env.Execute(ctx, t.Name())
-	if ctx.Err() != nil {
-		t.Fatalf("job did not end in time: %v", err)
-	}
-	return err
-}
-
-// mustRun executes env's job and fails the test on error.
-func mustRun(t *testing.T, env *weir.Environment) {
-	t.Helper()
-	if err := run(t, env); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// quiet is an option that drops the job's log (for jobs meant to fail).
-func quiet() weir.Option {
-	return weir.WithLogger(slog.New(slog.DiscardHandler))
-}
-
-// recv waits for a value on ch; it fails the test if the job ends first or
-// nothing arrives within 10 s (a safety net against hangs).
-func recv[T any](t *testing.T, h *weir.JobHandle, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-h.Done():
-		t.Fatalf("job ended while waiting: %v", h.Wait())
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting")
-	}
-	panic("unreachable")
-}
-
-// wait waits for the job to end, with a safety-net timeout.
-func wait(t *testing.T, h *weir.JobHandle) error {
-	t.Helper()
-	select {
-	case <-h.Done():
-		return h.Wait()
-	case <-time.After(10 * time.Second):
-		h.Cancel()
-		<-h.Done()
-		t.Fatalf("job did not end")
-	}
-	return nil
-}
 
 // lineServer accepts connections on 127.0.0.1 and serves them one script
 // each, in order; it counts the connections.
@@ -138,7 +84,7 @@ func TestSocketTextStreamEndsWhenServerCloses(t *testing.T) {
 	srv := newLineServer(t, write("alpha\nbeta\r\n\ngam"), write("never read\n"))
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	res := weir.Collect(socket.TextStream(env, "127.0.0.1", srv.port(), socket.Options{}))
-	mustRun(t, env)
+	jobtest.MustRun(t, env)
 	if got, want := res.Values(), []string{"alpha", "beta", "", "gam"}; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
@@ -152,7 +98,7 @@ func TestSocketTextStreamReconnects(t *testing.T) {
 	srv := newLineServer(t, write("a\nb\n"), write("c\n"), write("d\n"), write("never\n"))
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	res := weir.Collect(socket.TextStream(env, "127.0.0.1", srv.port(), socket.Options{MaxRetries: 2, RetryDelay: time.Millisecond}))
-	mustRun(t, env)
+	jobtest.MustRun(t, env)
 	if got, want := res.Values(), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
@@ -169,9 +115,9 @@ func TestSocketTextStreamConnectFailureFailsJob(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing listens there now
-	env := weir.NewEnvironment(weir.WithParallelism(1), quiet())
+	env := weir.NewEnvironment(weir.WithParallelism(1), jobtest.Quiet())
 	weir.Collect(socket.TextStream(env, "127.0.0.1", port, socket.Options{}))
-	err = run(t, env)
+	err = jobtest.Run(t, env)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:"+strconv.Itoa(port)) || !strings.Contains(err.Error(), "SocketTextStream") {
 		t.Fatalf("got %v, want a failure naming the source and the address", err)
 	}
@@ -197,11 +143,11 @@ func TestSocketTextStreamCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := recv(t, h, got); v != "first" {
+	if v := jobtest.Recv(t, h, got); v != "first" {
 		t.Fatalf("got %q", v)
 	}
 	cancel()
-	if err := wait(t, h); !errors.Is(err, context.Canceled) {
+	if err := jobtest.Wait(t, h); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait after cancel: %v", err)
 	}
 }
@@ -209,7 +155,7 @@ func TestSocketTextStreamCancel(t *testing.T) {
 func TestSocketTextStreamInvalidPort(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	weir.Collect(socket.TextStream(env, "127.0.0.1", 70000, socket.Options{}))
-	if err := run(t, env); err == nil || !strings.Contains(err.Error(), "70000") {
+	if err := jobtest.Run(t, env); err == nil || !strings.Contains(err.Error(), "70000") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestKafkaMode writes sample data with -mode produce and reconciles it
@@ -20,13 +21,7 @@ import (
 // topic must see exactly the batch computation's matches and unmatched
 // orders.
 func TestKafkaMode(t *testing.T) {
-	addr := os.Getenv("WEIR_KAFKA_BOOTSTRAP")
-	if addr == "" {
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal("WEIR_KAFKA_BOOTSTRAP is not set but WEIR_REQUIRE_SERVICES=1")
-		}
-		t.Skip("no Kafka broker (scripts/kafka.sh start; WEIR_KAFKA_BOOTSTRAP)")
-	}
+	addr := kafkatest.Broker(t)
 	const n = 3000
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	topics := "orders-" + suffix + ",payments-" + suffix + ",results-" + suffix
@@ -51,29 +46,9 @@ func TestKafkaMode(t *testing.T) {
 	// The job has ended: every transaction is committed once the last
 	// stable offsets reach the ends.
 	results := "results-" + suffix
-	var ends kadm.ListedOffsets
-	for {
-		if ends, err = adm.ListEndOffsets(ctx, results); err != nil {
-			t.Fatal(err)
-		}
-		stable, err := adm.ListCommittedOffsets(ctx, results)
-		if err != nil {
-			t.Fatal(err)
-		}
-		same := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
-				same = false
-			}
-		})
-		if same {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("a results transaction stays open")
-		case <-time.After(20 * time.Millisecond):
-		}
+	ends, err := kafkatest.Decided(ctx, adm, results)
+	if err != nil {
+		t.Fatal(err)
 	}
 	parts := map[int32]kgo.Offset{}
 	ends.Each(func(o kadm.ListedOffset) { parts[o.Partition] = kgo.NewOffset().AtStart() })

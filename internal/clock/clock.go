@@ -5,6 +5,7 @@ package clock
 
 import (
 	"container/heap"
+	"context"
 	"sync"
 	"time"
 )
@@ -132,4 +133,18 @@ func (q *callbacks) Pop() any {
 	cb.index = -1
 	*q = old[:len(old)-1]
 	return cb
+}
+
+// Sleep waits until clk reaches until or ctx ends (then it returns ctx's
+// error).
+func Sleep(ctx context.Context, clk Clock, until int64) error {
+	ch := make(chan struct{})
+	stop := clk.AfterFunc(until, func() { close(ch) })
+	defer stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

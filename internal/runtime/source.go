@@ -131,6 +131,19 @@ func (s *SourceOperator[T]) SnapshotState(id int64) (OperatorSnapshot, error) {
 // restore takes the split positions of every old subtask.
 func (s *SourceOperator[T]) restore(r *Restored) error {
 	s.restoredPos, s.restoredEnd = map[string][]byte{}, map[string]bool{}
+	return s.eachRestored(r, func(st *sourceState) error {
+		for id, p := range st.Positions {
+			s.restoredPos[id] = p
+		}
+		for _, id := range st.Ended {
+			s.restoredEnd[id] = true
+		}
+		return nil
+	})
+}
+
+// eachRestored decodes the state of every old subtask that had one.
+func (s *SourceOperator[T]) eachRestored(r *Restored, f func(st *sourceState) error) error {
 	for _, data := range r.All {
 		if len(data) == 0 {
 			continue
@@ -139,11 +152,8 @@ func (s *SourceOperator[T]) restore(r *Restored) error {
 		if err := decodeGob(data, &st); err != nil {
 			return fmt.Errorf("source %q: restoring split positions: %w", s.name, err)
 		}
-		for id, p := range st.Positions {
-			s.restoredPos[id] = p
-		}
-		for _, id := range st.Ended {
-			s.restoredEnd[id] = true
+		if err := f(&st); err != nil {
+			return err
 		}
 	}
 	return nil

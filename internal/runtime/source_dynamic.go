@@ -151,14 +151,7 @@ func (s *SourceOperator[T]) restoreDynamic(r *Restored) error {
 	}
 	discovered, any := true, false
 	seen := map[string]bool{}
-	for _, data := range r.All {
-		if len(data) == 0 {
-			continue
-		}
-		var st sourceState
-		if err := decodeGob(data, &st); err != nil {
-			return fmt.Errorf("source %q: restoring splits: %w", s.name, err)
-		}
+	err := s.eachRestored(r, func(st *sourceState) error {
 		any = true
 		discovered = discovered && st.Discovered
 		ended := map[string]bool{}
@@ -191,6 +184,10 @@ func (s *SourceOperator[T]) restoreDynamic(r *Restored) error {
 			s.register(sp, ended[id])
 			d.restored = append(d.restored, sp)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	d.discovered = any && discovered
 	return nil
@@ -422,7 +419,7 @@ func (s *SourceOperator[T]) discover(ctx context.Context, inbox chan message, fi
 		if final {
 			return
 		}
-		if err := sleepOn(ctx, s.clk, s.clk.NowMillis()+interval.Milliseconds()); err != nil {
+		if err := clock.Sleep(ctx, s.clk, s.clk.NowMillis()+interval.Milliseconds()); err != nil {
 			return
 		}
 	}
@@ -432,19 +429,6 @@ func (s *SourceOperator[T]) discover(ctx context.Context, inbox chan message, fi
 // goroutine, whether the first discovery's message was sent.
 func (s *SourceOperator[T]) discoveredOnce() bool { return s.dyn.sentFirst.Load() }
 func (s *SourceOperator[T]) markDiscoveredOnce()  { s.dyn.sentFirst.Store(true) }
-
-// sleepOn waits until clk reaches until or ctx ends.
-func sleepOn(ctx context.Context, clk clock.Clock, until int64) error {
-	ch := make(chan struct{})
-	stop := clk.AfterFunc(until, func() { close(ch) })
-	defer stop()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // discoveryMsg carries discovered splits (or a failure) to the task.
 type discoveryMsg[T any] struct {

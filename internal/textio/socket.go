@@ -89,7 +89,7 @@ func (r *socketReader) Read(ctx context.Context, buf []runtime.Record[string]) (
 		if len(out) > 0 {
 			return out, nil
 		}
-		if err := sleep(ctx, r.s.clk, r.s.clk.NowMillis()+delay.Milliseconds()); err != nil {
+		if err := clock.Sleep(ctx, r.s.clk, r.s.clk.NowMillis()+delay.Milliseconds()); err != nil {
 			return out, err
 		}
 	}
@@ -108,16 +108,4 @@ func (r *socketReader) closeConn() {
 func (r *socketReader) Close() error {
 	r.closeConn()
 	return nil
-}
-
-func sleep(ctx context.Context, clk clock.Clock, until int64) error {
-	ch := make(chan struct{})
-	stop := clk.AfterFunc(until, func() { close(ch) })
-	defer stop()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
