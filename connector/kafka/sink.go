@@ -566,10 +566,8 @@ func (s *Sink[T]) Abort(t *Txn) error {
 		err = p.cl.EndTransaction(ctx, kgo.TryAbort)
 	}
 	s.release(t)
-	if err != nil {
-		// The transaction times out on the broker, or the next attempt's
-		// OpenSubtask aborts it.
-		return nil
-	}
+	// An abort that fails is not an error: the broker times the
+	// transaction out, or the next attempt's OpenSubtask aborts it.
+	_ = err
 	return nil
 }

@@ -78,8 +78,8 @@ func WithStartingOffsets(o Offsets) Option { return func(c *config) { c.start = 
 // offset stop resolves when the partition is assigned (exclusive), then
 // ends; when all have, the source ends, so the same job can backfill and
 // finish. Latest() stops at the end of each partition at the job's start.
-// Partition discovery is off unless WithPartitionDiscovery is given... and
-// then ignored: a bounded source discovers once.
+// A bounded source discovers its partitions once, at the start
+// (WithPartitionDiscovery is ignored), as Flink's.
 func WithBounded(stop Offsets) Option { return func(c *config) { c.stop = &stop } }
 
 // WithPartitionDiscovery sets how often the source looks for new partitions
