@@ -20,7 +20,7 @@ at_exit() {
 # it through WEIR_KAFKA_BOOTSTRAP and, with WEIR_REQUIRE_SERVICES=1, fail
 # instead of skipping when it is missing.
 mkdir -p .cache
-scripts/kafka.sh start >.cache/kafka-start.out 2>&1 &
+scripts/kafka.sh start >.cache/kafka-start.out 2>.cache/kafka-start.err &
 kafka_start=$!
 at_exit 'scripts/kafka.sh stop'
 export WEIR_REQUIRE_SERVICES=1
@@ -43,11 +43,18 @@ if command -v mvn >/dev/null 2>&1; then
 fi
 # --- Kafka: wait for the broker ---------------------------------------------
 if ! wait "$kafka_start"; then
-  cat .cache/kafka-start.out >&2
+  cat .cache/kafka-start.err .cache/kafka-start.out >&2
   echo "the Kafka broker did not start" >&2
   exit 1
 fi
-export "$(tail -n1 .cache/kafka-start.out)"
+# Only the variable: Maven's output (on stderr) may carry terminal codes.
+bootstrap=$(grep -o 'WEIR_KAFKA_BOOTSTRAP=[0-9A-Za-z.:-]*' .cache/kafka-start.out | tail -n1)
+if [ -z "$bootstrap" ]; then
+  cat .cache/kafka-start.err .cache/kafka-start.out >&2
+  echo "the Kafka broker script printed no address" >&2
+  exit 1
+fi
+export "$bootstrap"
 echo "== Kafka broker at $WEIR_KAFKA_BOOTSTRAP"
 # --- end Kafka ---------------------------------------------------------------
 echo "== go test -tags invariants (the engine's costly self-checks on)"
