@@ -66,7 +66,7 @@ type S3Config struct {
 	// credentials file ($AWS_SHARED_CREDENTIALS_FILE or
 	// ~/.aws/credentials, profile $AWS_PROFILE), then an IAM role: web
 	// identity ($AWS_WEB_IDENTITY_TOKEN_FILE and $AWS_ROLE_ARN, as on
-	// Kubernetes; STS at $AWS_ENDPOINT_URL_STS if set), ECS or EKS
+	// Kubernetes, through AWS STS), ECS or EKS
 	// container credentials ($AWS_CONTAINER_CREDENTIALS_RELATIVE_URI,
 	// $AWS_CONTAINER_CREDENTIALS_FULL_URI), else the EC2 instance
 	// metadata service (unless $AWS_EC2_METADATA_DISABLED is "true").
@@ -205,12 +205,8 @@ func (cfg S3Config) credentials() (*credentials.Credentials, func() bool) {
 	if k.AccessKeyID != "" || k.SecretAccessKey != "" {
 		return credentials.NewStaticV4(k.AccessKeyID, k.SecretAccessKey, k.SessionToken), nil
 	}
-	iam := &credentials.IAM{}
-	if os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "" {
-		iam.Endpoint = os.Getenv("AWS_ENDPOINT_URL_STS")
-	}
 	chain := credentials.NewChainCredentials([]credentials.Provider{
-		&credentials.EnvAWS{}, &credentials.FileAWSCredentials{}, roleProvider{iam},
+		&credentials.EnvAWS{}, &credentials.FileAWSCredentials{}, roleProvider{&credentials.IAM{}},
 	})
 	return chain, func() bool {
 		v, err := chain.GetWithContext(nil)
