@@ -25,7 +25,9 @@ import (
 const fixtureN = 4000
 
 // numbers is a source of 0..n-1 whose first run holds after limit
-// numbers until it is stopped.
+// numbers until it is stopped. It looks like rescale_test.go's
+// gatedSource but must stay as it is: its split id and position encoding
+// are in the fixtures.
 type numbers struct {
 	n, limit int64
 	reached  chan struct{}

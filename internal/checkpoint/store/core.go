@@ -665,6 +665,50 @@ func (c *core) delete(ctx context.Context, id int64) error {
 	return nil
 }
 
+// coreStore implements Store on a core; Local and S3 embed it.
+type coreStore struct{ c *core }
+
+// Begin implements Store.
+func (s coreStore) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
+	return s.c.begin(ctx, id, kind)
+}
+
+// Latest implements Store.
+func (s coreStore) Latest(ctx context.Context) (*Manifest, error) { return s.c.latest(ctx) }
+
+// Open implements Store.
+func (s coreStore) Open(ctx context.Context, id int64) (*Manifest, error) { return s.c.open(ctx, id) }
+
+// ReadFile implements Store.
+func (s coreStore) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return s.c.readFile(ctx, m, name)
+}
+
+// ReadShared implements Store.
+func (s coreStore) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return s.c.readShared(ctx, m, name)
+}
+
+// VerifyShared implements Store.
+func (s coreStore) VerifyShared(ctx context.Context, m *Manifest, name string) error {
+	return s.c.verifyShared(ctx, m, name)
+}
+
+// CopyShared implements Store: a local store links the file when it can,
+// otherwise (and always from S3) it is streamed into dst.
+func (s coreStore) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
+	return s.c.copyShared(ctx, m, name, dst)
+}
+
+// List implements Store.
+func (s coreStore) List(ctx context.Context) ([]Entry, error) { return s.c.list(ctx) }
+
+// Retain implements Store.
+func (s coreStore) Retain(ctx context.Context, n int) error { return s.c.retain(ctx, n) }
+
+// Delete implements Store.
+func (s coreStore) Delete(ctx context.Context, id int64) error { return s.c.delete(ctx, id) }
+
 // writer implements Writer for both stores.
 type writer struct {
 	c    *core

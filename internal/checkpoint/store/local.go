@@ -16,7 +16,7 @@ import (
 // manifest, which is written last with write-temp, fsync, rename, fsync-dir.
 // See FORMAT.md.
 type Local struct {
-	c *core
+	coreStore
 }
 
 var _ Store = (*Local)(nil)
@@ -51,33 +51,8 @@ func NewLocal(dir string, opts ...Option) (*Local, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("checkpoint store: checkpoint directory %s is not a directory", root)
 	}
-	return &Local{c: newCore(&localBackend{fs: fsys, root: root}, o.logger)}, nil
+	return &Local{coreStore{newCore(&localBackend{fs: fsys, root: root}, o.logger)}}, nil
 }
-
-// Begin implements Store.
-func (l *Local) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
-	return l.c.begin(ctx, id, kind)
-}
-
-// Latest implements Store.
-func (l *Local) Latest(ctx context.Context) (*Manifest, error) { return l.c.latest(ctx) }
-
-// Open implements Store.
-func (l *Local) Open(ctx context.Context, id int64) (*Manifest, error) { return l.c.open(ctx, id) }
-
-// ReadFile implements Store.
-func (l *Local) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return l.c.readFile(ctx, m, name)
-}
-
-// List implements Store.
-func (l *Local) List(ctx context.Context) ([]Entry, error) { return l.c.list(ctx) }
-
-// Retain implements Store.
-func (l *Local) Retain(ctx context.Context, n int) error { return l.c.retain(ctx, n) }
-
-// Delete implements Store.
-func (l *Local) Delete(ctx context.Context, id int64) error { return l.c.delete(ctx, id) }
 
 // localBackend stores checkpoints as directories under root.
 type localBackend struct {
@@ -241,21 +216,6 @@ func (b *localBackend) remove(ctx context.Context, dir string) error {
 		return err
 	}
 	return b.fs.SyncDir(b.root)
-}
-
-// ReadShared implements Store.
-func (l *Local) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return l.c.readShared(ctx, m, name)
-}
-
-// VerifyShared implements Store.
-func (l *Local) VerifyShared(ctx context.Context, m *Manifest, name string) error {
-	return l.c.verifyShared(ctx, m, name)
-}
-
-// CopyShared implements Store.
-func (l *Local) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
-	return l.c.copyShared(ctx, m, name, dst)
 }
 
 // canLink reports whether the store is on the operating system's file

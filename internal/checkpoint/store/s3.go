@@ -34,7 +34,7 @@ import (
 // without deadline, S3Config.RetryFor has passed. A download cut off
 // midway resumes where it stopped.
 type S3 struct {
-	c *core
+	coreStore
 }
 
 var _ Store = (*S3)(nil)
@@ -100,48 +100,8 @@ func NewS3(cfg S3Config, bucket, prefix string, opts ...Option) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &S3{c: newCore(b, o.logger)}, nil
+	return &S3{coreStore{newCore(b, o.logger)}}, nil
 }
-
-// Begin implements Store.
-func (s *S3) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
-	return s.c.begin(ctx, id, kind)
-}
-
-// Latest implements Store.
-func (s *S3) Latest(ctx context.Context) (*Manifest, error) { return s.c.latest(ctx) }
-
-// Open implements Store.
-func (s *S3) Open(ctx context.Context, id int64) (*Manifest, error) { return s.c.open(ctx, id) }
-
-// ReadFile implements Store.
-func (s *S3) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return s.c.readFile(ctx, m, name)
-}
-
-// ReadShared implements Store.
-func (s *S3) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return s.c.readShared(ctx, m, name)
-}
-
-// VerifyShared implements Store.
-func (s *S3) VerifyShared(ctx context.Context, m *Manifest, name string) error {
-	return s.c.verifyShared(ctx, m, name)
-}
-
-// CopyShared implements Store: the object is streamed into dst.
-func (s *S3) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
-	return s.c.copyShared(ctx, m, name, dst)
-}
-
-// List implements Store.
-func (s *S3) List(ctx context.Context) ([]Entry, error) { return s.c.list(ctx) }
-
-// Retain implements Store.
-func (s *S3) Retain(ctx context.Context, n int) error { return s.c.retain(ctx, n) }
-
-// Delete implements Store.
-func (s *S3) Delete(ctx context.Context, id int64) error { return s.c.delete(ctx, id) }
 
 type s3Backend struct {
 	cl       *minio.Client

@@ -185,10 +185,17 @@ func TestS3CommitFails(t *testing.T) {
 	}
 	wantLatest(t, s3Store(t, srv.Endpoint, srv, prefix, WithLogger(log)), 1)
 	wantWarning(t, logs, 2, "incomplete")
+	wantAborted(t, w, srv, prefix+"/chk-2/")
+}
+
+// wantAborted aborts w and checks that nothing is left under the key
+// prefix dir.
+func wantAborted(t *testing.T, w Writer, srv *s3test.Server, dir string) {
+	t.Helper()
 	if err := w.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if keys := srv.Keys(prefix + "/chk-2/"); len(keys) != 0 {
+	if keys := srv.Keys(dir); len(keys) != 0 {
 		t.Fatalf("Abort left %q", keys)
 	}
 }
@@ -488,12 +495,7 @@ func TestS3FailedMultipartLeavesNothing(t *testing.T) {
 	fresh := s3Store(t, srv.Endpoint, srv, prefix)
 	wantLatest(t, fresh, 1)
 	wantList(t, fresh, cp(1))
-	if err := w.Abort(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if keys := srv.Keys(prefix + "/chk-2/"); len(keys) != 0 {
-		t.Fatalf("Abort left %q", keys)
-	}
+	wantAborted(t, w, srv, prefix+"/chk-2/")
 }
 
 // TestS3CredentialChain: without static keys the store finds credentials
