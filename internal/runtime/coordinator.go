@@ -307,9 +307,14 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 
 func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now int64) {
 	// Storing the checkpoint is part of it: it may take what is left of
-	// the timeout (a store retries transient failures until then).
+	// the timeout (a store retries transient failures until then), or
+	// the whole timeout if the clock is already past it (a manual clock
+	// that jumped before the expiry was looked at).
 	left := time.Duration(p.started+c.cfg.Timeout.Milliseconds()-now) * time.Millisecond
-	pctx, cancel := context.WithTimeout(ctx, max(left, time.Millisecond))
+	if left <= 0 {
+		left = c.cfg.Timeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	if p.sp != nil {
 		c.pending = nil
