@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
 )
@@ -65,27 +65,32 @@ func (s *logSwitch) WithGroup(name string) slog.Handler { return s.handler().Wit
 // missing). The on-disk format is documented in
 // internal/checkpoint/store/FORMAT.md.
 func NewDirCheckpointStore(dir string) (CheckpointStore, error) {
+	return NewCheckpointStore(dir, S3Options{})
+}
+
+// NewCheckpointStore keeps checkpoints at location, as Flink's checkpoint
+// storage takes a path: a local directory ("/ckpt", "file:///ckpt";
+// created if missing) or an S3-compatible object store
+// ("s3://bucket/prefix", reached as s3 says; its zero value means AWS with
+// the standard credential chain). The format is the same in both
+// (internal/checkpoint/store/FORMAT.md): the manifest is written last, so
+// a failure or crash never leaves a checkpoint that looks complete.
+func NewCheckpointStore(location string, s3 S3Options) (CheckpointStore, error) {
+	loc, err := store.ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
 	ls := &logSwitch{}
-	s, err := store.NewLocal(dir, store.WithCreateDir(), store.WithLogger(slog.New(ls)))
+	s, err := loc.NewStore(s3.config(), store.WithCreateDir(), store.WithLogger(slog.New(ls)))
 	if err != nil {
 		return nil, err
 	}
 	return &durableStore{s: s, log: ls}, nil
 }
 
-// S3Credentials are the access keys of an S3-compatible store.
-type S3Credentials = store.Credentials
-
-// NewS3CheckpointStore keeps checkpoints in an S3-compatible object store
-// under bucket/prefix (path-style requests, AWS Signature V4).
-func NewS3CheckpointStore(endpoint, bucket, prefix string, creds S3Credentials, client *http.Client) (CheckpointStore, error) {
-	ls := &logSwitch{}
-	s, err := store.NewS3(endpoint, bucket, prefix, creds, client, store.WithLogger(slog.New(ls)))
-	if err != nil {
-		return nil, err
-	}
-	return &durableStore{s: s, log: ls}, nil
-}
+// abortTimeout bounds the removal of a checkpoint that could not be
+// stored.
+const abortTimeout = 30 * time.Second
 
 // fileName turns a UID into a safe file-name part.
 func fileName(uid string) string {
@@ -113,7 +118,14 @@ func (d *durableStore) save(ctx context.Context, cp *Checkpoint, kind store.Kind
 	if err != nil {
 		return nil, err
 	}
-	defer w.Abort(ctx)
+	defer func() {
+		// Clean up even when ctx (the checkpoint timeout) has ended.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		defer cancel()
+		if err := w.Abort(actx); err != nil && d.log != nil {
+			slog.New(d.log).Warn("could not remove a failed checkpoint; retention or the next attempt removes it", "checkpoint", cp.ID, "err", err)
+		}
+	}()
 	m := store.Manifest{JobID: d.jobID}
 	uids := make([]string, 0, len(cp.Operators))
 	for uid := range cp.Operators {

@@ -27,6 +27,8 @@ type checkpointConfig struct {
 	alignedTimeout time.Duration
 	// savepointDir: DefaultSavepointDir (savepoint_target.go)
 	savepointDir string
+	// storage: CheckpointStorage
+	storage string
 }
 
 // RestoreFromLatest starts the job from the latest completed checkpoint in
@@ -53,6 +55,16 @@ func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.exact
 // in memory, which survives task failures within one process only).
 func WithCheckpointStore(s CheckpointStore) CheckpointOption {
 	return func(c *checkpointConfig) { c.store = s }
+}
+
+// CheckpointStorage keeps completed checkpoints at location, as Flink's
+// checkpoint storage (execution.checkpointing.dir): a local directory
+// ("/ckpt", "file:///ckpt") or "s3://bucket/prefix", reached as WithS3
+// says (AWS with the standard credential chain without it). It is
+// NewCheckpointStore(location, ...) given to WithCheckpointStore; an
+// invalid location fails the job when it is built.
+func CheckpointStorage(location string) CheckpointOption {
+	return func(c *checkpointConfig) { c.storage = location }
 }
 
 // RetainCheckpoints keeps the last n completed checkpoints (default 1).
@@ -93,7 +105,17 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	if c.timeout <= 0 || c.minPause < 0 || c.retain < 1 || c.tolerable < 0 {
 		e.fail(fmt.Errorf("invalid checkpoint settings: timeout %v, min pause %v, retained %d, tolerable failures %d", c.timeout, c.minPause, c.retain, c.tolerable))
 	}
-	if c.store == nil {
+	switch {
+	case c.storage != "" && c.store != nil:
+		e.fail(fmt.Errorf("checkpoint storage %q and WithCheckpointStore both given: use one", c.storage))
+	case c.storage != "":
+		st, err := NewCheckpointStore(c.storage, e.s3Options())
+		if err != nil {
+			e.fail(fmt.Errorf("checkpoint storage: %w", err))
+			st = NewMemoryCheckpointStore()
+		}
+		c.store = st
+	case c.store == nil:
 		c.store = NewMemoryCheckpointStore()
 	}
 	if d, ok := c.store.(*durableStore); ok {

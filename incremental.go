@@ -16,9 +16,10 @@ import (
 
 // Incremental checkpoints of the Pebble state backend, as Flink's RocksDB
 // incremental checkpoints. With the Pebble backend and a durable
-// checkpoint store (NewDirCheckpointStore, NewS3CheckpointStore), a keyed
-// operator's snapshot at the barrier is a staged Pebble checkpoint (flush,
-// then hard links into a staging directory: pebblestate.Stage) plus its
+// checkpoint store (a directory or S3: CheckpointStorage,
+// NewCheckpointStore), a keyed operator's snapshot at the barrier is a
+// staged Pebble checkpoint (flush, then hard links into a staging
+// directory: pebblestate.Stage) plus its
 // timers per key group as usual; the store, on the coordinator, uploads
 // the staged SST files that no stored checkpoint has yet as shared files
 // and references the others (store.Writer.ReuseShared). A restore lays the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,14 +54,12 @@ func (g *growingState) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector
 // incrementalJob builds the keyed job of the incremental-checkpoint tests:
 // n records, the first half each with its own key (the state grows), the
 // second half over hot keys only (small updates to a big state), the
-// Pebble backend, checkpoints every 20 ms to the directory store cps; onRecord, if
+// Pebble backend, checkpoints every 20 ms to the store at cps (a directory
+// or an s3:// location, see checkpointStoreAt); onRecord, if
 // set, runs for every result before the sink (a failure injector).
 func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int64, retain int, log *slog.Logger, onRecord func(string)) *weir.Environment {
 	t.Helper()
-	st, err := weir.NewDirCheckpointStore(cps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := checkpointStoreAt(t, cps)
 	opts := []weir.Option{weir.WithParallelism(p), weir.WithBufferSize(64),
 		weir.WithStateBackend(weir.PebbleStateBackend(stateDir))}
 	if log != nil {
@@ -97,20 +96,27 @@ func committedSorted(t *testing.T, dir string) []string {
 	return lines
 }
 
-func openStore(t *testing.T, dir string, log *slog.Logger) *store.Local {
+// openStore opens the store at cps (a directory or an s3:// location, see
+// checkpointStoreAt), as a new process would.
+func openStore(t *testing.T, cps string, log *slog.Logger) store.Store {
 	t.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s, err := store.NewLocal(dir, store.WithLogger(log))
+	loc, err := store.ParseLocation(cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := loc.NewStore(storeS3Config(t, loc), store.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// manifests returns the manifests of the stored checkpoints, oldest first.
-func manifests(t *testing.T, s *store.Local) []*store.Manifest {
+// manifests returns the manifests of the stored checkpoints, oldest first
+// (skipping those that retention deletes as they are read).
+func manifests(t *testing.T, s store.Store) []*store.Manifest {
 	t.Helper()
 	es, err := s.List(context.Background())
 	if err != nil {
@@ -119,6 +125,9 @@ func manifests(t *testing.T, s *store.Local) []*store.Manifest {
 	var out []*store.Manifest
 	for _, e := range es {
 		m, err := s.Open(context.Background(), e.ID)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrIncomplete) {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,73 +158,90 @@ func TestIncrementalCheckpointsEndToEnd(t *testing.T) {
 		p1, p2 int
 	}{{"same-parallelism", 2, 2}, {"scale-up", 2, 3}, {"scale-down", 3, 1}} {
 		t.Run(c.name, func(t *testing.T) {
-			cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
-			var seenManifests []*store.Manifest
-			// The failure is injected once a later checkpoint uploaded
-			// much less than the state it references.
-			inject, failed := failOnceWhen(t, cps, 3*n/4, "injected failure after incremental checkpoints", func(ms []*store.Manifest) bool {
-				if len(ms) < 3 {
-					return false
+			cps := t.TempDir()
+			incrementalFailover(t, cps, c.p1, c.p2, n, keys, want, func() []string {
+				files, err := os.ReadDir(filepath.Join(cps, "shared"))
+				if err != nil {
+					t.Fatal(err)
 				}
-				for _, m := range ms[1:] {
-					if m.SharedBytes() > 1<<20 && m.UploadedBytes()*4 < m.SharedBytes() {
-						seenManifests = ms
-						return true
-					}
+				var names []string
+				for _, f := range files {
+					names = append(names, f.Name())
 				}
-				return false
+				return names
 			})
-			err := incrementalJob(t, c.p1, cps, stateDir, out, n, keys, 3, nil, inject).Execute(t.Context(), "failing")
-			if err == nil || !failed.Load() {
-				t.Fatalf("the job ended (err %v) before any checkpoint uploaded less than a quarter of the state it references", err)
-			}
-			// The stored checkpoints are incremental.
-			for _, m := range seenManifests {
-				op := m.Operator("grow")
-				if op == nil || len(op.Subtasks) == 0 || op.Subtasks[0].DB == nil {
-					t.Fatalf("checkpoint %d: operator grow has no database files: %+v", m.ID, op)
-				}
-				t.Logf("checkpoint %d: uploaded %d bytes, references %d bytes of shared files (%d files)", m.ID, m.UploadedBytes(), m.SharedBytes(), len(m.Shared))
-			}
-			if err := incrementalJob(t, c.p2, cps, stateDir, out, n, keys, 3, nil, nil).Execute(t.Context(), "restored"); err != nil {
-				t.Fatal(err)
-			}
-			if got := committedSorted(t, out); !slices.Equal(got, want) {
-				t.Fatalf("restored run committed %d lines, the fault-free run %d; first difference: %s", len(got), len(want), firstDiff(got, want))
-			}
-			// Staged checkpoints and databases are gone, and the store
-			// keeps only the shared files its checkpoints reference.
-			if left, _ := os.ReadDir(stateDir); len(left) != 0 {
-				t.Fatalf("state directory holds %d entries after the jobs", len(left))
-			}
-			// A checkpoint cut short as the job ended may have left shared
-			// files no manifest references: retention (here by a new
-			// process) collects them.
-			reopened := openStore(t, cps, nil)
-			if err := reopened.Retain(t.Context(), 3); err != nil {
-				t.Fatal(err)
-			}
-			ms := manifests(t, reopened)
-			refs := map[string]bool{}
-			for _, m := range ms {
-				for name := range m.Shared {
-					refs[name] = true
-				}
-			}
-			files, err := os.ReadDir(filepath.Join(cps, "shared"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range files {
-				if !refs[f.Name()] {
-					t.Fatalf("shared file %s is referenced by no retained checkpoint", f.Name())
-				}
-				delete(refs, f.Name())
-			}
-			if len(refs) > 0 {
-				t.Fatalf("retained checkpoints reference missing shared files %v", refs)
-			}
 		})
+	}
+}
+
+// incrementalFailover runs incrementalJob with checkpoints to the store
+// at cps at parallelism p1, fails it once a later checkpoint uploaded
+// much less than the state it references, restores it at p2 and checks
+// that the committed output is want, that the checkpoints were
+// incremental, and that after retention the store keeps exactly the
+// shared files (as sharedFiles lists them) its checkpoints reference.
+func incrementalFailover(t *testing.T, cps string, p1, p2 int, n, keys int64, want []string, sharedFiles func() []string) {
+	stateDir, out := t.TempDir(), t.TempDir()
+	var seenManifests []*store.Manifest
+	// The failure is injected once a later checkpoint uploaded
+	// much less than the state it references.
+	inject, failed := failOnceWhen(t, cps, 3*n/4, "injected failure after incremental checkpoints", func(ms []*store.Manifest) bool {
+		if len(ms) < 3 {
+			return false
+		}
+		for _, m := range ms[1:] {
+			if m.SharedBytes() > 1<<20 && m.UploadedBytes()*4 < m.SharedBytes() {
+				seenManifests = ms
+				return true
+			}
+		}
+		return false
+	})
+	err := incrementalJob(t, p1, cps, stateDir, out, n, keys, 3, nil, inject).Execute(t.Context(), "failing")
+	if err == nil || !failed.Load() {
+		t.Fatalf("the job ended (err %v) before any checkpoint uploaded less than a quarter of the state it references", err)
+	}
+	// The stored checkpoints are incremental.
+	for _, m := range seenManifests {
+		op := m.Operator("grow")
+		if op == nil || len(op.Subtasks) == 0 || op.Subtasks[0].DB == nil {
+			t.Fatalf("checkpoint %d: operator grow has no database files: %+v", m.ID, op)
+		}
+		t.Logf("checkpoint %d: uploaded %d bytes, references %d bytes of shared files (%d files)", m.ID, m.UploadedBytes(), m.SharedBytes(), len(m.Shared))
+	}
+	if err := incrementalJob(t, p2, cps, stateDir, out, n, keys, 3, nil, nil).Execute(t.Context(), "restored"); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedSorted(t, out); !slices.Equal(got, want) {
+		t.Fatalf("restored run committed %d lines, the fault-free run %d; first difference: %s", len(got), len(want), firstDiff(got, want))
+	}
+	// Staged checkpoints and databases are gone, and the store
+	// keeps only the shared files its checkpoints reference.
+	if left, _ := os.ReadDir(stateDir); len(left) != 0 {
+		t.Fatalf("state directory holds %d entries after the jobs", len(left))
+	}
+	// A checkpoint cut short as the job ended may have left shared
+	// files no manifest references: retention (here by a new
+	// process) collects them.
+	reopened := openStore(t, cps, nil)
+	if err := reopened.Retain(t.Context(), 3); err != nil {
+		t.Fatal(err)
+	}
+	ms := manifests(t, reopened)
+	refs := map[string]bool{}
+	for _, m := range ms {
+		for name := range m.Shared {
+			refs[name] = true
+		}
+	}
+	for _, f := range sharedFiles() {
+		if !refs[f] {
+			t.Fatalf("shared file %s is referenced by no retained checkpoint", f)
+		}
+		delete(refs, f)
+	}
+	if len(refs) > 0 {
+		t.Fatalf("retained checkpoints reference missing shared files %v", refs)
 	}
 }
 

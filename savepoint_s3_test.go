@@ -8,22 +8,27 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/checkpoint/store/s3fake"
+	"github.com/weirstream/weir/internal/s3test"
 )
 
-func s3Options(f *s3fake.Server) weir.S3Options {
-	return weir.S3Options{
-		Endpoint: f.URL(), Region: f.Region, Client: f.Client(),
-		Credentials: weir.S3Credentials{AccessKeyID: f.AccessKeyID, SecretAccessKey: f.SecretAccessKey},
+// s3Server returns the test command's S3 server, the options that reach it
+// and an s3:// location of its own for the test.
+func s3Server(t *testing.T) (*s3test.Server, weir.S3Options, string) {
+	t.Helper()
+	srv := s3test.Require(t)
+	o := weir.S3Options{
+		Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
+		Credentials: weir.S3Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
 	}
+	return srv, o, "s3://" + srv.Bucket + "/" + srv.Prefix()
 }
 
-// TestSavepointsInS3 takes savepoints of a running job into an
-// S3-compatible store (the fake): one to an explicit s3:// target while the
-// job runs, then stop-with-savepoint to the DefaultSavepointDir; reads them
-// back with ReadSavepoint, by their own path and by their root; and
-// restores the job from the second at parallelism 3 (it was taken at 1):
-// the output equals an uninterrupted run.
+// TestSavepointsInS3 takes savepoints of a running job into the S3 server:
+// one to an explicit s3:// target while the job runs, then
+// stop-with-savepoint to the DefaultSavepointDir; reads them back with
+// ReadSavepoint, by their own path and by their root; and restores the job
+// from the second at parallelism 3 (it was taken at 1): the output equals
+// an uninterrupted run.
 func TestSavepointsInS3(t *testing.T) {
 	const n = 3000
 	ref := t.TempDir()
@@ -34,12 +39,11 @@ func TestSavepointsInS3(t *testing.T) {
 	}
 	want := committed(t, filepath.Join(ref, "s"), filepath.Join(ref, "j"))
 
-	f := s3fake.New(t)
-	s3 := s3Options(f)
+	srv, s3, root := s3Server(t)
 	dir := t.TempDir()
 	sums, joins := filepath.Join(dir, "s"), filepath.Join(dir, "j")
 	env = weir.NewEnvironment(weir.WithParallelism(1), weir.WithBufferSize(16), weir.WithS3(s3))
-	env.EnableCheckpointing(time.Hour, weir.DefaultSavepointDir("s3://ckpt/savepoints"))
+	env.EnableCheckpointing(time.Hour, weir.DefaultSavepointDir(root+"/savepoints"))
 	src := &gatedSource{n: n, limit: n / 2, reached: make(chan struct{})}
 	rescaleJob(env, src, sums, joins, "sums")
 	h, err := env.ExecuteAsync(t.Context(), "first")
@@ -54,17 +58,17 @@ func TestSavepointsInS3(t *testing.T) {
 	for _, c := range []struct{ target, want string }{
 		{"gs://ckpt/sp", `scheme "gs" is not supported`},
 		{"s3:///sp", "names no bucket"},
-		{"s3://other/sp", "NoSuchBucket"},
+		{"s3://no-such-bucket-weir/sp", "NoSuchBucket"},
 	} {
 		if _, err := h.TriggerSavepoint(t.Context(), c.target); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("savepoint to %s: err %v, want one saying %q", c.target, err, c.want)
 		}
 	}
-	adhoc, err := h.TriggerSavepoint(t.Context(), "s3://ckpt/adhoc/")
+	adhoc, err := h.TriggerSavepoint(t.Context(), root+"/adhoc/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(adhoc, "s3://ckpt/adhoc/savepoint-") {
+	if !strings.HasPrefix(adhoc, root+"/adhoc/savepoint-") {
 		t.Fatalf("savepoint path %q", adhoc)
 	}
 	path, err := h.StopWithSavepoint(t.Context(), "")
@@ -74,12 +78,12 @@ func TestSavepointsInS3(t *testing.T) {
 	if err := h.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(path, "s3://ckpt/savepoints/savepoint-") {
+	if !strings.HasPrefix(path, root+"/savepoints/savepoint-") {
 		t.Fatalf("stop-with-savepoint path %q, want one in the DefaultSavepointDir", path)
 	}
-	key := strings.TrimPrefix(path, "s3://ckpt/") + "/_manifest.json"
-	if !slices.Contains(f.Keys(), key) {
-		t.Fatalf("no object %s in the bucket: %v", key, f.Keys())
+	key := strings.TrimPrefix(path, "s3://"+srv.Bucket+"/") + "/_manifest.json"
+	if _, ok := srv.Get(key); !ok {
+		t.Fatalf("no object %s in the bucket", key)
 	}
 
 	sp, err := weir.ReadSavepoint(t.Context(), path, weir.ReadWithS3(s3))
@@ -89,16 +93,13 @@ func TestSavepointsInS3(t *testing.T) {
 	if len(sp.Operators["sums"]) != 1 || len(sp.Operators["sums"][0].KeyGroups) == 0 {
 		t.Fatalf("savepoint %d: operator sums has %d subtasks, want 1 with keyed state", sp.ID, len(sp.Operators["sums"]))
 	}
-	if root, err := weir.ReadSavepoint(t.Context(), "s3://ckpt/savepoints", weir.ReadWithS3(s3)); err != nil || root.ID != sp.ID {
-		t.Fatalf("the root stands for savepoint %v (err %v), want %d", root, err, sp.ID)
+	if r, err := weir.ReadSavepoint(t.Context(), root+"/savepoints", weir.ReadWithS3(s3)); err != nil || r.ID != sp.ID {
+		t.Fatalf("the root stands for savepoint %v (err %v), want %d", r, err, sp.ID)
 	}
 	if first, err := weir.ReadSavepoint(t.Context(), adhoc, weir.ReadWithS3(s3)); err != nil || first.ID >= sp.ID {
 		t.Fatalf("the savepoint at %s: %v (err %v)", adhoc, first, err)
 	}
-	if _, err := weir.ReadSavepoint(t.Context(), path); err == nil || !strings.Contains(err.Error(), "WithS3") {
-		t.Fatalf("reading an s3:// path without ReadWithS3: err %v", err)
-	}
-	if _, err := weir.ReadSavepoint(t.Context(), "s3://ckpt/nothing", weir.ReadWithS3(s3)); err == nil || !strings.Contains(err.Error(), "no savepoint or checkpoint") {
+	if _, err := weir.ReadSavepoint(t.Context(), root+"/nothing", weir.ReadWithS3(s3)); err == nil || !strings.Contains(err.Error(), "no savepoint or checkpoint") {
 		t.Fatalf("reading an empty prefix: err %v", err)
 	}
 

@@ -19,8 +19,8 @@ import (
 // Savepoints, and checkpoints in the in-memory store, hold full
 // per-key-group snapshots in the same format for both backends, so a job
 // can be restored with the other backend or at another parallelism; with
-// the Pebble backend and a durable store (NewDirCheckpointStore,
-// NewS3CheckpointStore) checkpoints are incremental (see
+// the Pebble backend and a durable store (a directory or S3:
+// CheckpointStorage, NewCheckpointStore) checkpoints are incremental (see
 // PebbleStateBackend) and restore at any parallelism too.
 type StateBackend interface {
 	stateBackend()

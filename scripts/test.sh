@@ -57,6 +57,14 @@ fi
 export "$bootstrap"
 echo "== Kafka broker at $WEIR_KAFKA_BOOTSTRAP"
 # --- end Kafka ---------------------------------------------------------------
+# --- S3: an S3-compatible server (versitygw, scripts/s3.sh) for the
+# checkpoint-store, savepoint and restore tests; WEIR_S3_* tell them where.
+echo "== S3 server (scripts/s3.sh)"
+at_exit 'scripts/s3.sh stop'
+s3_env=$(scripts/s3.sh start | tail -1)
+eval "$s3_env"
+# --- end S3 ---
+
 echo "== go test -tags invariants (the engine's costly self-checks on)"
 go test -tags invariants -count=1 -timeout 10m ./...
 echo "== go test -race"

@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,26 +20,31 @@ import (
 	"github.com/weirstream/weir/internal/control"
 )
 
-const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir DIR] [--stop] [--timeout D] JOB
-       weir savepoint inspect [--json] [--s3-endpoint URL] [--s3-region R] PATH
+const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir LOCATION] [--stop] [--timeout D] JOB
+       weir savepoint inspect [--json] [--s3-endpoint URL] [--s3-region R] LOCATION
 
 The first form asks the control endpoint of a running job (started with
-weir.WithControlAddress) for a savepoint of JOB into DIR, a directory on the
-job's machine (a relative DIR is taken from the current directory) or an
-s3://bucket/prefix path if the job was given weir.WithS3 (without --dir,
-the job's weir.DefaultSavepointDir), and prints the savepoint's path. --stop stops the job once
-the savepoint is stored (Flink's stop-with-savepoint, without draining).
+weir.WithControlAddress) for a savepoint of JOB into LOCATION: a directory
+on the job's machine (a path, relative to the current directory, or
+file:///dir) or s3://bucket/prefix, which the job reaches as its
+weir.WithS3 says (without --dir: the job's weir.DefaultSavepointDir), and
+prints the savepoint's location. --stop stops the job once the savepoint
+is stored (Flink's stop-with-savepoint, without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
 its parallelism, max parallelism, key groups and sizes, after verifying
 every file's checksum (with the shared files an incremental checkpoint
-references). PATH may be s3://bucket/prefix/...: --s3-endpoint (default
-$AWS_ENDPOINT_URL), --s3-region (default $AWS_REGION) and the credentials
-in $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN. PATH is a savepoint-<id> or chk-<id> directory, or a
-directory holding savepoints (its newest one). --json prints the manifest.
+references). LOCATION is a savepoint-<id> or chk-<id> directory, or a
+directory holding savepoints (its newest one), as a path, file:///dir or
+s3://bucket/prefix/...; for S3, --s3-endpoint (default $AWS_ENDPOINT_URL_S3,
+$AWS_ENDPOINT_URL, else AWS) and --s3-region (default $AWS_REGION), with
+credentials from the standard chain: $AWS_ACCESS_KEY_ID and
+$AWS_SECRET_ACCESS_KEY (and $AWS_SESSION_TOKEN), the shared credentials file
+(~/.aws/credentials, $AWS_PROFILE), web identity or the instance's role.
+--json prints the manifest.
 
 Exit status: 0 done, 1 the savepoint failed or a file is damaged, 2 bad
-arguments, no such job, or no savepoint at PATH.
+arguments, no such job, or no savepoint at LOCATION.
 `
 
 func savepointMain(args []string, stdout, stderr io.Writer) int {
@@ -86,10 +89,16 @@ func savepointMain(args []string, stdout, stderr io.Writer) int {
 	// A relative directory is made absolute (the job's process may have
 	// another working directory); an s3://bucket/prefix target is the
 	// job's to resolve (weir.WithS3); no --dir asks for the job's default.
-	if target != "" && !strings.Contains(target, "://") {
-		if abs, err := filepath.Abs(target); err == nil {
-			target = abs
+	if target != "" {
+		loc, err := store.ParseLocation(target)
+		if err == nil {
+			loc, err = loc.Abs()
 		}
+		if err != nil {
+			fmt.Fprintf(stderr, "weir savepoint: --dir: %v\n", err)
+			return 2
+		}
+		target = loc.String()
 	}
 	path, err := control.TriggerSavepoint(ctx, http.DefaultClient, *addr, fs.Arg(0), target, *stop)
 	if err != nil {
@@ -108,8 +117,8 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("savepoint inspect", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "")
-	endpoint := fs.String("s3-endpoint", firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"), "")
-	region := fs.String("s3-region", firstEnv("AWS_REGION", "AWS_DEFAULT_REGION"), "")
+	endpoint := fs.String("s3-endpoint", "", "")
+	region := fs.String("s3-region", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, savepointUsage)
@@ -152,7 +161,7 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// The shared files an incremental checkpoint references.
 	for _, name := range slices.Sorted(maps.Keys(m.Shared)) {
-		if _, err := s.ReadShared(ctx, m, name); err != nil {
+		if err := s.VerifyShared(ctx, m, name); err != nil {
 			fmt.Fprintf(stderr, "DAMAGED shared/%s: %v\n", name, err)
 			damaged++
 		}
@@ -231,42 +240,13 @@ func size(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// firstEnv returns the first of the environment variables that is set.
-func firstEnv(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // openInspected opens the savepoint or checkpoint at path: a local
-// directory, or an s3://bucket/prefix path read from endpoint with the
-// credentials of the AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-// AWS_SESSION_TOKEN environment variables.
+// directory, or an s3:// location reached at endpoint (empty: as the
+// environment says) with credentials from the standard chain.
 func openInspected(ctx context.Context, path, endpoint, region string) (store.Store, *store.Manifest, error) {
-	p, err := store.ParseS3Path(path)
+	loc, err := store.ParseLocation(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p == nil {
-		return store.OpenPath(ctx, path)
-	}
-	creds := store.Credentials{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
-		SessionToken: os.Getenv("AWS_SESSION_TOKEN")}
-	switch {
-	case endpoint == "":
-		return nil, nil, fmt.Errorf("%s is in S3: give --s3-endpoint (or set AWS_ENDPOINT_URL)", path)
-	case creds.AccessKeyID == "" || creds.SecretAccessKey == "":
-		return nil, nil, fmt.Errorf("%s is in S3: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", path)
-	}
-	var opts []store.Option
-	if region != "" {
-		opts = append(opts, store.WithRegion(region))
-	}
-	parent, base := p.Split()
-	return store.OpenFrom(ctx, path, p.Key, parent, base, func(root string) (store.Store, error) {
-		return store.NewS3(endpoint, p.Bucket, root, creds, http.DefaultClient, opts...)
-	})
+	return store.OpenLocation(ctx, loc, store.S3Config{Endpoint: endpoint, Region: region})
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
-	"github.com/weirstream/weir/internal/checkpoint/store/s3fake"
+	"github.com/weirstream/weir/internal/s3test"
 	"github.com/weirstream/weir/state"
 )
 
@@ -84,6 +84,14 @@ func TestSavepointCommand(t *testing.T) {
 	if code, out, _ = run1("savepoint", "inspect", "--json", dir); code != 0 || !strings.Contains(out, `"kind": "savepoint"`) {
 		t.Fatalf("inspect --json of the parent directory: code %d, %s", code, out)
 	}
+	if code, out, errs = run1("savepoint", "inspect", "file://"+filepath.ToSlash(path)); code != 0 || !strings.Contains(out, "savepoint 1 of job") {
+		t.Fatalf("inspect of a file:// URL: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// A file:// target: the savepoint's location comes back in that form.
+	code, out, errs = run1("savepoint", "--address", addr, "--dir", "file://"+filepath.ToSlash(dir)+"/urls", "counting")
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "file://"+filepath.ToSlash(dir)+"/urls/savepoint-") {
+		t.Fatalf("savepoint to a file:// URL: code %d, stdout %q, stderr %q", code, out, errs)
+	}
 
 	for _, bad := range [][]string{
 		{"savepoint", "--dir", dir, "counting"},
@@ -91,6 +99,7 @@ func TestSavepointCommand(t *testing.T) {
 		{"savepoint", "--address", addr, "--dir", dir},
 		{"savepoint", "--address", addr, "--dir", dir, "--bogus", "counting"},
 		{"savepoint", "--address", addr, "--dir", dir, "no-such-job"},
+		{"savepoint", "--address", addr, "--dir", "gs://bucket/sp", "counting"},
 		{"savepoint", "inspect"},
 		{"savepoint", "inspect", filepath.Join(dir, "savepoint-99")},
 	} {
@@ -100,7 +109,7 @@ func TestSavepointCommand(t *testing.T) {
 	}
 
 	code, out, errs = run1("savepoint", "--address", addr, "--dir", dir, "--stop", "counting")
-	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "savepoint-2") {
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "savepoint-3") {
 		t.Fatalf("stop: code %d, stdout %q, stderr %q", code, out, errs)
 	}
 	if err := h.Wait(); err != nil {
@@ -162,13 +171,16 @@ func TestInspectIncremental(t *testing.T) {
 	}
 }
 
-// TestInspectS3 inspects a savepoint in an S3-compatible store (the s3fake
-// server), by its own path and by its prefix, then a damaged one.
+// TestInspectS3 inspects a savepoint in the S3 server of the test command,
+// by its own location and by its prefix, with credentials from the
+// environment (the standard chain), then without credentials, then a
+// damaged one.
 func TestInspectS3(t *testing.T) {
 	ctx := t.Context()
-	fake := s3fake.New(t)
-	creds := store.Credentials{AccessKeyID: fake.AccessKeyID, SecretAccessKey: fake.SecretAccessKey}
-	s, err := store.NewS3(fake.URL(), fake.Bucket, "team/sp", creds, fake.Client(), store.WithRegion(fake.Region))
+	srv := s3test.Require(t)
+	prefix := srv.Prefix() + "/team/sp"
+	s, err := store.NewS3(store.S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
+		Credentials: store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}}, srv.Bucket, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,24 +201,39 @@ func TestInspectS3(t *testing.T) {
 		code := run(append([]string{"savepoint", "inspect"}, args...), &out, &errs)
 		return code, out.String(), errs.String()
 	}
-	// Without credentials: a clear error.
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	if code, _, errs := inspect("--s3-endpoint", fake.URL(), "s3://ckpt/team/sp"); code != 2 || !strings.Contains(errs, "AWS_ACCESS_KEY_ID") {
-		t.Fatalf("no credentials: code %d, stderr %q", code, errs)
+	loc := "s3://" + srv.Bucket + "/" + prefix
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
+		t.Setenv(v, "")
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", fake.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", fake.SecretAccessKey)
-	t.Setenv("AWS_REGION", fake.Region)
-	for _, path := range []string{"s3://ckpt/team/sp/savepoint-3", "s3://ckpt/team/sp"} {
-		if code, out, errs := inspect("--s3-endpoint", fake.URL(), path); code != 0 || !strings.Contains(out, `savepoint 3 of job "counting"`) || !strings.Contains(out, "counter") {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true") // never the metadata service from a test
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_REGION", srv.Region)
+	for _, path := range []string{loc + "/savepoint-3", loc} {
+		if code, out, errs := inspect("--s3-endpoint", srv.Endpoint, path); code != 0 || !strings.Contains(out, `savepoint 3 of job "counting"`) || !strings.Contains(out, "counter") {
 			t.Fatalf("inspect %s: code %d, stdout:\n%s\nstderr %q", path, code, out, errs)
 		}
 	}
-	fake.Mutate("team/sp/savepoint-3/counter-0.op", func(d []byte) []byte { d[0] ^= 1; return d })
-	if code, _, errs := inspect("--s3-endpoint", fake.URL(), "s3://ckpt/team/sp/savepoint-3"); code != 1 || !strings.Contains(errs, "DAMAGED counter-0.op") {
+	// The endpoint from the environment, as the AWS tools read it.
+	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
+	if code, _, errs := inspect(loc); code != 0 {
+		t.Fatalf("inspect with AWS_ENDPOINT_URL: code %d, stderr %q", code, errs)
+	}
+	// Without credentials: a clear error.
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	if code, _, errs := inspect(loc); code != 2 || !strings.Contains(errs, "no S3 credentials were found") {
+		t.Fatalf("no credentials: code %d, stderr %q", code, errs)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	srv.Mutate(prefix+"/savepoint-3/counter-0.op", func(d []byte) []byte { d[0] ^= 1; return d })
+	if code, _, errs := inspect(loc + "/savepoint-3"); code != 1 || !strings.Contains(errs, "DAMAGED counter-0.op") {
 		t.Fatalf("damaged: code %d, stderr %q", code, errs)
 	}
-	if code, _, errs := inspect("--s3-endpoint", fake.URL(), "gs://ckpt/x"); code != 2 || !strings.Contains(errs, "not supported") {
+	if code, _, errs := inspect("gs://ckpt/x"); code != 2 || !strings.Contains(errs, "not supported") {
 		t.Fatalf("gs://: code %d, stderr %q", code, errs)
 	}
 }

@@ -306,10 +306,20 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 }
 
 func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now int64) {
+	// Storing the checkpoint is part of it: it may take what is left of
+	// the timeout (a store retries transient failures until then), or
+	// the whole timeout if the clock is already past it (a manual clock
+	// that jumped before the expiry was looked at).
+	left := time.Duration(p.started+c.cfg.Timeout.Milliseconds()-now) * time.Millisecond
+	if left <= 0 {
+		left = c.cfg.Timeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
 	if p.sp != nil {
 		c.pending = nil
 		c.lastEnd = now
-		err := p.sp.Persist(ctx, p.id, p.acks)
+		err := p.sp.Persist(pctx, p.id, p.acks)
 		if err != nil {
 			err = fmt.Errorf("savepoint %d could not be stored: %w", p.id, err)
 		} else if p.stop != nil {
@@ -324,7 +334,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 		return
 	}
 	if c.cfg.Persist != nil {
-		if err := c.cfg.Persist(ctx, p.id, p.acks); err != nil {
+		if err := c.cfg.Persist(pctx, p.id, p.acks); err != nil {
 			if ctx.Err() != nil {
 				c.pending = nil
 				return

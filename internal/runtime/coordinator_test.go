@@ -19,7 +19,10 @@ type coordRig struct {
 	src, dst *Task
 	persist  []int64
 	persErr  error
-	fail     []error
+	// left is what the context given to the last Persist had left until
+	// its deadline (0: none).
+	left time.Duration
+	fail []error
 }
 
 func newCoordRig(t *testing.T, cfg CheckpointConfig) *coordRig {
@@ -32,7 +35,11 @@ func newCoordRig(t *testing.T, cfg CheckpointConfig) *coordRig {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = time.Minute
 	}
-	cfg.Persist = func(_ context.Context, id int64, acks []TaskAck) error {
+	cfg.Persist = func(ctx context.Context, id int64, acks []TaskAck) error {
+		r.left = 0
+		if d, ok := ctx.Deadline(); ok {
+			r.left = time.Until(d)
+		}
 		if len(acks) != 2 {
 			t.Errorf("checkpoint %d persisted with %d acks", id, len(acks))
 		}
@@ -203,6 +210,22 @@ func TestCoordinatorTimeoutAndTolerableFailures(t *testing.T) {
 	r.tick(1000)
 	if got := r.triggered(); len(got) != 0 {
 		t.Fatalf("triggered %v after failing the job", got)
+	}
+}
+
+// TestCoordinatorPersistWithinTimeout: storing a checkpoint may take what
+// is left of its timeout, and no more (the store retries until then).
+func TestCoordinatorPersistWithinTimeout(t *testing.T) {
+	r := newCoordRig(t, CheckpointConfig{Interval: 10 * time.Millisecond, Timeout: time.Minute})
+	r.tick(10)
+	r.triggered()
+	r.tick(20_010) // 20 s into checkpoint 1's minute
+	r.ackAll(1)
+	if !eqIDs(r.persist, 1) {
+		t.Fatalf("persisted %v", r.persist)
+	}
+	if r.left <= 0 || r.left > 40*time.Second || r.left < 30*time.Second {
+		t.Fatalf("Persist had %v left until its deadline, want the 40 s left of the timeout", r.left)
 	}
 }
 

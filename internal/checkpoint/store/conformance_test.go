@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/weirstream/weir/internal/s3test"
 )
 
 // backing is the storage under a store, with the hooks the conformance
@@ -145,28 +148,27 @@ var backings = map[string]func(t *testing.T) backing{
 		}
 	},
 	"s3": func(t *testing.T) backing {
-		f := newFakeS3(t)
-		const prefix = "jobs/job-1/checkpoints"
+		srv := s3test.Require(t)
+		proxy := srv.Proxy()
+		prefix := srv.Prefix() + "/checkpoints"
 		return backing{
-			open: func(log *slog.Logger) Store { return f.store(t, prefix, WithLogger(log)) },
+			open: func(log *slog.Logger) Store { return s3Store(t, proxy.URL, srv, prefix, WithLogger(log)) },
 			mutate: func(dir, name string, fn func([]byte) []byte) bool {
-				return f.Mutate(prefix+"/"+dir+"/"+name, fn)
+				return srv.Mutate(prefix+"/"+dir+"/"+name, fn)
 			},
 			residue: func(dir string) []string {
 				var names []string
-				for _, k := range f.Keys() {
-					if rest, ok := strings.CutPrefix(k, prefix+"/"+dir+"/"); ok {
-						names = append(names, rest)
-					}
+				for _, k := range srv.Keys(prefix + "/" + dir + "/") {
+					names = append(names, strings.TrimPrefix(k, prefix+"/"+dir+"/"))
 				}
 				return names
 			},
 			failReads: func(dir string) {
-				f.SetFail(func(method, key string) int {
-					if method == "GET" && strings.Contains(key, "/"+dir+"/") {
-						return 503
+				proxy.SetRule(func(r *http.Request, key string) s3test.Fault {
+					if r.Method == http.MethodGet && strings.Contains(key, "/"+dir+"/") {
+						return s3test.Fault{Status: http.StatusServiceUnavailable}
 					}
-					return 0
+					return s3test.Fault{}
 				})
 			},
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -32,8 +33,10 @@ type backend interface {
 	stat(ctx context.Context, dir string) (dirState, error)
 	// prepare makes dir empty and ready for put.
 	prepare(ctx context.Context, dir string) error
-	// put durably stores a data file in dir.
-	put(ctx context.Context, dir, name string, data []byte) error
+	// put durably stores a data file in dir: size bytes read from r
+	// (a reader at offsets, so that an upload can be retried or sent in
+	// parts).
+	put(ctx context.Context, dir, name string, r io.ReaderAt, size int64) error
 	// publish durably and atomically stores dir's manifest, after every
 	// data file put so far is durable.
 	publish(ctx context.Context, dir string, manifest []byte) error
@@ -43,9 +46,9 @@ type backend interface {
 	// remove deletes dir, its manifest first (durably) and then the rest.
 	remove(ctx context.Context, dir string) error
 
-	// putShared durably stores a shared file (its directory entry may need
-	// syncShared to be durable).
-	putShared(ctx context.Context, name string, data []byte) error
+	// putShared durably stores a shared file, size bytes read from r (its
+	// directory entry may need syncShared to be durable).
+	putShared(ctx context.Context, name string, r io.ReaderAt, size int64) error
 	// syncShared makes the shared files put so far durable, entries
 	// included.
 	syncShared(ctx context.Context) error
@@ -455,6 +458,14 @@ func (c *core) readShared(ctx context.Context, m *Manifest, name string) ([]byte
 	return c.checkShared(ctx, m, name, true)
 }
 
+func (c *core) verifyShared(ctx context.Context, m *Manifest, name string) error {
+	if m == nil {
+		return errors.New("checkpoint store: VerifyShared with a nil manifest")
+	}
+	_, err := c.checkShared(ctx, m, name, false)
+	return err
+}
+
 // linker is implemented by backends that may hard-link shared files to
 // and from local paths.
 type linker interface {
@@ -654,6 +665,50 @@ func (c *core) delete(ctx context.Context, id int64) error {
 	return nil
 }
 
+// coreStore implements Store on a core; Local and S3 embed it.
+type coreStore struct{ c *core }
+
+// Begin implements Store.
+func (s coreStore) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
+	return s.c.begin(ctx, id, kind)
+}
+
+// Latest implements Store.
+func (s coreStore) Latest(ctx context.Context) (*Manifest, error) { return s.c.latest(ctx) }
+
+// Open implements Store.
+func (s coreStore) Open(ctx context.Context, id int64) (*Manifest, error) { return s.c.open(ctx, id) }
+
+// ReadFile implements Store.
+func (s coreStore) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return s.c.readFile(ctx, m, name)
+}
+
+// ReadShared implements Store.
+func (s coreStore) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
+	return s.c.readShared(ctx, m, name)
+}
+
+// VerifyShared implements Store.
+func (s coreStore) VerifyShared(ctx context.Context, m *Manifest, name string) error {
+	return s.c.verifyShared(ctx, m, name)
+}
+
+// CopyShared implements Store: a local store links the file when it can,
+// otherwise (and always from S3) it is streamed into dst.
+func (s coreStore) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
+	return s.c.copyShared(ctx, m, name, dst)
+}
+
+// List implements Store.
+func (s coreStore) List(ctx context.Context) ([]Entry, error) { return s.c.list(ctx) }
+
+// Retain implements Store.
+func (s coreStore) Retain(ctx context.Context, n int) error { return s.c.retain(ctx, n) }
+
+// Delete implements Store.
+func (s coreStore) Delete(ctx context.Context, id int64) error { return s.c.delete(ctx, id) }
+
 // writer implements Writer for both stores.
 type writer struct {
 	c    *core
@@ -700,7 +755,7 @@ func (w *writer) WriteFile(ctx context.Context, name string, data []byte) error 
 	w.mu.Unlock()
 	defer w.pending.Done()
 
-	err := w.c.b.put(ctx, w.dir, name, data)
+	err := w.c.b.put(ctx, w.dir, name, bytes.NewReader(data), int64(len(data)))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.busy, name)
@@ -714,7 +769,7 @@ func (w *writer) WriteFile(ctx context.Context, name string, data []byte) error 
 // WriteShared implements Writer.
 func (w *writer) WriteShared(ctx context.Context, name string, data []byte) error {
 	return w.writeShared(ctx, name, func() (FileInfo, error) {
-		return FileInfo{Size: int64(len(data)), CRC32C: checksum(data)}, w.c.b.putShared(ctx, name, data)
+		return FileInfo{Size: int64(len(data)), CRC32C: checksum(data)}, w.c.b.putShared(ctx, name, bytes.NewReader(data), int64(len(data)))
 	})
 }
 
@@ -731,11 +786,18 @@ func (w *writer) WriteSharedFile(ctx context.Context, name, path string) error {
 			}
 			// Another file system, or links unsupported: copy.
 		}
-		data, err := os.ReadFile(path)
+		// Streamed from the file (twice: once for the checksum, once
+		// to store it), never held in memory.
+		f, err := os.Open(path)
 		if err != nil {
 			return FileInfo{}, err
 		}
-		return FileInfo{Size: int64(len(data)), CRC32C: checksum(data)}, w.c.b.putShared(ctx, name, data)
+		defer f.Close()
+		fi, err := readerInfo(f)
+		if err != nil {
+			return fi, err
+		}
+		return fi, w.c.b.putShared(ctx, name, f, fi.Size)
 	})
 }
 
@@ -746,8 +808,13 @@ func fileInfo(path string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	defer f.Close()
+	return readerInfo(f)
+}
+
+// readerInfo returns the size and checksum of what r holds.
+func readerInfo(r io.ReaderAt) (FileInfo, error) {
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, io.NewSectionReader(r, 0, 1<<62))
 	return FileInfo{Size: n, CRC32C: h.Sum32()}, err
 }
 

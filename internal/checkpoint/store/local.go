@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 // manifest, which is written last with write-temp, fsync, rename, fsync-dir.
 // See FORMAT.md.
 type Local struct {
-	c *core
+	coreStore
 }
 
 var _ Store = (*Local)(nil)
@@ -24,9 +25,6 @@ var _ Store = (*Local)(nil)
 // unless WithCreateDir is given. Options: WithLogger, WithFS, WithCreateDir.
 func NewLocal(dir string, opts ...Option) (*Local, error) {
 	o := buildOptions(opts)
-	if o.region != "" {
-		return nil, errors.New("checkpoint store: WithRegion does not apply to a local store")
-	}
 	fsys := o.fs
 	if fsys == nil {
 		fsys = OSFS{}
@@ -53,33 +51,8 @@ func NewLocal(dir string, opts ...Option) (*Local, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("checkpoint store: checkpoint directory %s is not a directory", root)
 	}
-	return &Local{c: newCore(&localBackend{fs: fsys, root: root}, o.logger)}, nil
+	return &Local{coreStore{newCore(&localBackend{fs: fsys, root: root}, o.logger)}}, nil
 }
-
-// Begin implements Store.
-func (l *Local) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
-	return l.c.begin(ctx, id, kind)
-}
-
-// Latest implements Store.
-func (l *Local) Latest(ctx context.Context) (*Manifest, error) { return l.c.latest(ctx) }
-
-// Open implements Store.
-func (l *Local) Open(ctx context.Context, id int64) (*Manifest, error) { return l.c.open(ctx, id) }
-
-// ReadFile implements Store.
-func (l *Local) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return l.c.readFile(ctx, m, name)
-}
-
-// List implements Store.
-func (l *Local) List(ctx context.Context) ([]Entry, error) { return l.c.list(ctx) }
-
-// Retain implements Store.
-func (l *Local) Retain(ctx context.Context, n int) error { return l.c.retain(ctx, n) }
-
-// Delete implements Store.
-func (l *Local) Delete(ctx context.Context, id int64) error { return l.c.delete(ctx, id) }
 
 // localBackend stores checkpoints as directories under root.
 type localBackend struct {
@@ -159,8 +132,9 @@ func (b *localBackend) prepare(ctx context.Context, dir string) error {
 	return b.fs.Mkdir(p)
 }
 
-// writeFile creates (or truncates) name, writes data and fsyncs it.
-func (b *localBackend) writeFile(name string, data []byte) (err error) {
+// writeFile creates (or truncates) name, writes size bytes of r into it
+// and fsyncs it.
+func (b *localBackend) writeFile(name string, r io.ReaderAt, size int64) (err error) {
 	f, err := b.fs.Create(name)
 	if err != nil {
 		return err
@@ -173,9 +147,9 @@ func (b *localBackend) writeFile(name string, data []byte) (err error) {
 			_ = b.fs.Remove(name) // best effort: the file is unreferenced anyway
 		}
 	}()
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = fmt.Errorf("%w: wrote %d of %d bytes", io.ErrShortWrite, n, len(data))
+	n, err := io.Copy(f, io.NewSectionReader(r, 0, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("%w: wrote %d of %d bytes", io.ErrShortWrite, n, size)
 	}
 	if err != nil {
 		return err
@@ -183,11 +157,11 @@ func (b *localBackend) writeFile(name string, data []byte) (err error) {
 	return f.Sync()
 }
 
-func (b *localBackend) put(ctx context.Context, dir, name string, data []byte) error {
+func (b *localBackend) put(ctx context.Context, dir, name string, r io.ReaderAt, size int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return b.writeFile(b.path(dir, name), data)
+	return b.writeFile(b.path(dir, name), r, size)
 }
 
 // publish makes the data files' directory entries durable, writes the
@@ -203,7 +177,7 @@ func (b *localBackend) publish(ctx context.Context, dir string, manifest []byte)
 		return err
 	}
 	tmp := b.path(dir, tmpManifest)
-	if err := b.writeFile(tmp, manifest); err != nil {
+	if err := b.writeFile(tmp, bytes.NewReader(manifest), int64(len(manifest))); err != nil {
 		return err
 	}
 	if err := b.fs.Rename(tmp, b.path(dir, manifestName)); err != nil {
@@ -244,16 +218,6 @@ func (b *localBackend) remove(ctx context.Context, dir string) error {
 	return b.fs.SyncDir(b.root)
 }
 
-// ReadShared implements Store.
-func (l *Local) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return l.c.readShared(ctx, m, name)
-}
-
-// CopyShared implements Store.
-func (l *Local) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
-	return l.c.copyShared(ctx, m, name, dst)
-}
-
 // canLink reports whether the store is on the operating system's file
 // system, where link works (unless dst is on another one).
 func (b *localBackend) canLink() bool {
@@ -281,7 +245,7 @@ func (b *localBackend) linkShared(src, name string) error {
 
 // putShared writes root/shared/name as a new file, creating the directory
 // (durably) the first time.
-func (b *localBackend) putShared(ctx context.Context, name string, data []byte) error {
+func (b *localBackend) putShared(ctx context.Context, name string, r io.ReaderAt, size int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -289,7 +253,7 @@ func (b *localBackend) putShared(ctx context.Context, name string, data []byte) 
 	if err != nil {
 		return err
 	}
-	return b.writeFile(p, data)
+	return b.writeFile(p, r, size)
 }
 
 // prepareShared returns the path of shared file name, creating the

@@ -33,9 +33,6 @@ func TestNewLocalDirectory(t *testing.T) {
 	if _, err := NewLocal(""); err == nil {
 		t.Fatal("NewLocal(\"\") succeeded")
 	}
-	if _, err := NewLocal(root, WithRegion("x")); err == nil {
-		t.Fatal("NewLocal accepted WithRegion")
-	}
 	s, err := NewLocal(missing, WithCreateDir())
 	if err != nil {
 		t.Fatal(err)

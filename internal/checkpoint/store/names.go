@@ -19,39 +19,168 @@ func DirName(kind Kind, id int64) string { return dirName(kind, id) }
 // name (leading zeros included).
 func ParseDirName(name string) (id int64, kind Kind, ok bool) { return parseDir(name) }
 
-// OpenPath opens the checkpoint or savepoint at path in the local file
-// system: either its own directory (".../savepoint-7", ".../chk-12") or a
-// store's root directory, which stands for the newest savepoint in it, or
-// if it has none its newest intact checkpoint. It returns the store the
-// directory belongs to and the manifest (whose own checksum is verified;
-// data files are verified as they are read). A missing path is reported
-// with ErrNotFound.
-func OpenPath(ctx context.Context, path string, opts ...Option) (Store, *Manifest, error) {
-	clean := filepath.Clean(path)
-	fi, err := os.Stat(clean)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%w: %s does not exist", ErrNotFound, path)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if !fi.IsDir() {
-		return nil, nil, fmt.Errorf("%s is not a directory (a savepoint is a directory with a %s)", path, manifestName)
-	}
-	return OpenFrom(ctx, path, clean, filepath.Dir(clean), filepath.Base(clean), func(root string) (Store, error) {
-		return NewLocal(root, opts...)
-	})
+// Location is a parsed checkpoint or savepoint location, as Flink writes
+// them: a local directory (a plain path, or a file:// URL) or an S3 bucket
+// and key prefix (s3://bucket/prefix).
+type Location struct {
+	// Dir is the local directory, cleaned ("" for S3).
+	Dir string
+	// Bucket and Key are the bucket and key prefix of an s3:// location
+	// (Key without leading or trailing "/").
+	Bucket, Key string
+	// fileURL records that Dir was given as a file:// URL, so that
+	// locations derived from it are written the same way.
+	fileURL bool
 }
 
-// OpenFrom opens the checkpoint or savepoint that path names, given how to
-// open the store at a root: if base, path's last element, is a
-// checkpoint's or savepoint's own name ("savepoint-7", "chk-12"), that one
-// in the store at parent; otherwise the store at full, path itself, which
-// stands for its newest savepoint, or if it has none its newest intact
-// checkpoint.
-func OpenFrom(ctx context.Context, path, full, parent, base string, open func(root string) (Store, error)) (Store, *Manifest, error) {
+// ParseLocation parses a checkpoint or savepoint location: a local path
+// ("/ckpt", "ckpt", "file:///ckpt", "file:/ckpt") or "s3://bucket/prefix".
+// Other URL schemes are refused rather than taken for a local directory
+// named "gs:".
+func ParseLocation(loc string) (Location, error) {
+	if loc == "" {
+		return Location{}, errors.New("empty checkpoint location")
+	}
+	scheme, rest, ok := strings.Cut(loc, "://")
+	if !ok && strings.HasPrefix(loc, "file:/") {
+		// file:/dir, Flink's short form: no host.
+		scheme, rest, ok = "file", loc[len("file:"):], true
+	}
+	if !ok {
+		return Location{Dir: filepath.Clean(loc)}, nil
+	}
+	switch scheme {
+	case "file":
+		host, path, _ := strings.Cut(rest, "/")
+		if host != "" && host != "localhost" {
+			return Location{}, fmt.Errorf("location %q: a file URL names a local directory (file:///dir), not host %q", loc, host)
+		}
+		u, err := url.PathUnescape("/" + path)
+		if err != nil {
+			return Location{}, fmt.Errorf("location %q: %w", loc, err)
+		}
+		return Location{Dir: filepath.Clean(filepath.FromSlash(u)), fileURL: true}, nil
+	case "s3":
+		u, err := url.Parse(loc)
+		if err != nil {
+			return Location{}, fmt.Errorf("location %q: %w", loc, err)
+		}
+		if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(rest, "//") {
+			return Location{}, fmt.Errorf("location %q: want s3://bucket/prefix without user, query, fragment or empty path elements", loc)
+		}
+		if u.Host == "" {
+			return Location{}, fmt.Errorf("location %q names no bucket (want s3://bucket/prefix)", loc)
+		}
+		return Location{Bucket: u.Host, Key: strings.Trim(u.Path, "/")}, nil
+	}
+	return Location{}, fmt.Errorf("location %q: scheme %q is not supported: checkpoints and savepoints go to a local directory (a path or file:///dir) or an S3-compatible object store (s3://bucket/prefix)", loc, scheme)
+}
+
+// IsS3 reports whether l is in S3.
+func (l Location) IsS3() bool { return l.Bucket != "" }
+
+// String returns the location in the form it was given: s3://bucket/key,
+// file:///dir or the directory path.
+func (l Location) String() string {
+	switch {
+	case l.IsS3() && l.Key == "":
+		return "s3://" + l.Bucket
+	case l.IsS3():
+		return "s3://" + l.Bucket + "/" + l.Key
+	case l.fileURL:
+		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(l.Dir)}).String()
+	}
+	return l.Dir
+}
+
+// Child returns the location of name (one path element) inside l.
+func (l Location) Child(name string) Location {
+	if l.IsS3() {
+		l.Key = strings.TrimPrefix(l.Key+"/"+name, "/")
+	} else {
+		l.Dir = filepath.Join(l.Dir, name)
+	}
+	return l
+}
+
+// Split returns l's parent and its last element.
+func (l Location) Split() (parent Location, base string) {
+	parent = l
+	if l.IsS3() {
+		i := strings.LastIndexByte(l.Key, '/')
+		parent.Key, base = l.Key[:max(i, 0)], l.Key[i+1:]
+		return parent, base
+	}
+	parent.Dir, base = filepath.Dir(l.Dir), filepath.Base(l.Dir)
+	return parent, base
+}
+
+// Abs makes a local location's directory absolute.
+func (l Location) Abs() (Location, error) {
+	if l.IsS3() {
+		return l, nil
+	}
+	abs, err := filepath.Abs(l.Dir)
+	l.Dir = abs
+	return l, err
+}
+
+// NewStore returns the store rooted at l: an S3 store reached as s3 says,
+// or a local store in l's directory (which must exist unless
+// WithCreateDir is given).
+func (l Location) NewStore(s3 S3Config, opts ...Option) (Store, error) {
+	if l.IsS3() {
+		s, err := NewS3(s3, l.Bucket, l.Key, withoutLocal(opts)...)
+		if err != nil {
+			return nil, fmt.Errorf("location %s: %w", l, err)
+		}
+		return s, nil
+	}
+	s, err := NewLocal(l.Dir, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withoutLocal drops the options that apply to local stores only.
+func withoutLocal(opts []Option) []Option {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var out []Option
+	if o.logger != nil {
+		out = append(out, WithLogger(o.logger))
+	}
+	return out
+}
+
+// OpenLocation opens the checkpoint or savepoint at l: either its own
+// directory (".../savepoint-7", ".../chk-12") or a store's root, which
+// stands for the newest savepoint in it, or if it has none its newest
+// intact checkpoint. It returns the store the checkpoint belongs to and
+// the manifest (whose own checksum is verified; data files are verified
+// as they are read). A location with no checkpoint is reported with
+// ErrNotFound. Options: those of NewLocal and NewS3 (WithCreateDir is
+// ignored).
+func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) (Store, *Manifest, error) {
+	if !l.IsS3() {
+		fi, err := os.Stat(l.Dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("%w: %s does not exist", ErrNotFound, l)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if !fi.IsDir() {
+			return nil, nil, fmt.Errorf("%s is not a directory (a savepoint is a directory with a %s)", l, manifestName)
+		}
+	}
+	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.createDir = false })
+	parent, base := l.Split()
 	if id, kind, ok := parseDir(base); ok {
-		s, err := open(parent)
+		s, err := parent.NewStore(s3, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -60,11 +189,11 @@ func OpenFrom(ctx context.Context, path, full, parent, base string, open func(ro
 			return nil, nil, err
 		}
 		if m.Kind != kind {
-			return nil, nil, fmt.Errorf("%w: %s holds a %s", ErrCorrupt, path, m.Kind)
+			return nil, nil, fmt.Errorf("%w: %s holds a %s", ErrCorrupt, l, m.Kind)
 		}
 		return s, m, nil
 	}
-	s, err := open(full)
+	s, err := l.NewStore(s3, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,55 +209,7 @@ func OpenFrom(ctx context.Context, path, full, parent, base string, open func(ro
 	}
 	m, err := s.Latest(ctx)
 	if errors.Is(err, ErrNoCheckpoint) {
-		return nil, nil, fmt.Errorf("%w: no savepoint or checkpoint in %s", ErrNotFound, path)
+		return nil, nil, fmt.Errorf("%w: no savepoint or checkpoint in %s", ErrNotFound, l)
 	}
 	return s, m, err
-}
-
-// S3Path is a parsed s3://bucket/key path.
-type S3Path struct {
-	// Bucket is the bucket.
-	Bucket string
-	// Key is the key prefix, without leading or trailing "/".
-	Key string
-}
-
-// ParseS3Path tells a checkpoint or savepoint path's kind: an s3://
-// path (p set) or a local path (p nil). Other URL schemes are refused
-// rather than taken for a local directory named "gs:".
-func ParseS3Path(path string) (p *S3Path, err error) {
-	scheme, rest, ok := strings.Cut(path, "://")
-	if !ok {
-		return nil, nil
-	}
-	if scheme != "s3" {
-		return nil, fmt.Errorf("savepoint path %q: scheme %q is not supported (use a local directory or s3://bucket/prefix)", path, scheme)
-	}
-	u, err := url.Parse(path)
-	if err != nil {
-		return nil, fmt.Errorf("savepoint path %q: %w", path, err)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(rest, "//") {
-		return nil, fmt.Errorf("savepoint path %q: want s3://bucket/prefix without user, query, fragment or empty path elements", path)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("savepoint path %q names no bucket (want s3://bucket/prefix)", path)
-	}
-	return &S3Path{Bucket: u.Host, Key: strings.Trim(u.Path, "/")}, nil
-}
-
-// String returns the path as s3://bucket/key.
-func (p S3Path) String() string {
-	if p.Key == "" {
-		return "s3://" + p.Bucket
-	}
-	return "s3://" + p.Bucket + "/" + p.Key
-}
-
-// Split returns the key's parent prefix and last element.
-func (p S3Path) Split() (parent, base string) {
-	if i := strings.LastIndexByte(p.Key, '/'); i >= 0 {
-		return p.Key[:i], p.Key[i+1:]
-	}
-	return "", p.Key
 }

@@ -1,107 +1,215 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
-	"strconv"
+	"os"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// S3 is a Store in an S3-compatible bucket, spoken to with the S3 REST API
-// (PUT, GET, HEAD and DELETE object, ListObjectsV2) and AWS Signature
-// Version 4, path-style (endpoint/bucket/key). A checkpoint is the objects
-// under <prefix>/chk-<id>/ (or savepoint-<id>/); uploading its manifest
-// object, last, commits it. The layout is the local one (see FORMAT.md).
+// S3 is a Store in an S3-compatible bucket, reached through minio-go
+// (github.com/minio/minio-go/v7): request signing, the credential chain,
+// multipart uploads and per-request retries are the library's. A
+// checkpoint is the objects under <prefix>/chk-<id>/ (or savepoint-<id>/);
+// uploading its manifest object, last, commits it. The layout is the local
+// one (see FORMAT.md).
 //
 // S3 is strongly consistent (read-after-write and list-after-write), which
-// this store relies on. Failed requests are not retried.
+// this store relies on. A transient failure (a network error, HTTP 5xx,
+// 429, SlowDown) is retried by the library a few times per request, then
+// by the store, with exponential backoff, until the operation's context
+// ends (the checkpoint timeout, for a checkpoint) or, for a context
+// without deadline, S3Config.RetryFor has passed. A download cut off
+// midway resumes where it stopped.
 type S3 struct {
-	c *core
+	coreStore
 }
 
 var _ Store = (*S3)(nil)
 
+// Credentials are static S3 access keys.
+type Credentials struct {
+	// AccessKeyID is the access key id.
+	AccessKeyID string
+	// SecretAccessKey is the secret access key.
+	SecretAccessKey string
+	// SessionToken is the token of temporary credentials (optional).
+	SessionToken string
+}
+
+// S3Config says how an S3 store reaches its service.
+type S3Config struct {
+	// Endpoint is the service's URL without a path,
+	// "https://s3.eu-west-3.amazonaws.com" or "http://127.0.0.1:9000".
+	// Empty: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else AWS
+	// (https://s3.amazonaws.com, with the bucket's region).
+	Endpoint string
+	// Region is the region requests are signed for. Empty:
+	// $AWS_REGION, else $AWS_DEFAULT_REGION, else the bucket's region as
+	// the service reports it.
+	Region string
+	// Credentials are static keys. When they are empty the standard
+	// chain applies, in this order: the environment ($AWS_ACCESS_KEY_ID,
+	// $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN), the shared
+	// credentials file ($AWS_SHARED_CREDENTIALS_FILE or
+	// ~/.aws/credentials, profile $AWS_PROFILE), then an IAM role: web
+	// identity ($AWS_WEB_IDENTITY_TOKEN_FILE and $AWS_ROLE_ARN, as on
+	// Kubernetes, through AWS STS), ECS or EKS
+	// container credentials ($AWS_CONTAINER_CREDENTIALS_RELATIVE_URI,
+	// $AWS_CONTAINER_CREDENTIALS_FULL_URI), else the EC2 instance
+	// metadata service (unless $AWS_EC2_METADATA_DISABLED is "true").
+	// With none of them requests go unsigned.
+	Credentials Credentials
+	// Transport makes the HTTP requests (nil: the library's default).
+	Transport http.RoundTripper
+	// PartSize is the size of the parts of multipart uploads (0: the
+	// library's, 16 MiB; at least 5 MiB). Files larger than a part are
+	// uploaded in parts, several at a time, read from their source as
+	// they are sent.
+	PartSize uint64
+	// MaxRetries is how many times the library sends one request before
+	// it reports a transient failure to the store (0: 10).
+	MaxRetries int
+	// RetryFor bounds how long the store retries an operation after
+	// transient failures when its context has no deadline (0: one
+	// minute).
+	RetryFor time.Duration
+}
+
 // NewS3 returns a Store in bucket under key prefix prefix ("" for the
-// bucket's root), at endpoint ("https://s3.us-east-1.amazonaws.com",
-// "http://127.0.0.1:9000", ...), signing requests with creds. client makes
-// the requests (nil: a new http.Client with no timeout; cancel through the
-// context). Options: WithLogger, WithRegion.
-func NewS3(endpoint, bucket, prefix string, creds Credentials, client *http.Client, opts ...Option) (*S3, error) {
+// bucket's root), reached as cfg says. It makes no request. Options:
+// WithLogger.
+func NewS3(cfg S3Config, bucket, prefix string, opts ...Option) (*S3, error) {
 	o := buildOptions(opts)
 	if o.fs != nil || o.createDir {
 		return nil, errors.New("checkpoint store: WithFS and WithCreateDir do not apply to an S3 store")
 	}
-	u, err := url.Parse(endpoint)
+	b, err := newS3Backend(cfg, bucket, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint store: S3 endpoint: %w", err)
+		return nil, err
 	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
-		return nil, fmt.Errorf("checkpoint store: S3 endpoint %q must be http(s)://host[:port] without a path", endpoint)
+	return &S3{coreStore{newCore(b, o.logger)}}, nil
+}
+
+type s3Backend struct {
+	cl       *minio.Client
+	core     minio.Core // for GetObject with the response body as it comes
+	bucket   string
+	prefix   string // "" or ending in "/"
+	partSize uint64
+	retryFor time.Duration
+	// anonymous reports whether the credential chain found nothing (for
+	// error messages); nil with static keys.
+	anonymous func() bool
+}
+
+func newS3Backend(cfg S3Config, bucket, prefix string) (*s3Backend, error) {
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+	}
+	secure, host := true, "s3.amazonaws.com"
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint store: S3 endpoint: %w", err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+			return nil, fmt.Errorf("checkpoint store: S3 endpoint %q must be http(s)://host[:port] without a path", endpoint)
+		}
+		secure, host = u.Scheme == "https", u.Host
 	}
 	if bucket == "" || strings.Contains(bucket, "/") {
 		return nil, fmt.Errorf("checkpoint store: invalid S3 bucket name %q", bucket)
 	}
-	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
-		return nil, errors.New("checkpoint store: S3 credentials need an access key id and a secret access key")
+	if cfg.PartSize != 0 && cfg.PartSize < 5<<20 {
+		return nil, fmt.Errorf("checkpoint store: S3 part size %d is below the 5 MiB S3 allows", cfg.PartSize)
 	}
-	if o.region == "" {
-		o.region = "us-east-1"
+	region := cfg.Region
+	if region == "" {
+		region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
 	}
-	if client == nil {
-		client = &http.Client{}
+	creds, anonymous := cfg.credentials()
+	cl, err := minio.New(host, &minio.Options{
+		Creds: creds, Secure: secure, Region: region, Transport: cfg.Transport, MaxRetries: cfg.MaxRetries,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: S3 client for %s: %w", host, err)
 	}
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {
 		prefix += "/"
 	}
-	b := &s3Backend{
-		scheme: u.Scheme, host: u.Host, bucket: bucket, prefix: prefix,
-		creds: creds, region: o.region, client: client,
+	retryFor := cfg.RetryFor
+	if retryFor <= 0 {
+		retryFor = time.Minute
 	}
-	return &S3{c: newCore(b, o.logger)}, nil
+	return &s3Backend{cl: cl, core: minio.Core{Client: cl}, bucket: bucket, prefix: prefix, partSize: cfg.PartSize, retryFor: retryFor, anonymous: anonymous}, nil
 }
 
-// Begin implements Store.
-func (s *S3) Begin(ctx context.Context, id int64, kind Kind) (Writer, error) {
-	return s.c.begin(ctx, id, kind)
+// credentials returns static credentials, or the standard chain and a
+// function telling whether it found nothing.
+func (cfg S3Config) credentials() (*credentials.Credentials, func() bool) {
+	k := cfg.Credentials
+	if k.AccessKeyID != "" || k.SecretAccessKey != "" {
+		return credentials.NewStaticV4(k.AccessKeyID, k.SecretAccessKey, k.SessionToken), nil
+	}
+	chain := credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvAWS{}, &credentials.FileAWSCredentials{}, roleProvider{&credentials.IAM{}},
+	})
+	return chain, func() bool {
+		v, err := chain.GetWithContext(nil)
+		return err != nil || v.SignerType.IsAnonymous()
+	}
 }
 
-// Latest implements Store.
-func (s *S3) Latest(ctx context.Context) (*Manifest, error) { return s.c.latest(ctx) }
+// roleProvider is the IAM provider except that, with
+// AWS_EC2_METADATA_DISABLED=true (as the AWS SDKs read it), it does not
+// ask the EC2 instance metadata service.
+type roleProvider struct{ *credentials.IAM }
 
-// Open implements Store.
-func (s *S3) Open(ctx context.Context, id int64) (*Manifest, error) { return s.c.open(ctx, id) }
-
-// ReadFile implements Store.
-func (s *S3) ReadFile(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return s.c.readFile(ctx, m, name)
+func (p roleProvider) metadataOnly() bool {
+	return strings.EqualFold(os.Getenv("AWS_EC2_METADATA_DISABLED"), "true") &&
+		firstEnv("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI") == ""
 }
 
-// List implements Store.
-func (s *S3) List(ctx context.Context) ([]Entry, error) { return s.c.list(ctx) }
+var errNoMetadata = errors.New("the EC2 instance metadata service is disabled (AWS_EC2_METADATA_DISABLED)")
 
-// Retain implements Store.
-func (s *S3) Retain(ctx context.Context, n int) error { return s.c.retain(ctx, n) }
+// Retrieve implements credentials.Provider.
+func (p roleProvider) Retrieve() (credentials.Value, error) {
+	if p.metadataOnly() {
+		return credentials.Value{}, errNoMetadata
+	}
+	return p.IAM.Retrieve()
+}
 
-// Delete implements Store.
-func (s *S3) Delete(ctx context.Context, id int64) error { return s.c.delete(ctx, id) }
+// RetrieveWithCredContext implements credentials.Provider.
+func (p roleProvider) RetrieveWithCredContext(cc *credentials.CredContext) (credentials.Value, error) {
+	if p.metadataOnly() {
+		return credentials.Value{}, errNoMetadata
+	}
+	return p.IAM.RetrieveWithCredContext(cc)
+}
 
-type s3Backend struct {
-	scheme, host string
-	bucket       string
-	prefix       string // "" or ending in "/"
-	creds        Credentials
-	region       string
-	client       *http.Client
+// firstEnv returns the first of the environment variables that is set.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func (b *s3Backend) key(dir, name string) string { return b.prefix + dir + "/" + name }
@@ -110,131 +218,128 @@ func (b *s3Backend) location(dir string) string {
 	return "s3://" + b.bucket + "/" + b.prefix + dir
 }
 
-// s3Error is a non-success S3 response.
+// s3Error is a failed S3 operation on a key.
 type s3Error struct {
-	method, key string
-	status      int
-	code, msg   string
+	op, key string
+	err     error
+	hint    string
 }
 
-// Error describes the failed request and S3's error code and message.
+// Error names the operation, the object and the service's answer.
 func (e *s3Error) Error() string {
-	s := fmt.Sprintf("S3 %s %s: HTTP %d", e.method, e.key, e.status)
-	if e.code != "" {
-		s += " " + e.code
+	s := fmt.Sprintf("S3 %s %s: %v", e.op, e.key, e.err)
+	var r minio.ErrorResponse
+	if errors.As(e.err, &r) && r.Code != "" {
+		s = fmt.Sprintf("S3 %s %s: HTTP %d %s: %v", e.op, e.key, r.StatusCode, r.Code, e.err)
 	}
-	if e.msg != "" {
-		s += ": " + e.msg
+	if e.hint != "" {
+		s += " (" + e.hint + ")"
 	}
 	return s
 }
 
-// Is makes a 404 match fs.ErrNotExist.
+func (e *s3Error) Unwrap() error { return e.err }
+
+// Is makes a missing object match fs.ErrNotExist.
 func (e *s3Error) Is(target error) bool {
-	return target == fs.ErrNotExist && e.status == http.StatusNotFound
+	if target != fs.ErrNotExist {
+		return false
+	}
+	var r minio.ErrorResponse
+	return errors.As(e.err, &r) && r.Code == minio.NoSuchKey
 }
 
-// do sends one signed request for key (the bucket itself if key is "") and
-// returns the response if its status is 2xx.
-func (b *s3Backend) do(ctx context.Context, method, key string, query url.Values, body []byte) (*http.Response, error) {
-	path := "/" + b.bucket + "/" + key
-	if key == "" {
-		path = "/" + b.bucket
+// fail wraps err from operation op on key, adding a hint when the service
+// refused requests that no credentials signed.
+func (b *s3Backend) fail(op, key string, err error) error {
+	if err == nil {
+		return nil
 	}
-	u := &url.URL{Scheme: b.scheme, Host: b.host, Path: path, RawPath: uriEncode(path, false), RawQuery: canonicalQuery(query)}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	e := &s3Error{op: op, key: "s3://" + b.bucket + "/" + key, err: err}
+	var r minio.ErrorResponse
+	if errors.As(err, &r) && r.StatusCode == http.StatusForbidden && b.anonymous != nil && b.anonymous() {
+		e.hint = "no S3 credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a shared credentials file or an IAM role, or give keys explicitly"
 	}
-	if body == nil {
-		req.Body, req.GetBody, req.ContentLength = http.NoBody, nil, 0
-	}
-	payloadHash := emptyPayloadHash
-	if len(body) > 0 {
-		sum := sha256.Sum256(body)
-		payloadHash = hex.EncodeToString(sum[:])
-	}
-	if method == http.MethodPut {
-		req.Header.Set("Content-Type", "application/octet-stream")
-	}
-	signRequest(req, b.creds, b.region, payloadHash, time.Now())
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	e := &s3Error{method: method, key: key, status: resp.StatusCode}
-	var x struct {
-		Code    string `xml:"Code"`
-		Message string `xml:"Message"`
-	}
-	if data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10)); xml.Unmarshal(data, &x) == nil {
-		e.code, e.msg = x.Code, x.Message
-	}
-	return nil, e
+	return e
 }
 
-// call is do for requests whose response body is not needed.
-func (b *s3Backend) call(ctx context.Context, method, key string, query url.Values, body []byte) error {
-	resp, err := b.do(ctx, method, key, query, body)
-	if err != nil {
-		return err
+// transient reports whether err is worth retrying: a network failure or
+// an answer S3 documents as temporary.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	var r minio.ErrorResponse
+	if errors.As(err, &r) {
+		switch r.StatusCode {
+		case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		switch r.Code {
+		case "SlowDown", "InternalError", "RequestTimeout", "ServiceUnavailable", "Throttling", "RequestError":
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	var ue *url.Error
+	return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
-// s3Object is one entry of a ListObjectsV2 response.
-type s3Object struct {
-	Key  string `xml:"Key"`
-	Size int64  `xml:"Size"`
+// retry runs fn until it succeeds, fails for good, or transient failures
+// have lasted until ctx's deadline (or retryFor), waiting with
+// exponential backoff and jitter between attempts.
+func (b *s3Backend) retry(ctx context.Context, fn func() error) error {
+	end, ok := ctx.Deadline()
+	if !ok {
+		end = time.Now().Add(b.retryFor)
+	}
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		d := wait/2 + rand.N(wait/2+1)
+		if time.Now().Add(d).After(end) {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
-// listKeys returns the keys under prefix p, following continuation tokens
-// (at most max keys if max > 0).
-func (b *s3Backend) listKeys(ctx context.Context, p string, max int) ([]string, error) {
+// keys returns the keys under prefix p (at most max if max > 0).
+func (b *s3Backend) keys(ctx context.Context, p string, max int) ([]string, error) {
 	var keys []string
-	token := ""
-	for {
-		q := url.Values{"list-type": {"2"}, "prefix": {p}}
-		if token != "" {
-			q.Set("continuation-token", token)
-		}
-		if max > 0 {
-			q.Set("max-keys", strconv.Itoa(max-len(keys)))
-		}
-		resp, err := b.do(ctx, http.MethodGet, "", q, nil)
-		if err != nil {
-			return nil, err
-		}
-		var page struct {
-			Contents              []s3Object `xml:"Contents"`
-			IsTruncated           bool       `xml:"IsTruncated"`
-			NextContinuationToken string     `xml:"NextContinuationToken"`
-		}
-		err = xml.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("S3 ListObjectsV2 %s: bad response: %w", p, err)
-		}
-		for _, o := range page.Contents {
+	err := b.retry(ctx, func() error {
+		keys = keys[:0]
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for o := range b.cl.ListObjects(lctx, b.bucket, minio.ListObjectsOptions{Prefix: p, Recursive: true, MaxKeys: max}) {
+			if o.Err != nil {
+				return b.fail("list", p, o.Err)
+			}
 			keys = append(keys, o.Key)
+			if max > 0 && len(keys) >= max {
+				break
+			}
 		}
-		if !page.IsTruncated || max > 0 && len(keys) >= max {
-			return keys, nil
-		}
-		if page.NextContinuationToken == "" || page.NextContinuationToken == token {
-			return nil, fmt.Errorf("S3 ListObjectsV2 %s: truncated response without a new continuation token", p)
-		}
-		token = page.NextContinuationToken
-	}
+		return ctx.Err()
+	})
+	return keys, err
 }
 
 func (b *s3Backend) list(ctx context.Context) ([]dirState, error) {
-	keys, err := b.listKeys(ctx, b.prefix, 0)
+	keys, err := b.keys(ctx, b.prefix, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +373,11 @@ func (b *s3Backend) list(ctx context.Context) ([]dirState, error) {
 
 func (b *s3Backend) stat(ctx context.Context, dir string) (dirState, error) {
 	var st dirState
-	err := b.call(ctx, http.MethodHead, b.key(dir, manifestName), nil, nil)
+	k := b.key(dir, manifestName)
+	err := b.retry(ctx, func() error {
+		_, err := b.cl.StatObject(ctx, b.bucket, k, minio.StatObjectOptions{})
+		return b.fail("stat", k, err)
+	})
 	switch {
 	case err == nil:
 		st.exists, st.committed = true, true
@@ -276,7 +385,7 @@ func (b *s3Backend) stat(ctx context.Context, dir string) (dirState, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return st, err
 	}
-	keys, err := b.listKeys(ctx, b.key(dir, ""), 1)
+	keys, err := b.keys(ctx, b.key(dir, ""), 1)
 	if err != nil {
 		return st, err
 	}
@@ -284,72 +393,159 @@ func (b *s3Backend) stat(ctx context.Context, dir string) (dirState, error) {
 	return st, nil
 }
 
+// deleteKeys deletes the objects; missing ones are not an error.
+func (b *s3Backend) deleteKeys(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return b.retry(ctx, func() error {
+		ch := make(chan minio.ObjectInfo, len(keys))
+		for _, k := range keys {
+			ch <- minio.ObjectInfo{Key: k}
+		}
+		close(ch)
+		var first error
+		for e := range b.cl.RemoveObjects(ctx, b.bucket, ch, minio.RemoveObjectsOptions{}) {
+			var r minio.ErrorResponse
+			if errors.As(e.Err, &r) && r.Code == minio.NoSuchKey {
+				continue
+			}
+			if first == nil {
+				first = b.fail("delete", e.ObjectName, e.Err)
+			}
+		}
+		return first
+	})
+}
+
 // deleteUnder deletes every object under dir/.
 func (b *s3Backend) deleteUnder(ctx context.Context, dir string) error {
-	keys, err := b.listKeys(ctx, b.key(dir, ""), 0)
+	keys, err := b.keys(ctx, b.key(dir, ""), 0)
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := b.call(ctx, http.MethodDelete, k, nil, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
+	return b.deleteKeys(ctx, keys)
 }
 
 func (b *s3Backend) prepare(ctx context.Context, dir string) error { return b.deleteUnder(ctx, dir) }
 
-func (b *s3Backend) put(ctx context.Context, dir, name string, data []byte) error {
-	if data == nil {
-		data = []byte{}
-	}
-	return b.call(ctx, http.MethodPut, b.key(dir, name), nil, data)
+// upload stores size bytes of r as object k: one PUT, or a multipart
+// upload of parts read from r as they are sent (several at a time). The
+// object appears whole when the upload completes, never in part.
+func (b *s3Backend) upload(ctx context.Context, k string, r io.ReaderAt, size int64) error {
+	return b.retry(ctx, func() error {
+		_, err := b.cl.PutObject(ctx, b.bucket, k, io.NewSectionReader(r, 0, size), size,
+			minio.PutObjectOptions{ContentType: "application/octet-stream", PartSize: b.partSize})
+		return b.fail("upload", k, err)
+	})
+}
+
+func (b *s3Backend) put(ctx context.Context, dir, name string, r io.ReaderAt, size int64) error {
+	return b.upload(ctx, b.key(dir, name), r, size)
 }
 
 // publish uploads the manifest object. Every data object was uploaded
-// before (a successful PUT is durable), and a PUT is atomic, so the
-// manifest appears whole or not at all.
+// before (an upload is durable when it returns), and an upload is
+// atomic, so the manifest appears whole or not at all.
 func (b *s3Backend) publish(ctx context.Context, dir string, manifest []byte) error {
-	return b.call(ctx, http.MethodPut, b.key(dir, manifestName), nil, manifest)
+	return b.upload(ctx, b.key(dir, manifestName), strings.NewReader(string(manifest)), int64(len(manifest)))
 }
 
 func (b *s3Backend) open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
-	resp, err := b.do(ctx, http.MethodGet, b.key(dir, name), nil, nil)
-	if err != nil {
+	r := &s3Reader{ctx: ctx, b: b, key: b.key(dir, name)}
+	if err := r.get(); err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	return r, nil
+}
+
+// s3Reader reads an object; when the connection fails midway it asks for
+// the rest of the same object (same ETag) and goes on.
+type s3Reader struct {
+	ctx  context.Context
+	b    *s3Backend
+	key  string
+	etag string
+	size int64
+	off  int64
+	body io.ReadCloser
+}
+
+// get (re)opens the object at r.off.
+func (r *s3Reader) get() error {
+	return r.b.retry(r.ctx, func() error {
+		var opts minio.GetObjectOptions
+		if r.etag != "" {
+			if err := opts.SetMatchETag(r.etag); err != nil {
+				return err
+			}
+			if err := opts.SetRange(r.off, 0); err != nil {
+				return err
+			}
+		}
+		body, info, _, err := r.b.core.GetObject(r.ctx, r.b.bucket, r.key, opts)
+		if err != nil {
+			return r.b.fail("get", r.key, err)
+		}
+		if r.etag == "" {
+			r.etag, r.size = info.ETag, info.Size
+		}
+		r.body = body
+		return nil
+	})
+}
+
+// Read implements io.Reader.
+func (r *s3Reader) Read(p []byte) (int, error) {
+	for {
+		if r.body == nil {
+			if r.off >= r.size {
+				return 0, io.EOF
+			}
+			if err := r.get(); err != nil {
+				return 0, err
+			}
+		}
+		n, err := r.body.Read(p)
+		r.off += int64(n)
+		if err == nil || err == io.EOF || !transient(err) || r.ctx.Err() != nil {
+			return n, err
+		}
+		// Cut off: read the rest anew.
+		r.body.Close()
+		r.body = nil
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// Close implements io.Closer.
+func (r *s3Reader) Close() error {
+	if r.body == nil {
+		return nil
+	}
+	return r.body.Close()
 }
 
 // remove deletes the manifest object first, then the data objects.
 func (b *s3Backend) remove(ctx context.Context, dir string) error {
-	if err := b.call(ctx, http.MethodDelete, b.key(dir, manifestName), nil, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := b.deleteKeys(ctx, []string{b.key(dir, manifestName)}); err != nil {
 		return err
 	}
 	return b.deleteUnder(ctx, dir)
 }
 
-// ReadShared implements Store.
-func (s *S3) ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error) {
-	return s.c.readShared(ctx, m, name)
+func (b *s3Backend) putShared(ctx context.Context, name string, r io.ReaderAt, size int64) error {
+	return b.put(ctx, sharedDir, name, r, size)
 }
 
-// CopyShared implements Store: the object is streamed into dst.
-func (s *S3) CopyShared(ctx context.Context, m *Manifest, name, dst string) error {
-	return s.c.copyShared(ctx, m, name, dst)
-}
-
-func (b *s3Backend) putShared(ctx context.Context, name string, data []byte) error {
-	return b.put(ctx, sharedDir, name, data)
-}
-
-// syncShared does nothing: a PUT is durable when it returns.
+// syncShared does nothing: an upload is durable when it returns.
 func (b *s3Backend) syncShared(context.Context) error { return nil }
 
 func (b *s3Backend) listShared(ctx context.Context) ([]string, error) {
 	p := b.key(sharedDir, "")
-	keys, err := b.listKeys(ctx, p, 0)
+	keys, err := b.keys(ctx, p, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -363,10 +559,9 @@ func (b *s3Backend) listShared(ctx context.Context) ([]string, error) {
 }
 
 func (b *s3Backend) removeShared(ctx context.Context, names []string) error {
-	for _, n := range names {
-		if err := b.call(ctx, http.MethodDelete, b.key(sharedDir, n), nil, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = b.key(sharedDir, n)
 	}
-	return nil
+	return b.deleteKeys(ctx, keys)
 }

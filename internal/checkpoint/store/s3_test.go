@@ -1,158 +1,128 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
-	"log/slog"
+	"maps"
+	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/checkpoint/store/s3fake"
+	"github.com/minio/minio-go/v7"
+
+	"github.com/weirstream/weir/internal/s3test"
 )
 
-// TestSigV4Vectors checks the signer against the examples published in
-// the S3 documentation ("Signature Calculations for the Authorization
-// Header: Transferring Payload in a Single Chunk").
-func TestSigV4Vectors(t *testing.T) {
-	creds := Credentials{AccessKeyID: "AKIAIOSFODNN7EXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
-	when := time.Date(2013, 5, 24, 0, 0, 0, 0, time.UTC)
-	hash := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
-	cases := []struct {
-		name, method, url string
-		header            map[string]string
-		body              string
-		signed, signature string
-	}{
-		{"GET object", "GET", "https://examplebucket.s3.amazonaws.com/test.txt",
-			map[string]string{"Range": "bytes=0-9"}, "",
-			"host;range;x-amz-content-sha256;x-amz-date", "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"},
-		{"PUT object", "PUT", "https://examplebucket.s3.amazonaws.com/test$file.text",
-			map[string]string{"Date": "Fri, 24 May 2013 00:00:00 GMT", "x-amz-storage-class": "REDUCED_REDUNDANCY"}, "Welcome to Amazon S3.",
-			"date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class", "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"},
-		{"GET bucket lifecycle", "GET", "https://examplebucket.s3.amazonaws.com/?lifecycle", nil, "",
-			"host;x-amz-content-sha256;x-amz-date", "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"},
-		{"list objects", "GET", "https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J", nil, "",
-			"host;x-amz-content-sha256;x-amz-date", "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			req, err := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, v := range c.header {
-				req.Header.Set(k, v)
-			}
-			signRequest(req, creds, "us-east-1", hash(c.body), when)
-			want := "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, SignedHeaders=" +
-				c.signed + ", Signature=" + c.signature
-			if got := req.Header.Get("Authorization"); got != want {
-				t.Fatalf("Authorization:\n got %s\nwant %s", got, want)
-			}
-			if req.Header.Get("X-Amz-Date") != "20130524T000000Z" {
-				t.Fatalf("X-Amz-Date = %q", req.Header.Get("X-Amz-Date"))
-			}
-		})
-	}
+// The tests of the S3 store run against the S3-compatible server of the
+// test command (internal/s3test), directly or through its fault-injecting
+// proxy.
+
+// s3Store returns an S3 store at endpoint (the server or a proxy in front
+// of it) with the server's keys: a fresh instance, as after a restart.
+// The library sends each request at most twice, and the store retries a
+// transient failure for 300 ms at most, so that tests of failures end
+// quickly.
+func s3Store(t testing.TB, endpoint string, srv *s3test.Server, prefix string, opts ...Option) *S3 {
+	t.Helper()
+	return s3StoreWith(t, S3Config{Endpoint: endpoint}, srv, prefix, opts...)
 }
 
-func TestURIEncode(t *testing.T) {
-	for _, c := range []struct{ in, path, query string }{
-		{"a-b_c.d~e", "a-b_c.d~e", "a-b_c.d~e"},
-		{"jobs/a b/ü+$", "jobs/a%20b/%C3%BC%2B%24", "jobs%2Fa%20b%2F%C3%BC%2B%24"},
-	} {
-		if got := uriEncode(c.in, false); got != c.path {
-			t.Errorf("uriEncode(%q, false) = %q, want %q", c.in, got, c.path)
-		}
-		if got := uriEncode(c.in, true); got != c.query {
-			t.Errorf("uriEncode(%q, true) = %q, want %q", c.in, got, c.query)
-		}
+func s3StoreWith(t testing.TB, cfg S3Config, srv *s3test.Server, prefix string, opts ...Option) *S3 {
+	t.Helper()
+	if cfg.Credentials == (Credentials{}) {
+		cfg.Credentials = Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
 	}
-}
-
-func TestNewS3Validation(t *testing.T) {
-	creds := Credentials{AccessKeyID: "a", SecretAccessKey: "b"}
-	for _, c := range []struct {
-		endpoint, bucket string
-		creds            Credentials
-		opts             []Option
-	}{
-		{"ftp://x", "b", creds, nil},
-		{"http://", "b", creds, nil},
-		{"http://x/path", "b", creds, nil},
-		{"http://x", "", creds, nil},
-		{"http://x", "a/b", creds, nil},
-		{"http://x", "b", Credentials{AccessKeyID: "a"}, nil},
-		{"http://x", "b", creds, []Option{WithFS(OSFS{})}},
-		{"http://x", "b", creds, []Option{WithCreateDir()}},
-	} {
-		if _, err := NewS3(c.endpoint, c.bucket, "p", c.creds, nil, c.opts...); err == nil {
-			t.Errorf("NewS3(%q, %q, %+v) succeeded", c.endpoint, c.bucket, c.creds)
-		}
+	if cfg.Region == "" {
+		cfg.Region = srv.Region
 	}
-	if _, err := NewS3("https://s3.example.com:9000/", "b", "", creds, nil); err != nil {
-		t.Fatal(err)
+	if cfg.Transport == nil {
+		cfg.Transport = s3test.Transport(t)
 	}
-}
-
-func TestS3RejectedSignature(t *testing.T) {
-	f := newFakeS3(t)
-	s, err := NewS3(f.URL(), f.Bucket, "p", Credentials{AccessKeyID: f.creds.AccessKeyID, SecretAccessKey: "wrong"},
-		f.Client(), WithRegion(f.Region))
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 2
+	}
+	if cfg.RetryFor == 0 {
+		cfg.RetryFor = 300 * time.Millisecond
+	}
+	s, err := NewS3(cfg, srv.Bucket, prefix, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.List(ctx); err == nil || !strings.Contains(err.Error(), "HTTP 403 SignatureDoesNotMatch: signature does not match") {
+	return s
+}
+
+func TestNewS3Validation(t *testing.T) {
+	for _, c := range []struct {
+		cfg    S3Config
+		bucket string
+		opts   []Option
+	}{
+		{S3Config{Endpoint: "ftp://x"}, "b", nil},
+		{S3Config{Endpoint: "http://"}, "b", nil},
+		{S3Config{Endpoint: "http://x/path"}, "b", nil},
+		{S3Config{Endpoint: "http://user@x"}, "b", nil},
+		{S3Config{Endpoint: "http://x"}, "", nil},
+		{S3Config{Endpoint: "http://x"}, "a/b", nil},
+		{S3Config{Endpoint: "http://x", PartSize: 1 << 20}, "b", nil},
+		{S3Config{Endpoint: "http://x"}, "b", []Option{WithFS(OSFS{})}},
+		{S3Config{Endpoint: "http://x"}, "b", []Option{WithCreateDir()}},
+	} {
+		if _, err := NewS3(c.cfg, c.bucket, "p", c.opts...); err == nil {
+			t.Errorf("NewS3(%+v, %q) succeeded", c.cfg, c.bucket)
+		}
+	}
+	if _, err := NewS3(S3Config{Endpoint: "https://s3.example.com:9000/"}, "b", ""); err != nil {
+		t.Fatal(err)
+	}
+	// The endpoint defaults to the environment's, as in the AWS SDKs.
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	t.Setenv("AWS_ENDPOINT_URL", "ftp://bad")
+	if _, err := NewS3(S3Config{}, "b", ""); err == nil || !strings.Contains(err.Error(), "ftp://bad") {
+		t.Fatalf("NewS3 with AWS_ENDPOINT_URL=ftp://bad: %v", err)
+	}
+}
+
+func TestS3WrongSecret(t *testing.T) {
+	srv := s3test.Require(t)
+	s := s3StoreWith(t, S3Config{Endpoint: srv.Endpoint, Credentials: Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: "wrong"}}, srv, srv.Prefix())
+	if _, err := s.List(ctx); err == nil || !strings.Contains(err.Error(), "SignatureDoesNotMatch") && !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("List with a wrong secret: %v", err)
 	}
-	if _, err = s.Begin(ctx, 1, Checkpoint); err == nil || !strings.Contains(err.Error(), "HTTP 403") {
-		t.Fatalf("Begin with a wrong secret: %v", err)
-	}
-	// A wrong region is refused as well.
-	s2, _ := NewS3(f.URL(), f.Bucket, "p", f.creds, f.Client(), WithRegion("us-west-2"))
-	if _, err := s2.List(ctx); err == nil || !strings.Contains(err.Error(), "403") {
-		t.Fatalf("List with a wrong region: %v", err)
+	if _, err := s.Begin(ctx, 1, Checkpoint); err == nil {
+		t.Fatal("Begin with a wrong secret succeeded")
 	}
 }
 
-func TestS3SessionToken(t *testing.T) {
-	f := newFakeS3(t)
-	f.creds.SessionToken = "token/with+odd=chars"
-	s := f.store(t, "p")
-	writeCheckpoint(t, s, 1, Checkpoint)
-	wantLatest(t, s, 1)
-}
-
-// TestS3Layout checks the object keys and that pagination is exercised.
+// TestS3Layout checks the object keys, with a prefix that needs escaping.
 func TestS3Layout(t *testing.T) {
-	f := newFakeS3(t)
-	s := f.store(t, "/jobs/my job/ü/")
+	srv := s3test.Require(t)
+	prefix := srv.Prefix() + "/jobs/my job/ü"
+	s := s3Store(t, srv.Endpoint, srv, "/"+prefix+"/")
 	_, files := writeCheckpoint(t, s, 7, Checkpoint)
 	writeCheckpoint(t, s, 8, Savepoint)
 	var want []string
 	for name := range files {
-		want = append(want, "jobs/my job/ü/chk-7/"+name)
+		want = append(want, prefix+"/chk-7/"+name, prefix+"/savepoint-8/"+name)
 	}
-	want = append(want, "jobs/my job/ü/chk-7/_manifest.json", "jobs/my job/ü/savepoint-8/_manifest.json")
-	for name := range files {
-		want = append(want, "jobs/my job/ü/savepoint-8/"+name)
-	}
+	want = append(want, prefix+"/chk-7/_manifest.json", prefix+"/savepoint-8/_manifest.json")
 	slices.Sort(want)
-	if got := f.Keys(); !slices.Equal(got, want) {
+	if got := srv.Keys(prefix + "/"); !slices.Equal(got, want) {
 		t.Fatalf("keys:\n%q\nwant\n%q", got, want)
-	}
-	if len(want) <= s3fake.PageSize {
-		t.Fatal("too few objects to need several list pages")
 	}
 	wantList(t, s, cp(7), sp(8))
 	// The manifest object decodes like a local one.
-	var raw []byte
-	f.Mutate("jobs/my job/ü/chk-7/_manifest.json", func(d []byte) []byte { raw = d; return d })
+	raw, _ := srv.Get(prefix + "/chk-7/_manifest.json")
 	m, err := decodeManifest(raw, "test")
 	if err != nil || m.ID != 7 {
 		t.Fatalf("decoding the manifest object: %+v, %v", m, err)
@@ -160,8 +130,9 @@ func TestS3Layout(t *testing.T) {
 }
 
 func TestS3PrefixIsolation(t *testing.T) {
-	f := newFakeS3(t)
-	a, ab, root := f.store(t, "team/a"), f.store(t, "team/ab"), f.store(t, "")
+	srv := s3test.Require(t)
+	p := srv.Prefix()
+	a, ab, root := s3Store(t, srv.Endpoint, srv, p+"/team/a"), s3Store(t, srv.Endpoint, srv, p+"/team/ab"), s3Store(t, srv.Endpoint, srv, p)
 	writeCheckpoint(t, a, 1, Checkpoint)
 	writeCheckpoint(t, ab, 2, Checkpoint)
 	wantLatest(t, a, 1)
@@ -179,18 +150,27 @@ func TestS3PrefixIsolation(t *testing.T) {
 	wantList(t, ab, cp(2))
 }
 
+// manifestPut matches the upload of a checkpoint's manifest.
+func manifestPut(id string) func(*http.Request, string) bool {
+	return func(r *http.Request, key string) bool {
+		return r.Method == http.MethodPut && strings.HasSuffix(key, "/"+id+"/"+manifestName)
+	}
+}
+
 // TestS3CommitFails: a failed manifest upload leaves an incomplete
 // checkpoint that readers skip; Abort removes it.
 func TestS3CommitFails(t *testing.T) {
-	f := newFakeS3(t)
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	prefix := srv.Prefix()
 	log, logs := newLogger()
-	s := f.store(t, "p", WithLogger(log))
+	s := s3Store(t, proxy.URL, srv, prefix, WithLogger(log))
 	writeCheckpoint(t, s, 1, Checkpoint)
-	f.SetFail(func(method, key string) int {
-		if method == http.MethodPut && strings.HasSuffix(key, "chk-2/"+manifestName) {
-			return http.StatusInternalServerError
+	proxy.SetRule(func(r *http.Request, key string) s3test.Fault {
+		if manifestPut("chk-2")(r, key) {
+			return s3test.Fault{Status: http.StatusInternalServerError}
 		}
-		return 0
+		return s3test.Fault{}
 	})
 	w, err := s.Begin(ctx, 2, Checkpoint)
 	if err != nil {
@@ -200,41 +180,122 @@ func TestS3CommitFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = w.Commit(ctx, Manifest{})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 500 InjectedFault") {
-		t.Fatalf("Commit = %v", err)
+	if err == nil || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "gave up after") {
+		t.Fatalf("Commit = %v, want the 500 after retries", err)
 	}
-	s2 := f.store(t, "p", WithLogger(log))
-	wantLatest(t, s2, 1)
+	wantLatest(t, s3Store(t, srv.Endpoint, srv, prefix, WithLogger(log)), 1)
 	wantWarning(t, logs, 2, "incomplete")
+	wantAborted(t, w, srv, prefix+"/chk-2/")
+}
+
+// wantAborted aborts w and checks that nothing is left under the key
+// prefix dir.
+func wantAborted(t *testing.T, w Writer, srv *s3test.Server, dir string) {
+	t.Helper()
 	if err := w.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range f.Keys() {
-		if strings.Contains(k, "chk-2") {
-			t.Fatalf("Abort left %s", k)
-		}
+	if keys := srv.Keys(dir); len(keys) != 0 {
+		t.Fatalf("Abort left %q", keys)
 	}
 }
 
-// TestS3DataUploadFails: a failed upload is reported and can be retried.
-func TestS3DataUploadFails(t *testing.T) {
-	f := newFakeS3(t)
-	s := f.store(t, "p", WithLogger(slog.New(slog.DiscardHandler)))
+// TestS3TransientErrorsRetried: more 503s in a row than the library sends
+// a request, then success: the store's own retries carry the upload
+// through, and the checkpoint completes.
+func TestS3TransientErrorsRetried(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	prefix := srv.Prefix()
+	s := s3StoreWith(t, S3Config{Endpoint: proxy.URL, RetryFor: time.Minute}, srv, prefix)
 	w, err := s.Begin(ctx, 1, Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.SetFail(func(method, key string) int {
-		if method == http.MethodPut {
-			return http.StatusServiceUnavailable
+	isPut := func(r *http.Request, key string) bool { return r.Method == http.MethodPut }
+	proxy.SetRule(s3test.Times(5, isPut, s3test.Fault{Status: http.StatusServiceUnavailable}))
+	if err := w.WriteFile(ctx, "a", []byte("data")); err != nil {
+		t.Fatalf("WriteFile through five 503s: %v", err)
+	}
+	// A slow answer is waited for, and a connection cut during the upload
+	// is retried.
+	proxy.SetRule(s3test.Times(1, isPut, s3test.Fault{Delay: 200 * time.Millisecond}))
+	if err := w.WriteFile(ctx, "b", []byte("slow")); err != nil {
+		t.Fatalf("WriteFile with a slow answer: %v", err)
+	}
+	proxy.SetRule(s3test.Times(2, isPut, s3test.Fault{CutRequest: 3}))
+	if err := w.WriteFile(ctx, "c", bytes.Repeat([]byte("cut"), 1000)); err != nil {
+		t.Fatalf("WriteFile through cut connections: %v", err)
+	}
+	m, err := w.Commit(ctx, Manifest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := 0
+	for _, e := range proxy.Events() {
+		if e.Fault {
+			faults++
 		}
-		return 0
+	}
+	if faults != 5+1+2 {
+		t.Fatalf("the proxy injected %d faults, want 8", faults)
+	}
+	if data, err := s.ReadFile(ctx, m, "c"); err != nil || !bytes.Equal(data, bytes.Repeat([]byte("cut"), 1000)) {
+		t.Fatalf("ReadFile = %d bytes, %v", len(data), err)
+	}
+}
+
+// TestS3UploadFailsWithinDeadline: a service that keeps failing, or never
+// answers, fails the write when the context's deadline (the checkpoint
+// timeout) comes, and the checkpoint is not complete.
+func TestS3UploadFailsWithinDeadline(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	prefix := srv.Prefix()
+	s := s3StoreWith(t, S3Config{Endpoint: proxy.URL, RetryFor: time.Hour}, srv, prefix)
+	writeCheckpoint(t, s, 1, Checkpoint)
+	for _, f := range []s3test.Fault{{Status: http.StatusServiceUnavailable}, {Delay: time.Hour}, {CutRequest: 1}} {
+		proxy.SetRule(func(r *http.Request, key string) s3test.Fault {
+			if r.Method == http.MethodPut || r.Method == http.MethodPost {
+				return f
+			}
+			return s3test.Fault{}
+		})
+		dctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+		_, _, err := tryCheckpoint(dctx, s, 2, Checkpoint)
+		cancel()
+		if err == nil {
+			t.Fatalf("checkpoint 2 with fault %+v completed", f)
+		}
+		proxy.SetRule(nil)
+		s = s3StoreWith(t, S3Config{Endpoint: proxy.URL, RetryFor: time.Hour}, srv, prefix) // the writer is left open
+		wantLatest(t, s3Store(t, srv.Endpoint, srv, prefix), 1)
+		wantList(t, s3Store(t, srv.Endpoint, srv, prefix), cp(1))
+	}
+	// The service is back: the id can be written.
+	writeCheckpoint(t, s, 2, Checkpoint)
+}
+
+// TestS3DataUploadFails: a failed upload is reported and can be retried.
+func TestS3DataUploadFails(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	s := s3Store(t, proxy.URL, srv, srv.Prefix())
+	w, err := s.Begin(ctx, 1, Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetRule(func(r *http.Request, key string) s3test.Fault {
+		if r.Method == http.MethodPut {
+			return s3test.Fault{Status: http.StatusServiceUnavailable}
+		}
+		return s3test.Fault{}
 	})
 	err = w.WriteFile(ctx, "a", []byte("data"))
 	if err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("WriteFile = %v", err)
 	}
-	f.SetFail(nil)
+	proxy.SetRule(nil)
 	if err := w.WriteFile(ctx, "a", []byte("data")); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
@@ -247,12 +308,273 @@ func TestS3DataUploadFails(t *testing.T) {
 	}
 }
 
-func TestS3ErrorIsNotExist(t *testing.T) {
-	e := &s3Error{status: 404}
-	if !errors.Is(e, fs.ErrNotExist) {
-		t.Fatal("404 does not match fs.ErrNotExist")
+// TestS3ManifestLast: the manifest is uploaded after every data and
+// shared file of its checkpoint has been stored.
+func TestS3ManifestLast(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	s := s3Store(t, proxy.URL, srv, srv.Prefix())
+	writeIncremental(t, s, 1, "a", "b")
+	writeCheckpoint(t, s, 2, Checkpoint)
+	var uploads []string
+	for _, e := range proxy.Events() {
+		if e.Method == http.MethodPut || e.Method == http.MethodPost {
+			uploads = append(uploads, e.Key)
+		}
 	}
-	if errors.Is(&s3Error{status: 500}, fs.ErrNotExist) {
-		t.Fatal("500 matches fs.ErrNotExist")
+	for _, id := range []string{"chk-1", "chk-2"} {
+		last := -1
+		for i, k := range uploads {
+			if strings.Contains(k, "/"+id+"/") || id == "chk-1" && strings.Contains(k, "/shared/") {
+				last = i
+			}
+		}
+		if last < 0 || !strings.HasSuffix(uploads[last], id+"/"+manifestName) {
+			t.Fatalf("the last upload of %s is %q, not its manifest; uploads: %q", id, uploads[max(last, 0)], uploads)
+		}
+	}
+}
+
+// TestS3DownloadResumes: a download cut off midway goes on where it
+// stopped, with the same object.
+func TestS3DownloadResumes(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	prefix := srv.Prefix()
+	s := s3Store(t, proxy.URL, srv, prefix)
+	m, files := writeCheckpoint(t, s, 1, Checkpoint)
+	isGet := func(r *http.Request, key string) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(key, "/source-1.op")
+	}
+	proxy.SetRule(s3test.Times(2, isGet, s3test.Fault{CutResponse: 300}))
+	data, err := s.ReadFile(ctx, m, "source-1.op")
+	if err != nil || !bytes.Equal(data, files["source-1.op"]) {
+		t.Fatalf("ReadFile through cut downloads = %d bytes, %v", len(data), err)
+	}
+	var ranges []string
+	for _, e := range proxy.Events() {
+		if e.Method == http.MethodGet && strings.HasSuffix(e.Key, "/source-1.op") {
+			ranges = append(ranges, e.Range)
+		}
+	}
+	if want := []string{"", "bytes=300-", "bytes=600-"}; !slices.Equal(ranges, want) {
+		t.Fatalf("GETs of the file asked for ranges %q, want %q", ranges, want)
+	}
+	// An object that changed between two parts is not spliced together.
+	proxy.SetRule(s3test.Times(1, isGet, s3test.Fault{CutResponse: 300}))
+	rc, err := s.c.b.open(ctx, "chk-1", "source-1.op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	buf := make([]byte, 1000)
+	n, _ := rc.Read(buf)
+	for n < 300 {
+		k, err := rc.Read(buf[n:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += k
+	}
+	srv.Put(prefix+"/chk-1/source-1.op", []byte("other"))
+	for err == nil {
+		_, err = rc.Read(buf)
+	}
+	var r minio.ErrorResponse
+	if !errors.As(err, &r) || r.Code != "PreconditionFailed" {
+		t.Fatalf("reading on after the object changed: %v, want PreconditionFailed", err)
+	}
+}
+
+// TestS3MultipartStreamed: a shared file larger than a part is uploaded
+// in parts, read from the file as they are sent (the upload allocates far
+// less than the file's size), through a connection cut during a part;
+// it reads back and copies out intact.
+func TestS3MultipartStreamed(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	prefix := srv.Prefix()
+	s := s3StoreWith(t, S3Config{Endpoint: proxy.URL, PartSize: 5 << 20, RetryFor: time.Minute}, srv, prefix)
+	const size = 24<<20 + 12345
+	src := filepath.Join(t.TempDir(), "000009.sst")
+	data := make([]byte, size)
+	rng := rand.NewChaCha8([32]byte{7})
+	rng.Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data = nil
+	w, err := s.Begin(ctx, 1, Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isPart2 := func(r *http.Request, key string) bool { return r.URL.Query().Get("partNumber") == "2" }
+	proxy.SetRule(s3test.Times(1, isPart2, s3test.Fault{CutRequest: 1 << 20}))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := w.WriteSharedFile(ctx, "big", src); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("uploading %d bytes in 5 MiB parts allocated %d bytes", size, alloc)
+	if alloc > size/2 {
+		t.Errorf("uploading a %d-byte file allocated %d bytes: it was not streamed", size, alloc)
+	}
+	m, err := w.Commit(ctx, Manifest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]int{}
+	for _, e := range proxy.Events() {
+		if strings.HasSuffix(e.Key, "/shared/big") {
+			switch {
+			case e.Query.Has("uploads"):
+				parts["start"]++
+			case e.Query.Has("partNumber") && !e.Fault:
+				parts["part"]++
+			case e.Query.Has("uploadId") && e.Method == http.MethodPost:
+				parts["complete"]++
+			case e.Fault:
+				parts["cut"]++
+			}
+		}
+	}
+	if want := map[string]int{"start": 1, "part": 5, "complete": 1, "cut": 1}; !maps.Equal(parts, want) {
+		t.Fatalf("requests for the shared file: %v, want %v", parts, want)
+	}
+	dst := filepath.Join(t.TempDir(), "copy.sst")
+	if err := s.CopyShared(ctx, m, "big", dst); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(dst)
+	want, _ := os.ReadFile(src)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the copied shared file differs from the uploaded one")
+	}
+	if err := s.VerifyShared(ctx, m, "big"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestS3FailedMultipartLeavesNothing: a multipart upload that fails for
+// good (every part's connection cut until the deadline) fails the write;
+// the shared file never appears, and neither does the checkpoint.
+func TestS3FailedMultipartLeavesNothing(t *testing.T) {
+	srv := s3test.Require(t)
+	proxy := srv.Proxy()
+	prefix := srv.Prefix()
+	s := s3StoreWith(t, S3Config{Endpoint: proxy.URL, PartSize: 5 << 20, RetryFor: time.Hour}, srv, prefix)
+	writeIncremental(t, s, 1, "a")
+	src := filepath.Join(t.TempDir(), "000010.sst")
+	if err := os.WriteFile(src, bytes.Repeat([]byte("sst "), 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetRule(func(r *http.Request, key string) s3test.Fault {
+		if r.URL.Query().Get("partNumber") == "3" {
+			return s3test.Fault{CutRequest: 1 << 16}
+		}
+		return s3test.Fault{}
+	})
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	w, err := s.Begin(dctx, 2, Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSharedFile(dctx, "big", src); err == nil {
+		t.Fatal("WriteSharedFile through a cut part succeeded")
+	}
+	proxy.SetRule(nil)
+	// The runtime never commits after a failed write (a process may also
+	// die here): the checkpoint has no manifest until it does.
+	if _, ok := srv.Get(prefix + "/shared/big"); ok {
+		t.Fatal("the failed multipart upload left an object")
+	}
+	fresh := s3Store(t, srv.Endpoint, srv, prefix)
+	wantLatest(t, fresh, 1)
+	wantList(t, fresh, cp(1))
+	wantAborted(t, w, srv, prefix+"/chk-2/")
+}
+
+// TestS3CredentialChain: without static keys the store finds credentials
+// the standard ways: the environment, a shared credentials file, a
+// container credentials endpoint (an IAM role on ECS/EKS); with none it
+// says so when the service refuses the unsigned requests.
+func TestS3CredentialChain(t *testing.T) {
+	srv := s3test.Require(t)
+	prefix := srv.Prefix()
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY", "AWS_SESSION_TOKEN",
+		"AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"} {
+		t.Setenv(v, "")
+	}
+	// Never the EC2 metadata service from a test.
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	chain := func() *S3 {
+		s, err := NewS3(S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t), MaxRetries: 1, RetryFor: time.Millisecond}, srv.Bucket, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	works := func(how string, id int64) {
+		t.Helper()
+		s := chain()
+		if _, _, err := tryCheckpoint(ctx, s, id, Checkpoint); err != nil {
+			t.Fatalf("credentials from %s: %v", how, err)
+		}
+		wantLatest(t, s, id)
+	}
+
+	_, err := chain().List(ctx)
+	if err == nil || !strings.Contains(err.Error(), "no S3 credentials were found") {
+		t.Fatalf("List without credentials: %v", err)
+	}
+
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	works("the environment", 1)
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+
+	file := filepath.Join(t.TempDir(), "credentials")
+	ini := fmt.Sprintf("[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n\n[weir]\naws_access_key_id = %s\naws_secret_access_key = %s\n", srv.AccessKey, srv.SecretKey)
+	if err := os.WriteFile(file, []byte(ini), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", file)
+	t.Setenv("AWS_PROFILE", "weir")
+	works("a shared credentials file", 2)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_PROFILE", "")
+
+	asked := 0
+	role := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked++
+		json.NewEncoder(w).Encode(map[string]any{"AccessKeyId": srv.AccessKey, "SecretAccessKey": srv.SecretKey,
+			"Expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	}))
+	defer role.Close()
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", role.URL+"/role")
+	works("a container credentials endpoint", 3)
+	if asked == 0 {
+		t.Fatal("the container credentials endpoint was never asked")
+	}
+}
+
+func TestS3ErrorIsNotExist(t *testing.T) {
+	srv := s3test.Require(t)
+	s := s3Store(t, srv.Endpoint, srv, srv.Prefix())
+	_, err := s.c.b.open(ctx, "chk-1", "nothing")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("opening a missing object: %v, want fs.ErrNotExist", err)
+	}
+	other := s3StoreWith(t, S3Config{Endpoint: srv.Endpoint}, srv, "")
+	other.c.b.(*s3Backend).bucket = "no-such-bucket-here"
+	if _, err := other.c.b.open(ctx, "chk-1", "nothing"); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("opening in a missing bucket: %v, want an error that is not fs.ErrNotExist", err)
 	}
 }

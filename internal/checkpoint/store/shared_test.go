@@ -8,13 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // sharedConformance is the behaviour of shared files (incremental
 // checkpoints) every Store must show; TestSharedConformance runs it on
 // every backing of the conformance suite (local disk, the in-memory file
-// system, the S3 fake).
+// system, the S3 server of the test command).
 var sharedConformance = []struct {
 	name string
 	fn   func(t *testing.T, b backing)
@@ -331,7 +332,7 @@ func TestCopySharedLinksLocalFiles(t *testing.T) {
 	// The store writes a shared file of the same name anew (say after
 	// retention dropped the checkpoints referencing it): the placed file
 	// keeps its contents.
-	if err := s.c.b.putShared(ctx, "a", []byte("other contents")); err != nil {
+	if err := s.c.b.putShared(ctx, "a", strings.NewReader("other contents"), int64(len("other contents"))); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "a")); string(got) != string(sharedData("a")) {

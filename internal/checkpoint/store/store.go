@@ -1,6 +1,7 @@
 // Package store keeps Weir's completed checkpoints and savepoints: a small
 // Store interface, a local-directory implementation (the embedded default)
-// and an S3-compatible one.
+// and an S3-compatible one on minio-go, and the locations that name them
+// (a path, file:///dir, s3://bucket/prefix: ParseLocation).
 //
 // A checkpoint is a set of named, opaque data files plus a Manifest that
 // describes them: which operator (by UID) and subtask each file belongs to,
@@ -66,6 +67,10 @@ type Store interface {
 	// CRC32C against m.Shared (ErrCorrupt on a mismatch or a missing file,
 	// ErrNotFound if m references no such file).
 	ReadShared(ctx context.Context, m *Manifest, name string) ([]byte, error)
+
+	// VerifyShared reads the shared file name that the checkpoint m
+	// references, without keeping it, and checks it as ReadShared does.
+	VerifyShared(ctx context.Context, m *Manifest, name string) error
 
 	// CopyShared places the shared file name that the checkpoint m
 	// references at the local path dst (which must not exist), with the
@@ -236,7 +241,6 @@ type options struct {
 	logger    *slog.Logger
 	fs        FS
 	createDir bool
-	region    string
 }
 
 // WithLogger sets the logger for warnings (skipped checkpoints). The default
@@ -250,10 +254,6 @@ func WithFS(fsys FS) Option { return func(o *options) { o.fs = fsys } }
 // WithCreateDir makes NewLocal create the directory (and its parents) if it
 // does not exist; without it a missing directory is an error. Local only.
 func WithCreateDir() Option { return func(o *options) { o.createDir = true } }
-
-// WithRegion sets the region used in S3 request signatures. The default is
-// "us-east-1". S3 only.
-func WithRegion(region string) Option { return func(o *options) { o.region = region } }
 
 func buildOptions(opts []Option) options {
 	var o options
