@@ -755,3 +755,45 @@ type immediate struct{}
 func (immediate) AsyncInvoke(_ context.Context, in int64, result weir.ResultFuture[int64]) {
 	result.Complete([]int64{in})
 }
+
+// parked keeps the futures it is given, for the test to answer.
+type parked struct{ futures *[]weir.ResultFuture[string] }
+
+func (p parked) AsyncInvoke(_ context.Context, in string, result weir.ResultFuture[string]) {
+	*p.futures = append(*p.futures, result)
+}
+
+// TestAsyncInHarness answers from another goroutine; ProcessMail delivers
+// the answers, and unordered output lets the second record overtake the
+// first but not the watermark between them and the third.
+func TestAsyncInHarness(t *testing.T) {
+	var futures []weir.ResultFuture[string]
+	h, err := weir.NewOneInputHarness(func(in weir.DataStream[string]) weir.DataStream[string] {
+		return weir.UnorderedWait[string, string](in, parked{&futures}, 0, 10)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	noErr(t, h.ProcessElement("a", 1))
+	noErr(t, h.ProcessElement("b", 2))
+	noErr(t, h.ProcessWatermark(5))
+	noErr(t, h.ProcessElement("c", 6))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		futures[2].Complete([]string{"C"})
+		futures[1].Complete([]string{"B"})
+	}()
+	<-done
+	noErr(t, h.ProcessMail())
+	if got := fmt.Sprint(h.Events()); got != "[B@2]" {
+		t.Fatalf("events %s", got)
+	}
+	futures[0].Complete([]string{"A"})
+	futures[0].Complete([]string{"again"}) // ignored
+	noErr(t, h.ProcessMail())
+	if got := fmt.Sprint(h.Events()); got != "[B@2 A@1 wm 5 C@6]" {
+		t.Fatalf("events %s", got)
+	}
+}

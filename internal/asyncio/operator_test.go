@@ -108,6 +108,15 @@ func newOp(t testing.TB, e *env, cfg Config[int, int]) *Operator[int, int] {
 	return o
 }
 
+// expect runs the posted mails and checks everything emitted so far.
+func (e *env) expect(t *testing.T, want string) {
+	t.Helper()
+	must(t, e.runMail())
+	if got := strings.Join(e.events, " "); got != want {
+		t.Fatalf("emitted %q, want %q", got, want)
+	}
+}
+
 func rec(v int, ts int64) Element[int] { return Element[int]{Kind: KindRecord, Value: v, TS: ts} }
 func wm(w int64) Element[int]          { return Element[int]{Kind: KindWatermark, TS: w} }
 
@@ -130,15 +139,9 @@ func TestOrderedEmitsInArrivalOrder(t *testing.T) {
 	must(t, o.Add(wm(25)))
 	e.calls[2].f.Complete([]int{200, 201})
 	e.calls[1].f.Complete(nil)
-	must(t, e.runMail())
-	if len(e.events) != 0 {
-		t.Fatalf("emitted %v before the head completed", e.events)
-	}
+	e.expect(t, "") // the head has not completed
 	e.calls[0].f.Complete([]int{0})
-	must(t, e.runMail())
-	if got, want := strings.Join(e.events, " "), "0@0 200@20 201@20 wm25"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
+	e.expect(t, "0@0 200@20 201@20 wm25")
 }
 
 func TestUnorderedKeepsWatermarkOrder(t *testing.T) {
@@ -150,15 +153,9 @@ func TestUnorderedKeepsWatermarkOrder(t *testing.T) {
 	must(t, o.Add(rec(3, 6)))
 	e.calls[2].f.Complete([]int{3}) // after the watermark: waits
 	e.calls[1].f.Complete([]int{2}) // overtakes 1
-	must(t, e.runMail())
-	if got, want := strings.Join(e.events, " "), "2@2"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
+	e.expect(t, "2@2")
 	e.calls[0].f.Complete([]int{1})
-	must(t, e.runMail())
-	if got, want := strings.Join(e.events, " "), "2@2 1@1 wm5 3@6"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
+	e.expect(t, "2@2 1@1 wm5 3@6")
 }
 
 func TestCapacityBlocksInputAndEndWaits(t *testing.T) {
@@ -184,9 +181,7 @@ func TestCapacityBlocksInputAndEndWaits(t *testing.T) {
 	if !e.ended || o.Pending() || o.InputBlocked() {
 		t.Fatalf("ended %v, pending %v, blocked %v", e.ended, o.Pending(), o.InputBlocked())
 	}
-	if got := strings.Join(e.events, " "); got != "0@0 1@0 2@0 3@0 4@0" {
-		t.Fatal(got)
-	}
+	e.expect(t, "0@0 1@0 2@0 3@0 4@0")
 }
 
 func TestTimeoutFailsByDefault(t *testing.T) {
@@ -214,11 +209,8 @@ func TestTimeoutHandlerAnswers(t *testing.T) {
 	must(t, e.advance(10))
 	must(t, e.runMail())
 	e.calls[0].f.Complete([]int{1}) // too late: ignored
-	must(t, e.runMail())
-	if got := strings.Join(e.events, " "); got != "-1@0 2@0" {
-		t.Fatal(got)
-	}
-	if len(e.cbs) != 0 && o.timers.Len() != 0 {
+	e.expect(t, "-1@0 2@0")
+	if o.timers.Len() != 0 {
 		t.Fatalf("%d timers left", o.timers.Len())
 	}
 }
@@ -247,10 +239,7 @@ func TestRetryFixedDelayThenSucceed(t *testing.T) {
 		t.Fatalf("%d calls", len(e.calls))
 	}
 	e.calls[2].f.Complete([]int{50})
-	must(t, e.runMail())
-	if got := strings.Join(e.events, " "); got != "50@0" {
-		t.Fatal(got)
-	}
+	e.expect(t, "50@0")
 }
 
 func TestRetryExhaustedFailsWithLastError(t *testing.T) {
@@ -285,9 +274,9 @@ func TestEndInputStartsDelayedRetriesAtOnce(t *testing.T) {
 		t.Fatalf("%d calls: the waiting retry did not start at the end of the input", len(e.calls))
 	}
 	e.calls[1].f.Complete([]int{2}) // would be retried before the end
-	must(t, e.runMail())
-	if got := strings.Join(e.events, " "); got != "2@0" || !e.ended {
-		t.Fatal(got, e.ended)
+	e.expect(t, "2@0")
+	if !e.ended {
+		t.Fatal("not ended")
 	}
 }
 
