@@ -83,6 +83,9 @@ type BuildContext struct {
 	UID string
 	// Restored is the state to restore from, or nil.
 	Restored *Restored
+	// Mailbox is the task's mailbox, for operators that wait on other
+	// goroutines (mailbox.go).
+	Mailbox *Mailbox
 }
 
 // Side returns the side output for tag, or nil if nobody consumes it.
@@ -350,6 +353,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			Main:      main, Sides: sides, Time: t, Clock: cfg.Clock,
 			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
 			UID: UIDOf(n), Restored: restoredFor(cfg.Restore[UIDOf(n)], sub, kgs),
+			Mailbox: t.Mailbox(),
 		}
 		b, err := n.Build(bc)
 		if err != nil {

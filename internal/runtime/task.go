@@ -79,6 +79,8 @@ type Task struct {
 	clk      clock.Clock
 	inbox    chan message
 	wake     chan struct{}
+	mail     *Mailbox     // work posted by other goroutines (mailbox.go)
+	parked   []message    // input taken while an operator held it back
 	outputs  []OutputPort // in topological order, flushed after each step
 	writers  []barrierWriter
 	lifes    []namedLifecycle
@@ -118,6 +120,7 @@ func NewTask(name string, subtask int, clk clock.Clock) *Task {
 	return &Task{
 		Name: name, Subtask: subtask, clk: clk,
 		wake:    make(chan struct{}, 1),
+		mail:    NewMailbox(),
 		armedAt: MaxWatermark,
 		Metrics: &TaskMetrics{Name: name, Subtask: subtask},
 	}
@@ -250,9 +253,9 @@ func (t *Task) Do(f func() error) error {
 	return t.Flush()
 }
 
-// Drain processes every message waiting in the inbox without blocking and
-// reports how many it processed (a test harness running a multi-task plan
-// on one goroutine uses it).
+// Drain processes every message waiting in the inbox and every mail
+// posted to the mailbox without blocking and reports how many it processed
+// (a test harness running a multi-task plan on one goroutine uses it).
 func (t *Task) Drain() (int, error) {
 	n := 0
 	for {
@@ -263,7 +266,11 @@ func (t *Task) Drain() (int, error) {
 				return n, err
 			}
 		default:
-			return n, nil
+			k, err := t.RunMail()
+			if err != nil || k == 0 {
+				return n, err
+			}
+			n += k
 		}
 	}
 }
@@ -310,6 +317,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	defer t.finished.Store(true)
 	defer func() {
+		t.mail.close()
 		cancel()
 		wg.Wait()
 		if t.armedStop != nil {
@@ -336,21 +344,46 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		return err
 	}
 	last := time.Now()
-	for !t.done() {
+	for {
+		// Mails first: an answer frees room in an operator before more
+		// input comes. While an operator holds the input back, input
+		// messages are parked and only mails, timers and control messages
+		// (checkpoint triggers, notifications) run; parked input goes
+		// first once the operator has room.
+		if _, err := t.RunMail(); err != nil {
+			return err
+		}
+		if t.done() && !t.mail.pending() {
+			break
+		}
+		blocked := t.mail.blocked()
 		var m message
-		select {
-		case m = <-t.inbox:
-		default:
-			busy := time.Now()
-			t.Metrics.BusyNanos.Add(int64(busy.Sub(last)))
+		if !blocked && len(t.parked) > 0 {
+			m = t.parked[0]
+			t.parked[0] = nil
+			t.parked = t.parked[1:]
+		} else {
 			select {
 			case m = <-t.inbox:
-			case <-t.wake:
-			case <-ctx.Done():
-				return ctx.Err()
+			default:
+				busy := time.Now()
+				t.Metrics.BusyNanos.Add(int64(busy.Sub(last)))
+				select {
+				case m = <-t.inbox:
+				case <-t.wake:
+				case <-t.mail.notify:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				last = time.Now()
+				t.Metrics.IdleNanos.Add(int64(last.Sub(busy)))
 			}
-			last = time.Now()
-			t.Metrics.IdleNanos.Add(int64(last.Sub(busy)))
+			if _, data := m.(inputMsg); data && blocked {
+				// Held back, keeping its credit (so the producer stops
+				// too), until the operator has room again.
+				t.parked = append(t.parked, m)
+				m = nil
+			}
 		}
 		if m != nil {
 			if err := t.Step(m); err != nil {

@@ -1,0 +1,385 @@
+package weir
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/asyncio"
+	"github.com/weirstream/weir/internal/runtime"
+	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/state"
+)
+
+// ResultFuture takes the answer to one asynchronous request (Flink's
+// ResultFuture). Call Complete or CompleteExceptionally once, from any
+// goroutine; later calls are ignored (a timeout handler and a late
+// answer may race: the first one counts).
+type ResultFuture[OUT any] interface {
+	// Complete answers with zero or more results, emitted with the input
+	// record's timestamp. The slice belongs to Weir afterwards.
+	Complete(results []OUT)
+	// CompleteExceptionally answers with an error: the request is retried
+	// if its retry strategy says so, else the job fails with err.
+	CompleteExceptionally(err error)
+}
+
+// AsyncFunction starts an asynchronous request for each record (Flink's
+// AsyncFunction): AsyncInvoke runs on the task goroutine, must not block,
+// and answers through result later, typically from a goroutine of a
+// client library. ctx ends when the answer is no longer wanted (the
+// request was answered, timed out and was answered by the timeout handler,
+// or the job stops). A function that also implements Opener and Closer is
+// opened before the first request and closed after the last.
+type AsyncFunction[IN, OUT any] interface {
+	AsyncInvoke(ctx context.Context, in IN, result ResultFuture[OUT])
+}
+
+// AsyncTimeoutHandler is implemented by an AsyncFunction that answers
+// requests whose time is up (Flink's AsyncFunction.timeout). It runs on
+// the task goroutine and should answer result; without it a timeout fails
+// the job with an error wrapping ErrAsyncTimeout.
+type AsyncTimeoutHandler[IN, OUT any] interface {
+	Timeout(in IN, result ResultFuture[OUT])
+}
+
+// ErrAsyncTimeout is wrapped by the error of a job whose async request timed
+// out without a timeout handler (Flink's TimeoutException "Async function
+// call has timed out.").
+var ErrAsyncTimeout = asyncio.ErrTimeout
+
+// AsyncCall is an AsyncFunction made of a blocking call (AsyncFunc).
+type AsyncCall[IN, OUT any] struct {
+	call      func(ctx context.Context, in IN) ([]OUT, error)
+	onTimeout func(in IN, result ResultFuture[OUT])
+	wg        *sync.WaitGroup
+	name      string
+	subtask   int
+}
+
+// AsyncFunc makes an AsyncFunction of a blocking call: every attempt runs
+// call on a goroutine of its own, and what it returns answers the request
+// (an error is retried if the retry strategy says so, else fails the job).
+// call must return soon after ctx ends; the operator waits for the running
+// calls when it closes. A panic in call fails the job with its stack.
+func AsyncFunc[IN, OUT any](call func(ctx context.Context, in IN) ([]OUT, error)) *AsyncCall[IN, OUT] {
+	return &AsyncCall[IN, OUT]{call: call}
+}
+
+// OnTimeout returns a copy of the function that answers timed-out
+// requests with h (see AsyncTimeoutHandler).
+func (a *AsyncCall[IN, OUT]) OnTimeout(h func(in IN, result ResultFuture[OUT])) *AsyncCall[IN, OUT] {
+	c := *a
+	c.onTimeout = h
+	return &c
+}
+
+// Open implements Opener.
+func (a *AsyncCall[IN, OUT]) Open(ctx RuntimeContext) error {
+	a.wg = new(sync.WaitGroup)
+	a.name, a.subtask = ctx.OperatorName(), ctx.Subtask()
+	return nil
+}
+
+// Close implements Closer: it waits for the calls still running.
+func (a *AsyncCall[IN, OUT]) Close() error {
+	if a.wg != nil {
+		a.wg.Wait()
+	}
+	return nil
+}
+
+// AsyncInvoke implements AsyncFunction.
+func (a *AsyncCall[IN, OUT]) AsyncInvoke(ctx context.Context, in IN, result ResultFuture[OUT]) {
+	if a.wg == nil { // not opened by an operator
+		a.wg = new(sync.WaitGroup)
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				err := &runtime.OperatorError{Operator: a.name, Subtask: a.subtask,
+					Err: fmt.Errorf("async call for record %v: %v", in, p), Stack: string(debug.Stack())}
+				if f, ok := result.(interface{ Fail(error) }); ok {
+					f.Fail(err)
+				} else {
+					result.CompleteExceptionally(err)
+				}
+			}
+		}()
+		out, err := a.call(ctx, in)
+		if err != nil {
+			result.CompleteExceptionally(err)
+			return
+		}
+		result.Complete(out)
+	}()
+}
+
+// Timeout implements AsyncTimeoutHandler with the handler set by OnTimeout.
+func (a *AsyncCall[IN, OUT]) Timeout(in IN, result ResultFuture[OUT]) {
+	if a.onTimeout != nil {
+		a.onTimeout(in, result)
+		return
+	}
+	result.CompleteExceptionally(ErrAsyncTimeout)
+}
+
+// AsyncRetryStrategy decides whether and when an attempt's answer is
+// retried (Flink's AsyncRetryStrategy). Attempts count from 1; a retry
+// starts BackoffTime(n) after attempt n answered, on the processing-time
+// clock, when the answer matches the predicate and CanRetry(n) holds.
+type AsyncRetryStrategy[OUT any] interface {
+	// CanRetry reports whether another attempt may follow attempt n.
+	CanRetry(n int) bool
+	// BackoffTime returns the delay before the attempt after attempt n
+	// (milliseconds count).
+	BackoffTime(n int) time.Duration
+	// RetryPredicate tells which answers are retried.
+	RetryPredicate() AsyncRetryPredicate[OUT]
+}
+
+// AsyncRetryPredicate tells which answers ask for a retry (Flink's
+// AsyncRetryPredicate); a nil predicate retries none. With neither set,
+// nothing is retried.
+type AsyncRetryPredicate[OUT any] struct {
+	Result func(results []OUT) bool
+	Error  func(err error) bool
+}
+
+// AsyncRetry is a built-in AsyncRetryStrategy: FixedDelayRetry or
+// ExponentialBackoffRetry, with IfResult and IfError for its predicate.
+type AsyncRetry[OUT any] struct {
+	maxAttempts int
+	initial     time.Duration
+	max         time.Duration
+	multiplier  float64 // 0: fixed delay
+	pred        AsyncRetryPredicate[OUT]
+	err         error
+}
+
+// FixedDelayRetry retries up to maxAttempts times after the first attempt,
+// waiting delay before each retry (Flink's FixedDelayRetryStrategy: its
+// canRetry(n) is n <= maxAttempts). maxAttempts and delay must be
+// positive; delay counts in whole milliseconds.
+func FixedDelayRetry[OUT any](maxAttempts int, delay time.Duration) AsyncRetry[OUT] {
+	s := AsyncRetry[OUT]{maxAttempts: maxAttempts, initial: delay, max: delay}
+	if maxAttempts < 1 || delay < time.Millisecond {
+		s.err = fmt.Errorf("fixed-delay retry: max attempts must be positive and the delay at least 1ms, got %d and %v", maxAttempts, delay)
+	}
+	return s
+}
+
+// ExponentialBackoffRetry retries up to maxAttempts times after the first
+// attempt, waiting initialDelay before the first retry and multiplier
+// times longer before each next one, at most maxDelay (Flink's
+// ExponentialBackoffDelayRetryStrategy; each product is truncated to whole
+// milliseconds). Unlike Flink, whose strategy instance keeps the last delay
+// for all requests of a subtask, every request starts again from
+// initialDelay.
+func ExponentialBackoffRetry[OUT any](maxAttempts int, initialDelay, maxDelay time.Duration, multiplier float64) AsyncRetry[OUT] {
+	s := AsyncRetry[OUT]{maxAttempts: maxAttempts, initial: initialDelay, max: maxDelay, multiplier: multiplier}
+	if maxAttempts < 1 || initialDelay < time.Millisecond || maxDelay < initialDelay || !(multiplier >= 1) {
+		s.err = fmt.Errorf("exponential-backoff retry: need max attempts > 0, initial delay >= 1ms, max delay >= initial delay and multiplier >= 1, got %d, %v, %v, %v",
+			maxAttempts, initialDelay, maxDelay, multiplier)
+	}
+	return s
+}
+
+// IfResult retries an attempt whose results satisfy p.
+func (s AsyncRetry[OUT]) IfResult(p func(results []OUT) bool) AsyncRetry[OUT] {
+	s.pred.Result = p
+	return s
+}
+
+// IfError retries an attempt whose error satisfies p.
+func (s AsyncRetry[OUT]) IfError(p func(err error) bool) AsyncRetry[OUT] {
+	s.pred.Error = p
+	return s
+}
+
+// CanRetry implements AsyncRetryStrategy.
+func (s AsyncRetry[OUT]) CanRetry(n int) bool { return n <= s.maxAttempts }
+
+// BackoffTime implements AsyncRetryStrategy.
+func (s AsyncRetry[OUT]) BackoffTime(n int) time.Duration {
+	d, limit := s.initial.Milliseconds(), s.max.Milliseconds()
+	for i := 1; i < n && s.multiplier > 0 && d < limit; i++ {
+		d = min(int64(float64(d)*s.multiplier), limit)
+	}
+	return time.Duration(d) * time.Millisecond
+}
+
+// RetryPredicate implements AsyncRetryStrategy.
+func (s AsyncRetry[OUT]) RetryPredicate() AsyncRetryPredicate[OUT] { return s.pred }
+
+func (s AsyncRetry[OUT]) validate() error { return s.err }
+
+// OrderedWait adds an async I/O operator (Flink's AsyncDataStream.orderedWait):
+// fn starts a request per record, at most capacity are in the operator at a
+// time (records, and the watermarks between them), and the results leave
+// in input order, with their input's timestamp; watermarks keep their
+// place. When the operator is full the task takes no more input until an
+// answer frees room (backpressure), while it still handles answers, timers
+// and checkpoints. A request may take timeout (0: no limit) before fn's
+// Timeout answers it or, without one, the job fails (ErrAsyncTimeout).
+// Requests in flight are part of checkpoints and are issued again after a
+// restore. The end of the input waits for every answer.
+func OrderedWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeout time.Duration, capacity int) DataStream[OUT] {
+	return asyncWait(ds, fn, timeout, capacity, true, nil, false)
+}
+
+// UnorderedWait is OrderedWait with results leaving as soon as they are
+// answered (Flink's AsyncDataStream.unorderedWait), though never across a
+// watermark: the records between two watermarks leave in answer order, all
+// of them before the later watermark.
+func UnorderedWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeout time.Duration, capacity int) DataStream[OUT] {
+	return asyncWait(ds, fn, timeout, capacity, false, nil, false)
+}
+
+// OrderedWaitWithRetry is OrderedWait with retries (Flink's
+// orderedWaitWithRetry). The timeout, which must be positive, covers all
+// attempts of a request; an answer of the timeout handler is final. When
+// the input ends, requests waiting for a retry start it at once and their
+// answers are final, as in Flink.
+func OrderedWaitWithRetry[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeout time.Duration, capacity int, retry AsyncRetryStrategy[OUT]) DataStream[OUT] {
+	return asyncWait(ds, fn, timeout, capacity, true, retry, true)
+}
+
+// UnorderedWaitWithRetry is UnorderedWait with retries (see
+// OrderedWaitWithRetry).
+func UnorderedWaitWithRetry[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeout time.Duration, capacity int, retry AsyncRetryStrategy[OUT]) DataStream[OUT] {
+	return asyncWait(ds, fn, timeout, capacity, false, retry, true)
+}
+
+func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeout time.Duration, capacity int,
+	ordered bool, retry AsyncRetryStrategy[OUT], withRetry bool) DataStream[OUT] {
+	const name = "AsyncWait"
+	fail := func(err error) { ds.env.fail(fmt.Errorf("operator %q: %w", name, err)) }
+	switch {
+	case isNil(fn):
+		fail(nilFnError("async function"))
+	case capacity < 1:
+		fail(fmt.Errorf("the capacity must be at least 1, got %d", capacity))
+	case timeout < 0 || (timeout > 0 && timeout < time.Millisecond):
+		fail(fmt.Errorf("the timeout must be 0 (none) or at least 1ms, got %v", timeout))
+	case withRetry && isNil(retry):
+		fail(fmt.Errorf("the retry strategy is nil"))
+	case withRetry && timeout <= 0:
+		fail(fmt.Errorf("a timeout must be set with retries (as Flink requires)"))
+	}
+	if v, ok := retry.(interface{ validate() error }); ok && v.validate() != nil {
+		fail(v.validate())
+	}
+	var rs *asyncio.Retry[OUT]
+	if withRetry && !isNil(retry) {
+		if p := retry.RetryPredicate(); p.Result != nil || p.Error != nil {
+			rs = &asyncio.Retry[OUT]{
+				CanRetry: retry.CanRetry,
+				Backoff:  func(n int) int64 { return max(retry.BackoffTime(n).Milliseconds(), 0) },
+				IfResult: p.Result,
+				IfError:  p.Error,
+			}
+		}
+	}
+	return oneInput(ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+		o := &asyncOp[IN, OUT]{opBase: base(bc), fn: cloneFunction(fn), restored: bc.Restored,
+			par: bc.Parallelism, codec: istate.DefaultCodec[IN]()}
+		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		cfg := asyncio.Config[IN, OUT]{
+			Ordered: ordered, Capacity: capacity, Timeout: timeout.Milliseconds(), Retry: rs,
+			Invoke: func(ctx context.Context, in IN, f *asyncio.Future[IN, OUT]) { o.fn.AsyncInvoke(ctx, in, f) },
+			Catch:  o.catch,
+		}
+		if th, ok := o.fn.(AsyncTimeoutHandler[IN, OUT]); ok {
+			if c, isCall := o.fn.(*AsyncCall[IN, OUT]); !isCall || c.onTimeout != nil {
+				cfg.OnTimeout = func(in IN, f *asyncio.Future[IN, OUT]) { th.Timeout(in, f) }
+			}
+		}
+		core, err := asyncio.New(cfg, asyncio.Output[OUT](out), bc.Time, bc.Mailbox)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.core = core
+		bc.Mailbox.Watch(core)
+		return o, o, nil
+	})
+}
+
+// asyncOp wraps the engine (internal/asyncio) for the runtime: input,
+// lifecycle and the snapshot of the requests in flight.
+type asyncOp[IN, OUT any] struct {
+	opBase
+	fn       AsyncFunction[IN, OUT]
+	core     *asyncio.Operator[IN, OUT]
+	restored *runtime.Restored
+	par      int
+	codec    state.Codec[IN]
+	rc       runtimeCtx
+}
+
+func (o *asyncOp[IN, OUT]) Open() (err error) {
+	defer o.catch(&err)
+	if op, ok := o.fn.(Opener); ok {
+		if err := op.Open(o.rc); err != nil {
+			return err
+		}
+	}
+	var els []asyncio.Element[IN]
+	if o.restored != nil {
+		if els, err = asyncio.Restore(o.restored.All, o.subtask, o.par, o.codec); err != nil {
+			return fmt.Errorf("restoring the requests in flight: %w", err)
+		}
+	}
+	return o.core.Open(els)
+}
+
+func (o *asyncOp[IN, OUT]) Close() error {
+	o.core.Close()
+	return closeFn(o.fn, &o.opBase)
+}
+
+func (o *asyncOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		if err := o.core.Add(asyncio.Element[IN]{Kind: asyncio.KindRecord, Value: recs[i].Value, TS: recs[i].TS}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *asyncOp[IN, OUT]) ProcessWatermark(wm int64) (err error) {
+	defer o.catch(&err)
+	return o.core.Add(asyncio.Element[IN]{Kind: asyncio.KindWatermark, TS: wm})
+}
+
+func (o *asyncOp[IN, OUT]) ProcessStatus(idle bool) (err error) {
+	defer o.catch(&err)
+	return o.core.Add(asyncio.Element[IN]{Kind: asyncio.KindStatus, Idle: idle})
+}
+
+func (o *asyncOp[IN, OUT]) EndInput() (err error) {
+	defer o.catch(&err)
+	return o.core.EndInput()
+}
+
+// SnapshotState stores the input elements of the requests in flight (and
+// of answered ones not emitted yet) and the watermarks between them.
+func (o *asyncOp[IN, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+	data, err := asyncio.Encode(o.core.Snapshot(), o.codec)
+	return runtime.OperatorSnapshot{State: data}, err
+}
+
+// ProcessMail runs what other goroutines have posted to the tasks under
+// test (the answers of async requests, given through a ResultFuture) and
+// delivers what the operators emit.
+func (h *harness) ProcessMail() error {
+	if h.closed {
+		return fmt.Errorf("harness: closed")
+	}
+	return h.settle()
+}
