@@ -245,7 +245,7 @@ func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int
 		Interval: c.interval, Timeout: c.timeout, MinPause: c.minPause, ExactlyOnce: c.exactlyOnce,
 		FirstID: firstID, Logger: e.cfg.logger, OnComplete: onComplete,
 		TolerableFailures: c.tolerable, Fail: e.failAttempt, Savepoints: e.savepoints,
-		Unaligned: c.unaligned, AlignedTimeout: c.alignedTimeout,
+		Unaligned: c.unaligned, AlignedTimeout: c.alignedTimeout, Stats: e.cpStats,
 		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
 			if err := c.store.Save(ctx, e.assemble(id, acks)); err != nil {
 				return err

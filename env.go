@@ -54,7 +54,9 @@ type config struct {
 	logger         *slog.Logger
 	restart        RestartStrategy
 	savepoint      *savepointRestore // RestoreFromSavepoint
-	controlAddr    string            // WithControlAddress
+	restAddr       string            // WithRESTAddress (or WithControlAddress)
+	restToken      string            // WithRESTToken
+	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 	s3             *S3Options        // WithS3
 }
@@ -124,6 +126,11 @@ type Environment struct {
 	// sinks commit the transactions of their last stretch of input then.
 	onFinished []func() error
 
+	// cpStats tracks the checkpoints' statistics across attempts, mon the
+	// job's identity and failures (monitor.go).
+	cpStats *runtime.CheckpointStats
+	mon     jobMonitor
+
 	// staged holds the staged Pebble checkpoints of operators that ended
 	// while the coordinator could still store them (incremental.go);
 	// each attempt discards them when it has ended.
@@ -142,6 +149,7 @@ func NewEnvironment(opts ...Option) *Environment {
 		chaining:       true,
 		clock:          clock.System{},
 		stdout:         os.Stdout,
+		keySample:      defaultKeySample,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -149,7 +157,8 @@ func NewEnvironment(opts ...Option) *Environment {
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	e := &Environment{cfg: c, tagTypes: map[string]string{}, savepoints: make(chan *runtime.SavepointRequest)}
+	e := &Environment{cfg: c, tagTypes: map[string]string{}, savepoints: make(chan *runtime.SavepointRequest),
+		cpStats: runtime.NewCheckpointStats(checkpointHistory)}
 	switch {
 	case c.maxParallelism < 1 || c.maxParallelism > keygroup.MaxParallelismLimit:
 		e.fail(fmt.Errorf("max parallelism must be in [1, %d], got %d", keygroup.MaxParallelismLimit, c.maxParallelism))
@@ -242,6 +251,7 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 		return nil, err
 	}
 	e.cfg.logger.Info("restoring", "from", what, "checkpoint", cp.ID)
+	e.restored(cp, what)
 	e.base = cp
 	return cp, nil
 }
@@ -294,6 +304,7 @@ func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.P
 		Credits:        e.cfg.credits,
 		Chaining:       e.cfg.chaining,
 		Clock:          e.cfg.clock,
+		KeySample:      e.cfg.keySample,
 	}
 	var first int64
 	if cp != nil {
@@ -355,7 +366,8 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{})}
 	h.setPlan(p)
 	log := e.cfg.logger.With("job", name)
-	stopControl, err := e.startControl(h, log)
+	e.mon.start(e.cfg.clock)
+	stopControl, err := e.startREST(h, log)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -379,6 +391,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("job failed", "err", err)
 		}
+		e.mon.end()
 	}()
 	return h, nil
 }
@@ -400,6 +413,9 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 		e.cancelAttempt = nil
 		e.mu.Unlock()
 		cancel(nil)
+		if err != nil && ctx.Err() == nil {
+			e.mon.failure(err, e.cfg.restart != nil)
+		}
 		if err == nil {
 			for _, f := range e.onFinished {
 				if err := f(); err != nil {
@@ -416,6 +432,7 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 			return fmt.Errorf("weir: giving up after %d restarts: %w", attempt-1, err)
 		}
 		log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", err)
+		e.mon.restarting(true)
 		if err := sleep(ctx, e.cfg.clock, e.cfg.clock.NowMillis()+delay.Milliseconds()); err != nil {
 			return err
 		}
@@ -430,6 +447,7 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 			return err
 		}
 		h.setPlan(p)
+		e.mon.restarting(false)
 	}
 }
 
@@ -458,7 +476,7 @@ type JobHandle struct {
 	mu      sync.Mutex
 	err     error
 	stopped bool   // by StopWithSavepoint; guarded by mu
-	control string // the control endpoint's address, if any
+	rest    string // the REST server's address, if any
 }
 
 func (h *JobHandle) setPlan(p *runtime.Plan) {
@@ -500,6 +518,7 @@ type TaskMetrics struct {
 	CheckpointSync  time.Duration
 	CheckpointAsync time.Duration
 	Operators       []OperatorMetrics
+	TaskIO          // records and bytes over the network, key sketches (metrics.go)
 }
 
 // OperatorMetrics is a snapshot of one operator's counters in one subtask.
@@ -517,7 +536,8 @@ type OperatorMetrics struct {
 	// Gauges are the values the operator publishes itself, such as a Kafka
 	// source's consumer lag per partition (name "kafka_consumer_lag",
 	// labels topic and partition).
-	Gauges []Gauge
+	Gauges         []Gauge
+	OperatorGauges // idleness, state, timers, source splits (metrics.go)
 }
 
 // Gauge is a named value an operator publishes with its metrics, with
@@ -536,10 +556,11 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 	var out []TaskMetrics
 	for _, t := range plan.Tasks {
 		m := t.Metrics
+		busy, idle, bp := m.Times()
 		tm := TaskMetrics{
 			Task: m.Name, Subtask: m.Subtask,
-			Busy: time.Duration(m.BusyNanos.Load()), Idle: time.Duration(m.IdleNanos.Load()),
-			BackPressured:   time.Duration(m.BackPressuredNanos.Load()),
+			Busy: busy, Idle: idle,
+			BackPressured:   bp,
 			Checkpoints:     m.Checkpoints.Load(),
 			CheckpointSync:  time.Duration(m.CheckpointSyncNanos.Load()),
 			CheckpointAsync: time.Duration(m.CheckpointAsyncNanos.Load()),
@@ -560,8 +581,10 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 					om.Gauges = append(om.Gauges, Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
 				}
 			}
+			om.OperatorGauges = operatorGauges(o)
 			tm.Operators = append(tm.Operators, om)
 		}
+		tm.TaskIO = taskIO(t)
 		out = append(out, tm)
 	}
 	return out

@@ -250,6 +250,7 @@ type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	rightSide      joinSide[K, L, R, R, L]
 	user           any // the user's function, for Open and Close
 	rc             runtimeCtx
+	sample         ijSample // probes sampled for `weir doctor` (metrics_ops.go)
 }
 
 func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], lower, upper int64,
@@ -471,6 +472,9 @@ func processChunk[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, 
 		}
 		ks := o.slots.at(si)
 		s.cur = recs[i].Value
+		if o.sample.skip--; o.sample.skip < 0 {
+			sampleProbe(&o.sample, ts, s.lo, s.hi, s.other(ks))
+		}
 		matched := false
 		if other := s.other(ks); !other.empty() {
 			lo, hi := ts+s.lo, ts+s.hi

@@ -40,6 +40,7 @@ type keyedBase[K comparable] struct {
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
 	restored     *runtime.Restored
+	registered   int64 // timers registered, for metrics (metrics_ops.go)
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
@@ -149,6 +150,7 @@ func (b *keyedBase[K]) CurrentWatermark() int64 { return b.timers.CurrentWaterma
 
 // RegisterEventTimeTimer implements TimerService.
 func (b *keyedBase[K]) RegisterEventTimeTimer(ts int64) {
+	b.registered++
 	b.timers.RegisterEventTime(b.key, b.kg, void{}, ts)
 }
 
@@ -157,6 +159,7 @@ func (b *keyedBase[K]) DeleteEventTimeTimer(ts int64) { b.timers.DeleteEventTime
 
 // RegisterProcessingTimeTimer implements TimerService.
 func (b *keyedBase[K]) RegisterProcessingTimeTimer(ts int64) {
+	b.registered++
 	b.timers.RegisterProcessingTime(b.key, b.kg, void{}, ts)
 	if ts < b.scheduledAt {
 		b.scheduledAt = ts

@@ -138,6 +138,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 				return
 			}
 			path := pathOf(id)
+			e.cpStats.SetExternalPath(id, path)
 			e.cfg.logger.Info("savepoint completed", "job", h.name, "savepoint", id, "path", path, "stop", stop)
 			res <- result{path: path} // before the job ends (h.done)
 			if stop {

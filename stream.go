@@ -20,6 +20,8 @@ type origin[T any] struct {
 	tag  string
 	part runtime.Partitioning
 	hash func(*T) int32 // PartitionHash: the key's hash code, of a record passed by pointer
+	// keyStr renders the key of a record for the key sketch (PartitionHash).
+	keyStr func(*T) string
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -86,7 +88,7 @@ func (ds DataStream[T]) Parallelism() int {
 func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
-		o.part, o.hash = p, hash
+		o.part, o.hash, o.keyStr = p, hash, nil
 		out.origins[i] = o
 	}
 	return out
@@ -95,7 +97,10 @@ func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int3
 // connect adds edges from every origin of ds to input of n.
 func (ds DataStream[T]) connect(n *runtime.Node, input int) {
 	for _, o := range ds.origins {
-		runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
+		e := runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
+		if o.keyStr != nil {
+			runtime.SetKeyString(e, o.keyStr)
+		}
 	}
 }
 
@@ -162,8 +167,12 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 		ds.env.fail(fmt.Errorf("KeyBy: %w", err))
 		h = func(K) int32 { return 0 }
 	}
+	keyed := ds.withPartition(runtime.PartitionHash, func(v *T) int32 { return h(key(*v)) })
+	for i := range keyed.origins {
+		keyed.origins[i].keyStr = func(v *T) string { return fmt.Sprint(key(*v)) }
+	}
 	return KeyedStream[K, T]{
-		ds:    ds.withPartition(runtime.PartitionHash, func(v *T) int32 { return h(key(*v)) }),
+		ds:    keyed,
 		key:   key,
 		hashK: h,
 	}

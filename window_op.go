@@ -252,6 +252,8 @@ type windowEngine[K comparable, T any] interface {
 	Restore(kgs map[int][]byte) error
 	// LateDropped counts the late elements dropped (no late side output).
 	LateDropped() int64
+	// TimerCount is the number of registered timers.
+	TimerCount() int
 }
 
 // windowOp is the window operator of one subtask.

@@ -66,7 +66,7 @@ func TestSavepointCommand(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&jobs)
 	resp.Body.Close()
-	if len(jobs.Jobs) != 1 || jobs.Jobs[0].Name != "counting" || jobs.Jobs[0].Status != "running" {
+	if len(jobs.Jobs) != 1 || jobs.Jobs[0].Name != "counting" || jobs.Jobs[0].Status != "RUNNING" {
 		t.Fatalf("GET /jobs: %+v", jobs)
 	}
 

@@ -52,6 +52,23 @@ type Aligner struct {
 	cur      Barrier // the current checkpoint's barrier
 	unalign  bool    // the current checkpoint runs unaligned
 	lastDone int64
+	timing   alignTiming // the current checkpoint's, for metrics
+	done     alignTiming // the last finished checkpoint's
+}
+
+// alignTiming is what a task's checkpoint statistics take from the
+// aligner: when the first barrier came (and how long after the
+// checkpoint started), when alignment ended (the snapshot: the last
+// barrier, or the switch to unaligned), and which channel's barrier came
+// last.
+type alignTiming struct {
+	id          int64
+	first       time.Time
+	end         time.Time
+	startDelay  int64 // ms on the task's clock
+	lastGate    int
+	lastChannel int
+	unaligned   bool
 }
 
 // AlignerConfig configures an Aligner.
@@ -178,11 +195,13 @@ func (a *Aligner) barrier(gate, ch int, b Barrier) (bool, error) {
 	first := a.current < 0
 	if first {
 		a.current, a.cur, a.unalign = id, b, false
+		a.timing = alignTiming{id: id, first: time.Now(), startDelay: max(a.now()-b.Timestamp, 0)}
 	}
 	if a.seen[k] {
 		return false, fmt.Errorf("checkpoint %d: two barriers on channel %d of input %d", id, ch, gate+1)
 	}
 	a.seen[k] = true
+	a.timing.lastGate, a.timing.lastChannel = gate, ch
 	if first && a.cfg.Unaligned && b.Unalignable {
 		d := a.cfg.AlignedTimeout.Milliseconds()
 		if d <= 0 || a.now()-b.Timestamp >= d {
@@ -217,6 +236,7 @@ func (a *Aligner) alignmentTimeout(id int64) error {
 // processes the batches alignment held.
 func (a *Aligner) toUnaligned(id int64) error {
 	a.unalign = true
+	a.timing.end, a.timing.unaligned = time.Now(), true
 	if err := a.cfg.Snapshot(a.cur); err != nil {
 		return err
 	}
@@ -257,6 +277,10 @@ func (a *Aligner) complete() bool {
 func (a *Aligner) finish() error {
 	id, b, unaligned := a.current, a.cur, a.unalign
 	a.lastDone = id
+	if !unaligned {
+		a.timing.end = time.Now()
+	}
+	a.done = a.timing
 	var chans []GateChannelState
 	if unaligned {
 		chans = make([]GateChannelState, len(a.gates))

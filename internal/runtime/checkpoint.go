@@ -90,6 +90,10 @@ type TaskAck struct {
 	Subtask int
 	Ops     []OperatorSnapshot
 	Err     error
+	// Vertex is the UID of the task's head operator.
+	Vertex string
+	// Stats are the task's timings of the checkpoint.
+	Stats AckStats
 }
 
 // barrierWriter is an exchange writer as the task sees it.
@@ -162,7 +166,7 @@ func (t *Task) snapshot(b Barrier) error {
 	if err := t.Flush(); err != nil {
 		return err
 	}
-	ack := &TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask}
+	ack := &TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Vertex: t.Vertex}
 	var parts []asyncPart
 	for _, s := range t.snaps {
 		t.curOp = s.uid
@@ -190,6 +194,7 @@ func (t *Task) snapshot(b Barrier) error {
 	}
 	t.curOp = ""
 	t.pending = ack
+	ack.Stats.Sync = time.Since(start)
 	if len(parts) == 0 {
 		return nil
 	}
@@ -204,6 +209,7 @@ func (t *Task) snapshot(b Barrier) error {
 			}
 			ack.Ops[p.index] = snap
 		}
+		ack.Stats.Sync = time.Since(start)
 		return nil
 	}
 	t.startAsync(ack, parts)
@@ -232,12 +238,14 @@ func (t *Task) acknowledge(id int64, channels []GateChannelState) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %d: encoding channel state: %w", id, err)
 	}
+	tail := ackTail{channels: cs, stats: t.alignStats(id, len(cs))}
 	if a := t.async; a != nil && a.id == id {
 		// The asynchronous part acknowledges once it is done.
-		a.channels <- cs
+		a.channels <- tail
 		return nil
 	}
 	ack.Ops = t.withChannelState(ack.Ops, cs)
+	ack.Stats.addTail(tail.stats)
 	if t.acks != nil {
 		select {
 		case t.acks <- *ack:
@@ -264,7 +272,7 @@ func (t *Task) declineCheckpoint(id int64, err error) {
 	t.abortCheckpoint(id)
 	if t.acks != nil {
 		select {
-		case t.acks <- TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Err: err}:
+		case t.acks <- TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Vertex: t.Vertex, Err: err}:
 		default:
 		}
 	}

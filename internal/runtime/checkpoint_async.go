@@ -63,7 +63,7 @@ type asyncCheckpoint struct {
 	id       int64
 	cancel   context.CancelFunc
 	done     chan struct{}
-	channels chan []byte // the encoded channel state, from acknowledge
+	channels chan ackTail // the encoded channel state and alignment timing, from acknowledge
 }
 
 // startAsync runs parts on a new goroutine and acknowledges checkpoint
@@ -71,10 +71,11 @@ type asyncCheckpoint struct {
 // task has handed over the channel state.
 func (t *Task) startAsync(ack *TaskAck, parts []asyncPart) {
 	ctx, cancel := context.WithCancel(t.ctx)
-	a := &asyncCheckpoint{id: ack.ID, cancel: cancel, done: make(chan struct{}), channels: make(chan []byte, 1)}
+	a := &asyncCheckpoint{id: ack.ID, cancel: cancel, done: make(chan struct{}), channels: make(chan ackTail, 1)}
 	t.async = a
 	ops := append([]OperatorSnapshot(nil), ack.Ops...)
 	id := ack.ID
+	stats := ack.Stats
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -90,21 +91,23 @@ func (t *Task) startAsync(ack *TaskAck, parts []asyncPart) {
 			}
 			ops[p.index] = snap
 		}
-		t.Metrics.CheckpointAsyncNanos.Add(int64(time.Since(start)))
+		stats.Async = time.Since(start)
+		t.Metrics.CheckpointAsyncNanos.Add(int64(stats.Async))
 		if ctx.Err() != nil {
 			return // abandoned, or the task stopped
 		}
 		if err != nil {
-			t.sendAck(ctx, TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Err: fmt.Errorf("checkpoint %d: %w", id, err)})
+			t.sendAck(ctx, TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Vertex: t.Vertex, Err: fmt.Errorf("checkpoint %d: %w", id, err)})
 			return
 		}
-		var cs []byte
+		var tail ackTail
 		select {
-		case cs = <-a.channels:
+		case tail = <-a.channels:
 		case <-ctx.Done():
 			return
 		}
-		t.sendAck(ctx, TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Ops: t.withChannelState(ops, cs)})
+		stats.addTail(tail.stats)
+		t.sendAck(ctx, TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Vertex: t.Vertex, Ops: t.withChannelState(ops, tail.channels), Stats: stats})
 	}()
 }
 

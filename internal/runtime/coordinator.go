@@ -43,6 +43,8 @@ type CheckpointConfig struct {
 	Fail func(err error)
 	// Savepoints delivers savepoint requests (nil: none).
 	Savepoints <-chan *SavepointRequest
+	// Stats, if set, tracks the checkpoints' statistics.
+	Stats *CheckpointStats
 }
 
 // ErrTooManyCheckpointFailures is wrapped by the error a job fails with when
@@ -267,6 +269,7 @@ func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointReque
 		}
 	}
 	c.pending = p
+	c.cfg.Stats.started(p.id, sp, now, c.tasks)
 }
 
 // send puts m in t's inbox, waiting for room; false if ctx ended or t
@@ -294,6 +297,9 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 		return // late, for an abandoned checkpoint
 	}
 	now := c.clk.NowMillis()
+	if a.Err == nil {
+		c.cfg.Stats.acked(a, now)
+	}
 	if a.Err != nil {
 		c.abort(p, now, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err), true)
 		return
@@ -330,6 +336,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 		} else if p.stop != nil {
 			c.failed = true // the job is stopping: no more checkpoints
 		}
+		c.cfg.Stats.ended(p.id, c.clk.NowMillis(), err)
 		p.sp.Done(p.id, err)
 		return
 	}
@@ -346,6 +353,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 	c.pending = nil
 	c.lastEnd = c.clk.NowMillis()
 	c.failures = 0
+	c.cfg.Stats.ended(p.id, c.lastEnd, nil)
 	for _, t := range c.tasks {
 		if !t.Finished() && !t.Notify(p.id) {
 			c.log.Warn("checkpoint completion not delivered: inbox full", "checkpoint", p.id, "task", t.Name, "subtask", t.Subtask)
@@ -390,6 +398,7 @@ func (c *coordinator) notifyStopped(ctx context.Context, p *pendingCheckpoint) e
 func (c *coordinator) abort(p *pendingCheckpoint, now int64, err error, counted bool) {
 	c.pending = nil
 	c.lastEnd = now
+	c.cfg.Stats.ended(p.id, now, err)
 	if p.sp != nil {
 		if p.stop != nil {
 			close(p.stop.release)
@@ -416,6 +425,9 @@ func (c *coordinator) abort(p *pendingCheckpoint, now int64, err error, counted 
 // failed first.
 func (c *coordinator) shutdown() {
 	err := errors.New("savepoint not taken: the job ended, failed or was cancelled first")
+	if p := c.pending; p != nil {
+		c.cfg.Stats.ended(p.id, c.clk.NowMillis(), fmt.Errorf("checkpoint %d abandoned: the job ended, failed or was cancelled first", p.id))
+	}
 	if p := c.pending; p != nil && p.sp != nil {
 		c.pending = nil
 		p.sp.Done(p.id, err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/weirstream/weir/internal/sketch"
 )
 
 // Partitioning says how an edge routes records to consumer subtasks.
@@ -50,6 +52,14 @@ type message interface {
 type ExchangeConfig struct {
 	BatchSize int // records per batch
 	Credits   int // batches in flight per producer-consumer channel
+	// Target names the consumer (its head operator), for metrics.
+	Target string
+	// KeySample is the key-sketch sampling stride of a hash exchange: one
+	// record in KeySample has its key counted (0: no sketch).
+	KeySample int
+	// KeyString renders a record's key for the sketch (func(*T) string;
+	// nil: no sketch).
+	KeyString any
 }
 
 // Exchange is a network edge between the subtasks of two tasks, carrying
@@ -64,6 +74,8 @@ type Exchange[T any] struct {
 	consumers []exReader[T]
 	free      chan *batchMsg[T]
 	ptrs      bool
+	size      int64           // bytes per record
+	keyString func(*T) string // hash exchanges with a key sketch
 }
 
 type exReader[T any] struct {
@@ -124,7 +136,17 @@ func NewExchange[T any](kind Partitioning, route func(*T) int, producers, consum
 		consumers: make([]exReader[T], consumers),
 		free:      make(chan *batchMsg[T], producers*consumers*cfg.Credits),
 		ptrs:      hasPointers(reflect.TypeFor[T]()),
+		size:      recordSize[T](),
+		keyString: keyStringOf[T](kind, cfg),
 	}, nil
+}
+
+func keyStringOf[T any](kind Partitioning, cfg ExchangeConfig) func(*T) string {
+	f, _ := cfg.KeyString.(func(*T) string)
+	if kind != PartitionHash || cfg.KeySample <= 0 {
+		return nil
+	}
+	return f
 }
 
 // Consumers returns the number of consumer subtasks.
@@ -178,6 +200,11 @@ func (x *Exchange[T]) Writer(ctx context.Context, p int, m *TaskMetrics) *Writer
 	for c := range x.consumers {
 		w.credits[c] = make(chan struct{}, x.cfg.Credits)
 	}
+	if x.keyString != nil && m != nil {
+		w.sketch = &KeySketch{Target: x.cfg.Target, Every: x.cfg.KeySample, Sketch: sketch.NewSpaceSaving(keySketchCapacity)}
+		w.skip = x.cfg.KeySample / 2
+		m.KeySketches = append(m.KeySketches, w.sketch)
+	}
 	return w
 }
 
@@ -190,6 +217,8 @@ type Writer[T any] struct {
 	pending []*batchMsg[T]
 	credits []chan struct{}
 	metrics *TaskMetrics
+	sketch  *KeySketch // hash exchanges: sampled keys
+	skip    int        // records until the next sampled one
 }
 
 func (w *Writer[T]) buf(c int) *batchMsg[T] {
@@ -221,6 +250,9 @@ func (w *Writer[T]) add(c int, r *Record[T]) error {
 // ProcessBatch routes records to the consumers' pending batches.
 func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 	n := len(w.x.consumers)
+	if w.metrics != nil {
+		w.metrics.IO.RecordsOut.Add(int64(len(recs)))
+	}
 	switch w.x.kind {
 	case PartitionForward:
 		c := w.p
@@ -243,6 +275,9 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 		}
 	case PartitionHash:
 		route := w.x.route
+		if w.sketch != nil {
+			w.sample(recs)
+		}
 		for i := range recs {
 			if err := w.add(route(&recs[i].Value), &recs[i]); err != nil {
 				return err
@@ -321,6 +356,24 @@ func (w *Writer[T]) Flush() error {
 	return nil
 }
 
+// sample offers the key of one record in KeySample to the sketch, with
+// the consumer subtask it goes to: a countdown over the batch, one lock
+// per batch that has a sampled record.
+func (w *Writer[T]) sample(recs []Record[T]) {
+	if w.skip >= len(recs) {
+		w.skip -= len(recs)
+		return
+	}
+	s := w.sketch.Sketch
+	s.Lock()
+	for i := w.skip; i < len(recs); i += w.sketch.Every {
+		v := &recs[i].Value
+		s.OfferLocked(w.x.keyString(v), w.x.route(v))
+		w.skip = i + w.sketch.Every - len(recs)
+	}
+	s.Unlock()
+}
+
 func (w *Writer[T]) send(c int) error {
 	m := w.pending[c]
 	w.pending[c] = nil
@@ -328,6 +381,9 @@ func (w *Writer[T]) send(c int) error {
 	case m.credit <- struct{}{}:
 	default:
 		start := time.Now()
+		if w.metrics != nil {
+			w.metrics.live.bpSince.Store(w.metrics.live.at(start))
+		}
 		select {
 		case m.credit <- struct{}{}:
 		case <-w.ctx.Done():
@@ -335,7 +391,11 @@ func (w *Writer[T]) send(c int) error {
 		}
 		if w.metrics != nil {
 			w.metrics.BackPressuredNanos.Add(int64(time.Since(start)))
+			w.metrics.live.bpSince.Store(0)
 		}
+	}
+	if w.metrics != nil {
+		w.metrics.IO.BytesOut.Add(int64(len(m.recs)) * w.x.size)
 	}
 	select {
 	case m.reader.inbox <- m:

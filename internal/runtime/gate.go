@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -40,6 +41,9 @@ type Gate[T any] struct {
 	events []watermark.Event
 	in     *atomicCounter
 	wm     *atomicCounter // the valve's output, published for metrics
+	idle   atomic.Bool    // the valve's output status, published for metrics
+	io     *IOCounters    // the task's, nil when not counted
+	size   int64          // bytes per record (metrics.go)
 	align  *Aligner       // nil without checkpointing
 	index  int            // the gate's index within its task
 	// rec holds the channel state recorded for an unaligned checkpoint, by
@@ -58,7 +62,7 @@ func (g *Gate[T]) SetAligner(a *Aligner, index int) {
 
 // NewGate returns a gate over the given number of channels feeding sink.
 func NewGate[T any](channels int, sink Input[T]) *Gate[T] {
-	g := &Gate[T]{sink: sink, valve: watermark.NewValve(channels), ended: make([]bool, channels), in: new(atomicCounter), wm: new(atomicCounter)}
+	g := &Gate[T]{sink: sink, valve: watermark.NewValve(channels), ended: make([]bool, channels), in: new(atomicCounter), wm: new(atomicCounter), size: recordSize[T]()}
 	g.wm.Store(watermark.Min)
 	return g
 }
@@ -73,12 +77,23 @@ func (g *Gate[T]) Watermark() int64 { return g.wm.Load() }
 // RecordsIn returns the number of records that passed the gate.
 func (g *Gate[T]) RecordsIn() int64 { return g.in.Load() }
 
+// Idle reports whether the gate's output status is idle; safe to call
+// from any goroutine.
+func (g *Gate[T]) Idle() bool { return g.idle.Load() }
+
+// countInto makes the gate add the records and bytes it passes to io.
+func (g *Gate[T]) countInto(io *IOCounters) { g.io = io }
+
 // Records delivers records of one channel.
 func (g *Gate[T]) Records(ch int, recs []Record[T]) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	g.in.Add(int64(len(recs)))
+	if g.io != nil {
+		g.io.RecordsIn.Add(int64(len(recs)))
+		g.io.BytesIn.Add(int64(len(recs)) * g.size)
+	}
 	if g.align != nil && g.align.recording(g.index, ch) {
 		g.record(ch, inflight[T]{Recs: recs})
 	}
@@ -123,6 +138,7 @@ func (g *Gate[T]) dispatch() error {
 	for _, e := range g.events {
 		var err error
 		if e.IsStatus {
+			g.idle.Store(e.Idle)
 			err = g.sink.ProcessStatus(e.Idle)
 		} else {
 			g.wm.Store(e.Watermark)

@@ -122,6 +122,8 @@ type gate interface {
 	Ended() bool
 	Watermark() int64
 	RecordsIn() int64
+	Idle() bool
+	countInto(io *IOCounters)
 }
 
 // NewEdge connects from (its main output, or the side output tag) to input
@@ -134,12 +136,28 @@ func NewEdge[T any](from *Node, tag string, to *Node, input int, p Partitioning,
 	return e
 }
 
-type typedEdge[T any] struct{ hash func(*T) int32 }
+type typedEdge[T any] struct {
+	hash      func(*T) int32
+	keyString func(*T) string
+}
+
+// SetKeyString gives a hash edge the function that renders a record's
+// key, for the key sketch of its exchange (metrics.go). e must carry
+// records of type T.
+func SetKeyString[T any](e *Edge, f func(*T) string) {
+	if te, ok := e.ops.(typedEdge[T]); ok {
+		te.keyString = f
+		e.ops = te
+	}
+}
 
 func (typedEdge[T]) newOutput(batchSize int) OutputPort { return NewOutput[T](batchSize) }
 
 func (e typedEdge[T]) newExchange(kind Partitioning, producers, consumers, maxP int, cfg ExchangeConfig) (exchange, error) {
 	var route func(*T) int
+	if e.keyString != nil {
+		cfg.KeyString = e.keyString
+	}
 	if kind == PartitionHash {
 		h := e.hash
 		route = func(v *T) int { return keygroup.OperatorIndex(keygroup.Of(h(v), maxP), consumers, maxP) }
@@ -190,6 +208,9 @@ type Config struct {
 	// Restore holds the state to start from: per operator UID, the
 	// snapshots of its old subtasks by index.
 	Restore map[string][]OperatorSnapshot
+	// KeySample is the key-sketch sampling stride at keyBy exchanges (one
+	// record in KeySample; 0 disables the sketches).
+	KeySample int
 }
 
 // UIDOf returns a node's state id: its UID, or one derived from its
@@ -232,6 +253,8 @@ type ExternalInput struct {
 type Plan struct {
 	Tasks    []*Task
 	External []ExternalInput
+	// Vertices describes the tasks' chains (vertices.go).
+	Vertices []Vertex
 	cfg      Config
 	acks     chan TaskAck
 }
@@ -303,7 +326,7 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 				continue
 			}
 			x, err := e.ops.newExchange(e.Partition, e.From.Parallelism, n.Parallelism, cfg.MaxParallelism,
-				ExchangeConfig{BatchSize: cfg.BatchSize, Credits: cfg.Credits})
+				ExchangeConfig{BatchSize: cfg.BatchSize, Credits: cfg.Credits, Target: n.Name, KeySample: cfg.KeySample})
 			if err != nil {
 				return nil, fmt.Errorf("operator %q: %w", n.Name, err)
 			}
@@ -311,6 +334,7 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 		}
 	}
 	plan := &Plan{cfg: cfg}
+	plan.Vertices = describeVertices(heads, members, head, chained)
 	for _, h := range heads {
 		for sub := 0; sub < h.Parallelism; sub++ {
 			t, err := buildTask(ctx, h, members[h], sub, cfg, exchanges, chained, plan)
@@ -335,6 +359,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		name += " -> " + n.Name
 	}
 	t := NewTask(name, sub, cfg.Clock)
+	t.Vertex = UIDOf(h)
 	ports := map[*Node]map[string]OutputPort{}
 	built := map[*Node]Built{}
 	var source SourceRunner
@@ -389,6 +414,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		if g, ok := b.Life.(GaugeReporter); ok {
 			om.Gauges = g.Gauges
 		}
+		t.watchOperator(om, n, b)
 		t.Metrics.Operators = append(t.Metrics.Operators, om)
 		// Chained inputs.
 		for _, e := range n.Inputs {
@@ -518,6 +544,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 	}
 	if len(gates) > 0 {
 		om := t.Metrics.Operators[0]
+		watchGates(om, gates, &t.Metrics.IO)
 		om.RecordsIn = func() int64 {
 			var n int64
 			for _, g := range gates {

@@ -91,6 +91,8 @@ type SourceOperator[T any] struct {
 	positions   map[string][]byte // split -> position after the last emitted batch
 	restoredPos map[string][]byte
 	restoredEnd map[string]bool
+
+	stats splitStatsList // per split, for metrics (source_metrics.go)
 }
 
 // sourceState is a source subtask's checkpointed state.
@@ -419,6 +421,7 @@ func (m *srcMsg[T]) process() error {
 		}
 		return fmt.Errorf("source %q, split %s: read error: %w", m.s.name, m.s.splits[m.split].SplitID(), m.err)
 	}
+	m.s.stats.at(m.split).records.Add(int64(len(m.recs)))
 	if err := m.s.emit(m.split, m.recs); err != nil {
 		return err
 	}

@@ -35,6 +35,13 @@ type TaskMetrics struct {
 	Checkpoints atomic.Int64
 	// Operators lists per-operator counters in chain order.
 	Operators []*OperatorMetrics
+	// IO counts what the subtask exchanges over the network.
+	IO IOCounters
+	// KeySketches are the sampled key sketches of the subtask's writers
+	// into keyBy exchanges (metrics.go).
+	KeySketches []*KeySketch
+	live        liveTimes
+	finished    atomic.Bool
 }
 
 // OperatorMetrics are the counters of one operator in one subtask.
@@ -51,6 +58,22 @@ type OperatorMetrics struct {
 	LateDropped func() int64
 	// Gauges reads the gauges the operator publishes (GaugeReporter).
 	Gauges func() []Gauge
+	// UID is the operator's state id (runtime.UIDOf).
+	UID string
+	// InputIdle reads whether each network input of a task's first
+	// operator is idle (its valve's status), when known.
+	InputIdle func() []bool
+	// InputRecords reads the records that reached each network input of
+	// a task's first operator, when known.
+	InputRecords func() []int64
+	// State is published by operators that implement StateReporter (nil
+	// otherwise).
+	State *StateGauges
+	// Splits reads a source operator's per-split metrics (nil for other
+	// operators).
+	Splits func() []SplitMetrics
+	// Join reads an interval join's probe sample (nil for other operators).
+	Join func() JoinSample
 }
 
 // LateDropCounter is implemented by operators that drop late records
@@ -75,6 +98,8 @@ type Task struct {
 	Name    string
 	Subtask int
 	Metrics *TaskMetrics
+	// Vertex is the UID of the task's head operator.
+	Vertex string
 
 	clk      clock.Clock
 	inbox    chan message
@@ -87,6 +112,7 @@ type Task struct {
 	starters []func(ctx context.Context, wg *sync.WaitGroup)
 	done     func() bool
 
+	gauges    refresher
 	timers    callbackHeap
 	seq       uint64
 	armedAt   int64
@@ -122,7 +148,7 @@ func NewTask(name string, subtask int, clk clock.Clock) *Task {
 		wake:    make(chan struct{}, 1),
 		mail:    NewMailbox(),
 		armedAt: MaxWatermark,
-		Metrics: &TaskMetrics{Name: name, Subtask: subtask},
+		Metrics: &TaskMetrics{Name: name, Subtask: subtask, live: liveTimes{base: time.Now()}},
 	}
 }
 
@@ -313,9 +339,11 @@ func (t *Task) guard(f func() error) (err error) {
 // Run opens the task, starts its helpers and processes its inbox until the
 // task is done, the context is cancelled, or a step fails.
 func (t *Task) Run(ctx context.Context) (err error) {
+	ctx = t.labelGoroutine(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer t.finished.Store(true)
+	defer t.Metrics.finished.Store(true)
 	defer func() {
 		t.mail.close()
 		cancel()
@@ -344,6 +372,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		return err
 	}
 	last := time.Now()
+	tm := t.Metrics
+	tm.live.mark(last, false)
+	steps := 0
 	for {
 		// Mails first: an answer frees room in an operator before more
 		// input comes. While an operator holds the input back, input
@@ -367,7 +398,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			case m = <-t.inbox:
 			default:
 				busy := time.Now()
-				t.Metrics.BusyNanos.Add(int64(busy.Sub(last)))
+				t.refresh(busy, false)
+				tm.BusyNanos.Add(int64(busy.Sub(last)))
+				tm.live.mark(busy, true)
 				select {
 				case m = <-t.inbox:
 				case <-t.wake:
@@ -376,7 +409,8 @@ func (t *Task) Run(ctx context.Context) (err error) {
 					return ctx.Err()
 				}
 				last = time.Now()
-				t.Metrics.IdleNanos.Add(int64(last.Sub(busy)))
+				tm.IdleNanos.Add(int64(last.Sub(busy)))
+				tm.live.mark(last, false)
 			}
 			if _, data := m.(inputMsg); data && blocked {
 				// Held back, keeping its credit (so the producer stops
@@ -390,6 +424,15 @@ func (t *Task) Run(ctx context.Context) (err error) {
 				return err
 			}
 		}
+		// A task that never waits accounts its busy time and publishes
+		// its gauges every 16 steps (a clock read per 16 batches).
+		if steps++; steps&15 == 0 {
+			now := time.Now()
+			tm.BusyNanos.Add(int64(now.Sub(last)))
+			tm.live.mark(now, false)
+			last = now
+			t.refresh(now, false)
+		}
 		if len(t.timers) > 0 && t.timers[0].at <= t.clk.NowMillis() {
 			if err := t.AdvanceProcessingTime(t.clk.NowMillis()); err != nil {
 				return err
@@ -397,6 +440,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		}
 	}
 	t.Metrics.BusyNanos.Add(int64(time.Since(last)))
+	t.refresh(time.Now(), true)
 	t.finishAsync()
 	return nil
 }

@@ -108,6 +108,16 @@ func (m *Multiplexer) Combined() int64 { return m.combined }
 // Idle reports whether every split was idle at the last combination.
 func (m *Multiplexer) Idle() bool { return m.idle }
 
+// SplitState returns a registered split's watermark and idleness (Min
+// and false for an unknown split).
+func (m *Multiplexer) SplitState(id string) (wm int64, idle bool) {
+	s, ok := m.byID[id]
+	if !ok {
+		return Min, false
+	}
+	return s.wm, s.idle
+}
+
 // Splits returns the number of registered splits.
 func (m *Multiplexer) Splits() int { return len(m.splits) }
 

@@ -1,0 +1,213 @@
+package rest
+
+import (
+	"math"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirstream/weir/internal/monitor"
+)
+
+// Prometheus: GET /metrics in the text exposition format, with
+// client_golang. Names follow its conventions: the weir_ prefix, _total
+// for counters, base units (seconds, bytes; watermarks in seconds since
+// the epoch), labels job, vertex, subtask, input (and operator, split,
+// checkpoint kind where they apply). Values are read from a fresh
+// snapshot at each scrape; ratios cover the server's last sampling
+// interval.
+
+// collector is a prometheus.Collector over the server's jobs.
+type collector struct{ s *Server }
+
+// Describe sends nothing: the metrics depend on the jobs' graphs, so the
+// collector is unchecked.
+func (c collector) Describe(chan<- *prometheus.Desc) {}
+
+var metricName = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+
+type emitter struct {
+	ch    chan<- prometheus.Metric
+	descs map[string]*prometheus.Desc
+}
+
+func (e *emitter) emit(name, help string, kind prometheus.ValueType, value float64, labels []string, values ...string) {
+	key := name + "|" + strings.Join(labels, ",")
+	d, ok := e.descs[key]
+	if !ok {
+		d = prometheus.NewDesc(name, help, labels, nil)
+		e.descs[key] = d
+	}
+	e.ch <- prometheus.MustNewConstMetric(d, kind, value, values...)
+}
+
+var (
+	subtaskLabels = []string{"job", "vertex", "subtask"}
+	inputLabels   = []string{"job", "vertex", "subtask", "input"}
+	opLabels      = []string{"job", "vertex", "operator", "subtask"}
+	splitLabels   = []string{"job", "vertex", "operator", "subtask", "split"}
+)
+
+const (
+	counter = prometheus.CounterValue
+	gauge   = prometheus.GaugeValue
+)
+
+func wmSeconds(wm int64) float64 {
+	if wm == monitor.MinWatermark {
+		return math.Inf(-1)
+	}
+	if wm == math.MaxInt64 {
+		return math.Inf(1)
+	}
+	return float64(wm) / 1000
+}
+
+// Collect implements prometheus.Collector.
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	e := &emitter{ch: ch, descs: map[string]*prometheus.Desc{}}
+	for _, en := range c.s.entries() {
+		snap, rates := en.now()
+		collectJob(e, snap, rates)
+	}
+}
+
+func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.Rate) {
+	job := snap.Job.Name
+	now := float64(snap.Timestamp) / 1000
+	up := 0.0
+	if snap.Job.State == "RUNNING" {
+		up = 1
+	}
+	e.emit("weir_job_running", "1 while the job runs.", gauge, up, []string{"job"}, job)
+	e.emit("weir_job_restarts_total", "Restarts after failures.", counter, float64(snap.Job.Restarts), []string{"job"}, job)
+	e.emit("weir_job_uptime_seconds", "Time since the job started.", gauge, float64(duration(snap.Job, snap.Timestamp))/1000, []string{"job"}, job)
+	for _, v := range snap.Vertices {
+		for i, st := range v.Subtasks {
+			sub := strconv.Itoa(st.Index)
+			l := []string{job, v.Name, sub}
+			rt := rateOf(rates, &v, i)
+			e.emit("weir_records_in_total", "Records the subtask received from other subtasks.", counter, float64(st.RecordsIn), subtaskLabels, l...)
+			e.emit("weir_records_out_total", "Records the subtask sent to other subtasks.", counter, float64(st.RecordsOut), subtaskLabels, l...)
+			e.emit("weir_bytes_in_total", "In-memory bytes of the records received (Weir does not serialize).", counter, float64(st.BytesIn), subtaskLabels, l...)
+			e.emit("weir_bytes_out_total", "In-memory bytes of the records sent.", counter, float64(st.BytesOut), subtaskLabels, l...)
+			e.emit("weir_busy_seconds_total", "Time the subtask processed (back-pressured time excluded).", counter, float64(st.BusyNanos)/1e9, subtaskLabels, l...)
+			e.emit("weir_idle_seconds_total", "Time the subtask waited for input.", counter, float64(st.IdleNanos)/1e9, subtaskLabels, l...)
+			e.emit("weir_backpressured_seconds_total", "Time the subtask waited for downstream credit.", counter, float64(st.BackPressuredNanos)/1e9, subtaskLabels, l...)
+			e.emit("weir_busy_ratio", "Share of the last interval spent busy.", gauge, rt.BusyMsPerSec/1000, subtaskLabels, l...)
+			e.emit("weir_idle_ratio", "Share of the last interval spent idle.", gauge, rt.IdleMsPerSec/1000, subtaskLabels, l...)
+			e.emit("weir_backpressured_ratio", "Share of the last interval spent back-pressured.", gauge, rt.BackPressuredMs/1000, subtaskLabels, l...)
+			e.emit("weir_checkpoints_taken_total", "Snapshots the subtask took.", counter, float64(st.Checkpoints), subtaskLabels, l...)
+			for in, wm := range st.InputWatermarks {
+				il := []string{job, v.Name, sub, strconv.Itoa(in + 1)}
+				e.emit("weir_input_watermark_seconds", "Current watermark of the input, in seconds since the epoch.", gauge, wmSeconds(wm), inputLabels, il...)
+				lag := math.NaN()
+				if wm != monitor.MinWatermark && wm != math.MaxInt64 {
+					lag = now - float64(wm)/1000
+				}
+				e.emit("weir_input_watermark_lag_seconds", "Wall-clock time minus the input's watermark.", gauge, lag, inputLabels, il...)
+				idle := 0.0
+				if in < len(st.InputIdle) && st.InputIdle[in] {
+					idle = 1
+				}
+				e.emit("weir_input_idle", "1 if the input is idle.", gauge, idle, inputLabels, il...)
+				if in < len(st.InputRecords) {
+					e.emit("weir_input_records_total", "Records of the input.", counter, float64(st.InputRecords[in]), inputLabels, il...)
+				}
+			}
+			for _, op := range st.Operators {
+				ol := []string{job, v.Name, op.Name, sub}
+				e.emit("weir_operator_records_in_total", "Records that reached the operator.", counter, float64(op.RecordsIn), opLabels, ol...)
+				e.emit("weir_operator_records_out_total", "Records the operator emitted on its main output.", counter, float64(op.RecordsOut), opLabels, ol...)
+				e.emit("weir_late_records_dropped_total", "Late records a window operator dropped.", counter, float64(op.LateRecordsDropped), opLabels, ol...)
+				if op.Keyed {
+					e.emit("weir_state_entries", "Keyed-state entries of the operator.", gauge, float64(op.StateEntries), opLabels, ol...)
+					e.emit("weir_timers", "Registered timers of the operator.", gauge, float64(op.Timers), opLabels, ol...)
+					e.emit("weir_state_bytes", "Keyed-state bytes of the operator in the last completed checkpoint.", gauge, float64(op.StateBytes), opLabels, ol...)
+				}
+				for _, sp := range op.Splits {
+					sl := []string{job, v.Name, op.Name, sub, sp.ID}
+					e.emit("weir_source_split_records_total", "Records read from the split.", counter, float64(sp.Records), splitLabels, sl...)
+					e.emit("weir_source_split_watermark_seconds", "The split's watermark, in seconds since the epoch.", gauge, wmSeconds(sp.Watermark), splitLabels, sl...)
+					idle := 0.0
+					if sp.Idle {
+						idle = 1
+					}
+					e.emit("weir_source_split_idle", "1 if the split is idle.", gauge, idle, splitLabels, sl...)
+				}
+				for _, g := range op.Gauges {
+					name, labels, values := gaugeMetric(g)
+					e.emit(name, "A gauge the operator publishes ("+g.Name+").", gauge, g.Value, append(append([]string(nil), opLabels...), labels...), append(ol, values...)...)
+				}
+				if j := op.Join; j != nil {
+					e.emit("weir_join_sampled_probes_total", "Interval-join probes sampled.", counter, float64(j.Probes), opLabels, ol...)
+					e.emit("weir_join_sampled_matches_total", "Sampled probes that found a partner.", counter, float64(j.Matched), opLabels, ol...)
+					e.emit("weir_join_sampled_mirrored_matches_total", "Sampled probes that would have found one with Between(-upper, -lower).", counter, float64(j.MirroredMatched), opLabels, ol...)
+				}
+			}
+		}
+	}
+	cs := snap.Checkpoints
+	jl := []string{"job"}
+	e.emit("weir_checkpoints_completed_total", "Completed checkpoints and savepoints.", counter, float64(cs.Counts.Completed), jl, job)
+	e.emit("weir_checkpoints_failed_total", "Failed checkpoints and savepoints.", counter, float64(cs.Counts.Failed), jl, job)
+	e.emit("weir_checkpoints_in_progress", "Checkpoints in progress.", gauge, float64(cs.Counts.InProgress), jl, job)
+	e.emit("weir_checkpoints_restored_total", "Restores from a checkpoint or savepoint.", counter, float64(cs.Counts.Restored), jl, job)
+	if c := cs.Completed; c != nil {
+		e.emit("weir_last_checkpoint_duration_seconds", "End-to-end duration of the last completed checkpoint.", gauge, float64(endToEnd(*c))/1000, jl, job)
+		e.emit("weir_last_checkpoint_size_bytes", "State size of the last completed checkpoint.", gauge, float64(c.StateSize), jl, job)
+		e.emit("weir_last_checkpoint_persisted_bytes", "In-flight data the last completed checkpoint persisted.", gauge, float64(c.InFlight), jl, job)
+		for _, v := range snap.Vertices {
+			for _, sc := range c.Vertices[v.ID] {
+				if !sc.Acked {
+					continue
+				}
+				l := []string{job, v.Name, strconv.Itoa(sc.Subtask)}
+				e.emit("weir_checkpoint_start_delay_seconds", "Last completed checkpoint: from its start to the subtask's first barrier.", gauge, float64(sc.StartDelayMs)/1000, subtaskLabels, l...)
+				e.emit("weir_checkpoint_alignment_seconds", "Last completed checkpoint: the subtask's barrier alignment.", gauge, float64(sc.AlignmentMs)/1000, subtaskLabels, l...)
+				e.emit("weir_checkpoint_sync_seconds", "Last completed checkpoint: the synchronous part of the subtask's snapshot.", gauge, float64(sc.SyncMs)/1000, subtaskLabels, l...)
+				e.emit("weir_checkpoint_async_seconds", "Last completed checkpoint: the asynchronous part of the subtask's snapshot.", gauge, float64(sc.AsyncMs)/1000, subtaskLabels, l...)
+				e.emit("weir_checkpoint_state_bytes", "Last completed checkpoint: the subtask's state size.", gauge, float64(sc.StateSize), subtaskLabels, l...)
+				e.emit("weir_checkpoint_persisted_bytes", "Last completed checkpoint: the subtask's persisted in-flight data.", gauge, float64(sc.InFlight), subtaskLabels, l...)
+			}
+		}
+	}
+}
+
+// gaugeMetric names an operator's gauge for Prometheus: weir_ and the
+// gauge's name in snake case, with its labels (sorted, sanitized, those
+// that would clash with Weir's prefixed with "gauge_").
+func gaugeMetric(g monitor.Gauge) (name string, labels, values []string) {
+	name = strings.ToLower(metricName.ReplaceAllString(g.Name, "_"))
+	if !strings.HasPrefix(name, "weir_") {
+		name = "weir_" + name
+	}
+	for k := range g.Labels {
+		labels = append(labels, k)
+	}
+	sort.Strings(labels)
+	for i, k := range labels {
+		values = append(values, g.Labels[k])
+		l := metricName.ReplaceAllString(k, "_")
+		if slices.Contains(opLabels, l) || l == "" || l[0] >= '0' && l[0] <= '9' || strings.HasPrefix(l, "__") {
+			l = "gauge_" + l
+		}
+		labels[i] = l
+	}
+	return name, labels, values
+}
+
+// prometheusHandler serves /metrics: the jobs' metrics and Go's runtime
+// and process collectors, on a registry of the server's own.
+func (s *Server) prometheusHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}

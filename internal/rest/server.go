@@ -1,0 +1,324 @@
+// Package rest is Weir's HTTP server for a job process: Flink's REST API
+// (v1 paths and JSON field names, so that scripts written for Flink read
+// Weir), the legacy control endpoint of internal/control, a Prometheus
+// /metrics endpoint, /debug/pprof and CPU flame graphs per vertex, Weir's
+// own resources under /weir/ (the monitor.Snapshot of a job, its sampled
+// history, `weir doctor` findings, operator input capture) and the web
+// dashboard, embedded.
+//
+// Access: monitoring resources are open; write actions (savepoints, stop,
+// cancel, input capture) and profiles need the token given at start
+// (Authorization: Bearer TOKEN) when there is one. Listen refuses an
+// address that is not loopback without a token. Nothing is uploaded, and
+// no file is served but the embedded assets.
+package rest
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/monitor"
+)
+
+// Job is a job the server shows and controls.
+type Job interface {
+	// Snapshot returns the job's state now.
+	Snapshot() *monitor.Snapshot
+	// Savepoint takes a savepoint into dir ("" means the job's default
+	// directory), stopping the job after it if stop, and returns its path.
+	Savepoint(ctx context.Context, dir string, stop bool) (string, error)
+	// Cancel cancels the job.
+	Cancel()
+}
+
+// Recorder is implemented by jobs whose operators' inputs can be captured
+// (`weir record`).
+type Recorder interface {
+	// Record captures the inputs of one subtask of a vertex (by ID or
+	// name) until ctx ends or limit input lines were captured (0: no
+	// limit) and returns them as a scenario file.
+	Record(ctx context.Context, vertex string, subtask int, limit int) ([]byte, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Token, if set, is required (Authorization: Bearer TOKEN) for write
+	// actions and profiles. An address that is not loopback needs one.
+	Token string
+	// Logger logs requests that change the job; nil: slog.Default().
+	Logger *slog.Logger
+	// SampleEvery is how often the server samples each job's snapshot
+	// into its history (rates, the dashboard's charts, the doctor panel);
+	// default 1 s; negative: only when Sample is called.
+	SampleEvery time.Duration
+	// History is the number of samples kept per job (default 600).
+	History int
+	// Version is shown as flink-version in /overview and /config.
+	Version string
+}
+
+// Server serves the REST API for the jobs registered with it.
+type Server struct {
+	opts Options
+	srv  *http.Server
+	ln   net.Listener
+	log  *slog.Logger
+	done chan struct{}
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	prof sync.Mutex // one CPU profile at a time
+
+	mu   sync.Mutex
+	jobs map[string]*entry // by job ID
+	ops  map[string]*operation
+}
+
+// entry is a registered job with its history.
+type entry struct {
+	job  Job
+	id   string
+	name string
+	mu   sync.Mutex
+	hist []*monitor.Snapshot // oldest first
+}
+
+// Loopback reports whether addr's host is a loopback address or
+// "localhost".
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Listen starts a server on addr ("127.0.0.1:0" picks a free port).
+func Listen(addr string, opts Options) (*Server, error) {
+	if !Loopback(addr) && opts.Token == "" {
+		return nil, fmt.Errorf("rest: %s is not a loopback address: give a token for write actions and profiles (weir.RESTToken)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("rest: %w", err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SampleEvery == 0 {
+		opts.SampleEvery = time.Second
+	}
+	if opts.History <= 0 {
+		opts.History = 600
+	}
+	if opts.Version == "" {
+		opts.Version = "weir"
+	}
+	s := &Server{opts: opts, ln: ln, log: opts.Logger, done: make(chan struct{}), jobs: map[string]*entry{}, ops: map[string]*operation{}}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("REST server stopped", "err", err)
+		}
+	}()
+	if opts.SampleEvery > 0 {
+		s.wg.Add(1)
+		go s.sampler()
+	}
+	return s, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Register makes j reachable under its ID (and, for the legacy control
+// routes and `weir` commands, its name) and takes a first sample.
+func (s *Server) Register(j Job) {
+	snap := j.Snapshot()
+	e := &entry{job: j, id: snap.Job.ID, name: snap.Job.Name, hist: []*monitor.Snapshot{snap}}
+	s.mu.Lock()
+	s.jobs[e.id] = e
+	s.mu.Unlock()
+}
+
+// Close stops the server after the requests in progress have been
+// answered (waiting at most timeout), and waits for its goroutines.
+func (s *Server) Close(timeout time.Duration) error {
+	s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, s.srv.Close())
+	}
+	<-s.done
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) sampler() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.SampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.Sample()
+		}
+	}
+}
+
+// Sample adds a snapshot of every job to its history now.
+func (s *Server) Sample() {
+	for _, e := range s.entries() {
+		e.add(e.job.Snapshot(), s.opts.History)
+	}
+}
+
+func (e *entry) add(snap *monitor.Snapshot, keep int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hist = append(e.hist, snap)
+	if len(e.hist) > keep {
+		e.hist = append(e.hist[:0:0], e.hist[len(e.hist)-keep:]...)
+	}
+}
+
+// history returns the job's samples, oldest first.
+func (e *entry) history() []*monitor.Snapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*monitor.Snapshot(nil), e.hist...)
+}
+
+// now returns a fresh snapshot and the rates since the newest sample at
+// least a second older (else the oldest), so that rates cover at least
+// one sampling interval.
+func (e *entry) now() (*monitor.Snapshot, map[string][]monitor.Rate) {
+	snap := e.job.Snapshot()
+	h := e.history()
+	var ref *monitor.Snapshot
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Timestamp <= snap.Timestamp-1000 {
+			ref = h[i]
+			break
+		}
+	}
+	if ref == nil && len(h) > 0 && h[0].Timestamp < snap.Timestamp {
+		ref = h[0]
+	}
+	return snap, monitor.Rates(ref, snap)
+}
+
+func (s *Server) entries() []*entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*entry, 0, len(s.jobs))
+	for _, e := range s.jobs {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].id < out[b].id })
+	return out
+}
+
+// lookup finds a job by ID or name.
+func (s *Server) lookup(id string) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.jobs[id]; ok {
+		return e
+	}
+	for _, e := range s.jobs {
+		if e.name == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// authorized reports whether r may take write actions or profiles.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.opts.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
+}
+
+// guarded wraps a write action or profile handler with the token check.
+func (s *Server) guarded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weir"`)
+			writeError(w, http.StatusUnauthorized, "this action needs the server's token (Authorization: Bearer TOKEN)")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// withJob resolves the {jobid} path value.
+func (s *Server) withJob(h func(w http.ResponseWriter, r *http.Request, e *entry)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		e := s.lookup(r.PathValue("jobid"))
+		if e == nil {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("Job %s not found", r.PathValue("jobid")))
+			return
+		}
+		h(w, r, e)
+	}
+}
+
+// withVertex resolves {jobid} and {vertexid} on a fresh snapshot.
+func (s *Server) withVertex(h func(w http.ResponseWriter, r *http.Request, e *entry, snap *monitor.Snapshot, rates map[string][]monitor.Rate, v *monitor.Vertex)) http.HandlerFunc {
+	return s.withJob(func(w http.ResponseWriter, r *http.Request, e *entry) {
+		snap, rates := e.now()
+		v := snap.Vertex(r.PathValue("vertexid"))
+		if v == nil {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("JobVertex %s not found", r.PathValue("vertexid")))
+			return
+		}
+		h(w, r, e, snap, rates, v)
+	})
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.routeFlink(mux)
+	s.routeWeir(mux)
+	s.routeProfiles(mux)
+	s.routeDashboard(mux)
+	return mux
+}
+
+// writeJSON writes v with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes Flink's error body, {"errors": [msg]}.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string][]string{"errors": {msg}})
+}

@@ -1,0 +1,146 @@
+package weir
+
+import (
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// TaskIO is the part of TaskMetrics about the network and keys: what a
+// subtask exchanged with other subtasks (Flink's task-level numRecordsIn,
+// numRecordsOut, numBytesIn and numBytesOut) and the key sketches of its
+// writers into keyBy exchanges. Records and bytes passed between chained
+// operators are not counted. Bytes are in-memory sizes: Weir does not
+// serialize records between subtasks, so a record of type T moves
+// unsafe.Sizeof(Record[T]) bytes (strings, slices and pointers count
+// their headers only); a broadcast record counts once per consumer.
+type TaskIO struct {
+	// Vertex is the UID of the task's first operator.
+	Vertex     string
+	RecordsIn  int64
+	RecordsOut int64
+	BytesIn    int64
+	BytesOut   int64
+	// KeySketches holds, per keyBy the subtask writes into, the heaviest
+	// keys of a sample of its records (one in KeySketch.Every).
+	KeySketches []KeySketch
+	// Finished is set once the subtask has ended.
+	Finished bool
+}
+
+// KeySketch is the space-saving sketch of the keys one subtask sent into
+// a keyBy: the heaviest keys of one record in Every.
+type KeySketch struct {
+	// Target names the operator the keyBy feeds.
+	Target  string
+	Every   int
+	Sampled int64
+	Keys    []HotKey
+}
+
+// HotKey is a key of a KeySketch. Count bounds how often the key was
+// sampled from above, Count-Error from below; Subtask is the subtask the
+// key goes to.
+type HotKey struct {
+	Key     string
+	Count   int64
+	Error   int64
+	Subtask int
+}
+
+// OperatorGauges is the part of OperatorMetrics that operators publish
+// now and then (at most every 100 ms and when their task goes idle), not
+// per record.
+type OperatorGauges struct {
+	// UID is the operator's state id.
+	UID string
+	// InputIdle tells, for a task's first operator, whether each network
+	// input is idle (its watermark valve's status).
+	InputIdle []bool
+	// InputRecords counts the records of each network input of a task's
+	// first operator.
+	InputRecords []int64
+	// Keyed is set for operators with keyed state and timers (keyed
+	// process and co-process functions, windows, interval joins); then
+	// StateEntries counts their keyed-state entries (one per key and
+	// namespace of each state; a window join or interval join counts
+	// buffered records; 0 on the Pebble backend, which does not count),
+	// Timers their registered timers (pending cleanups for the interval
+	// join), TimersRegistered the timers registered since the start and
+	// StatesWithoutTTL the registered states without TTL.
+	Keyed            bool
+	StateEntries     int64
+	Timers           int64
+	TimersRegistered int64
+	StatesWithoutTTL int64
+	// Splits describes a source's splits (nil for other operators).
+	Splits []SplitMetrics
+	// Join is an interval join's sample of its probes (nil for other
+	// operators).
+	Join *JoinSample
+}
+
+// SplitMetrics describes one split of a source subtask: records read,
+// the split's current watermark (its generator's last, MinWatermark
+// before any) and whether it is idle or has ended.
+type SplitMetrics struct {
+	ID        string
+	Records   int64
+	Watermark int64
+	Idle      bool
+	Ended     bool
+}
+
+// JoinSample is what an interval join counts on one probe in 64: the
+// sampled records, those that found a partner within the bounds, and
+// those that would have with the mirrored bounds Between(-upper, -lower),
+// against what the other side's buffer held. `weir doctor` reads it to
+// spot inverted bounds.
+type JoinSample struct {
+	Lower, Upper    int64
+	Probes          int64
+	Matched         int64
+	MirroredMatched int64
+}
+
+func taskIO(t *runtime.Task) TaskIO {
+	m := t.Metrics
+	io := TaskIO{
+		Vertex: t.Vertex, RecordsIn: m.IO.RecordsIn.Load(), RecordsOut: m.IO.RecordsOut.Load(),
+		BytesIn: m.IO.BytesIn.Load(), BytesOut: m.IO.BytesOut.Load(), Finished: m.Finished(),
+	}
+	for _, ks := range m.KeySketches {
+		top, total := ks.Sketch.Top(16)
+		k := KeySketch{Target: ks.Target, Every: ks.Every, Sampled: total}
+		for _, it := range top {
+			k.Keys = append(k.Keys, HotKey{Key: it.Key, Count: it.Count, Error: it.Error, Subtask: it.Tag})
+		}
+		io.KeySketches = append(io.KeySketches, k)
+	}
+	return io
+}
+
+func operatorGauges(o *runtime.OperatorMetrics) OperatorGauges {
+	g := OperatorGauges{UID: o.UID}
+	if o.InputIdle != nil {
+		g.InputIdle = o.InputIdle()
+	}
+	if o.InputRecords != nil {
+		g.InputRecords = o.InputRecords()
+	}
+	if o.Splits != nil {
+		for _, s := range o.Splits() {
+			g.Splits = append(g.Splits, SplitMetrics(s))
+		}
+	}
+	if o.Join != nil {
+		j := JoinSample(o.Join())
+		g.Join = &j
+	}
+	if gg := o.State; gg != nil && o.Splits == nil {
+		g.Keyed = true
+		g.StateEntries = gg.StateEntries.Load()
+		g.Timers = gg.Timers.Load()
+		g.TimersRegistered = gg.TimersRegistered.Load()
+		g.StatesWithoutTTL = gg.StatesWithoutTTL.Load()
+	}
+	return g
+}

@@ -1,0 +1,207 @@
+package weir_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// restEvent is an event of the REST tests' jobs.
+type restEvent struct {
+	Key int64
+	TS  int64
+}
+
+// startJoinJob runs, until cancelled, an interval join of two unbounded
+// generated streams (the second with a 30 s watermark lag) behind a REST
+// server, with checkpoints every 50 ms.
+func startJoinJob(t *testing.T, opts ...weir.Option) (*weir.JobHandle, string) {
+	t.Helper()
+	env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithRESTAddress("127.0.0.1:0"),
+		weir.WithAutoWatermarkInterval(10 * time.Millisecond), weir.WithKeySampling(16)}, opts...)...)
+	env.EnableCheckpointing(50*time.Millisecond, weir.DefaultSavepointDir(t.TempDir()))
+	strategy := weir.ForBoundedOutOfOrderness[restEvent](0).WithTimestampAssigner(func(e restEvent, _ int64) int64 { return e.TS })
+	orders := weir.Generate(env, -1, 20_000, func(i int64) restEvent { return restEvent{Key: i % 50, TS: 1_000_000 + i} }, strategy).Name("orders")
+	payments := weir.Generate(env, -1, 20_000, func(i int64) restEvent { return restEvent{Key: i % 50, TS: 970_000 + i} }, strategy).Name("payments")
+	key := func(e restEvent) int64 { return e.Key }
+	joined := weir.IntervalJoin(weir.KeyBy(orders, key), weir.KeyBy(payments, key), weir.Between(0, 10*time.Millisecond),
+		weir.ProcessJoinFunc[restEvent, restEvent, int64](func(l, r restEvent, _ weir.JoinContext, out weir.Collector[int64]) error {
+			out.Collect(l.Key)
+			return nil
+		})).Name("join").UID("join")
+	weir.Discard(joined)
+	h, err := env.ExecuteAsync(context.Background(), "rest-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Cancel(); h.Wait() })
+	return h, "http://" + h.RESTAddress()
+}
+
+func httpJSON(t *testing.T, method, url, body string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("%s %s: %v in %.200s", method, url, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+// eventually polls f until it returns "" (done), failing with its last
+// answer after 20 s.
+func eventually(t *testing.T, f func() string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		why := f()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRESTAgainstRunningJob reads a running job through Flink's REST
+// paths, takes a savepoint and cancels it.
+func TestRESTAgainstRunningJob(t *testing.T) {
+	h, base := startJoinJob(t)
+	jid := h.ID()
+	if len(jid) != 32 {
+		t.Fatalf("job id %q", jid)
+	}
+	var details struct {
+		JID      string `json:"jid"`
+		State    string `json:"state"`
+		Vertices []struct {
+			ID, Name    string
+			Parallelism int
+			Metrics     map[string]any
+		}
+	}
+	eventually(t, func() string {
+		httpJSON(t, "GET", base+"/jobs/"+jid, "", &details)
+		if details.State != "RUNNING" || len(details.Vertices) != 3 {
+			return fmt.Sprintf("details %+v", details)
+		}
+		return ""
+	})
+	var join string
+	for _, v := range details.Vertices {
+		if strings.HasPrefix(v.Name, "join") {
+			join = v.ID
+		}
+	}
+	if join == "" {
+		t.Fatalf("no join vertex in %+v", details.Vertices)
+	}
+	// Both inputs' watermarks, 30 s apart.
+	eventually(t, func() string {
+		var wms []map[string]string
+		httpJSON(t, "GET", base+"/jobs/"+jid+"/vertices/"+join+"/watermarks", "", &wms)
+		got := map[string]string{}
+		for _, m := range wms {
+			got[m["id"]] = m["value"]
+		}
+		var w1, w2 int64
+		fmt.Sscan(got["0.currentInput1Watermark"], &w1)
+		fmt.Sscan(got["0.currentInput2Watermark"], &w2)
+		if w1 < 1_000_000 || w1-w2 < 29_000 || got["0.currentInputWatermark"] != got["0.currentInput2Watermark"] {
+			return fmt.Sprintf("watermarks %v", got)
+		}
+		return ""
+	})
+	var vm []map[string]string
+	eventually(t, func() string {
+		httpJSON(t, "GET", base+"/jobs/"+jid+"/vertices/"+join+"/metrics?get=0.numRecordsIn,0.join.stateEntries,0.join.sampledProbes", "", &vm)
+		if len(vm) != 3 || vm[0]["value"] == "0" || vm[1]["value"] == "0" || vm[2]["value"] == "0" {
+			return fmt.Sprintf("vertex metrics %v", vm)
+		}
+		return ""
+	})
+	// A completed checkpoint with the join's subtasks' alignment figures.
+	var cid int64
+	eventually(t, func() string {
+		var cs struct {
+			Counts struct{ Completed int64 }
+			Latest struct {
+				Completed *struct{ ID int64 } `json:"completed"`
+			}
+		}
+		httpJSON(t, "GET", base+"/jobs/"+jid+"/checkpoints", "", &cs)
+		if cs.Counts.Completed == 0 || cs.Latest.Completed == nil {
+			return fmt.Sprintf("checkpoints %+v", cs)
+		}
+		cid = cs.Latest.Completed.ID
+		return ""
+	})
+	var sub struct {
+		NumSubtasks int `json:"num_subtasks"`
+		Subtasks    []struct {
+			Status    string
+			StateSize int64 `json:"state_size"`
+			Alignment struct{ Duration int64 }
+			LastInput int `json:"weir-last-input"`
+		}
+	}
+	if code := httpJSON(t, "GET", fmt.Sprintf("%s/jobs/%s/checkpoints/details/%d/subtasks/%s", base, jid, cid, join), "", &sub); code != 200 ||
+		sub.NumSubtasks != 2 || sub.Subtasks[0].Status != "completed" || sub.Subtasks[0].LastInput < 0 {
+		t.Fatalf("checkpoint %d of the join: %d %+v", cid, code, sub)
+	}
+	// Prometheus.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`weir_records_in_total{job="rest-e2e",subtask="0",vertex="join -> Discard"}`,
+		`weir_input_watermark_seconds{input="2",job="rest-e2e",subtask="1",vertex="join -> Discard"}`,
+		`weir_input_watermark_lag_seconds{input="1"`,
+		`weir_state_entries{job="rest-e2e",operator="join",subtask="0",vertex="join -> Discard"}`,
+		`weir_busy_ratio{`, `weir_checkpoints_completed_total{job="rest-e2e"}`, `weir_checkpoint_alignment_seconds{job="rest-e2e",subtask="0",vertex="join -> Discard"}`,
+		`weir_source_split_watermark_seconds{job="rest-e2e",operator="orders"`, "# TYPE weir_records_out_total counter",
+	} {
+		if !strings.Contains(string(prom), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// A savepoint through Flink's asynchronous API.
+	var trig map[string]string
+	if code := httpJSON(t, "POST", base+"/jobs/"+jid+"/savepoints", `{"cancel-job": false}`, &trig); code != 202 {
+		t.Fatalf("trigger: %d %v", code, trig)
+	}
+	eventually(t, func() string {
+		var st struct {
+			Status    struct{ ID string }
+			Operation struct{ Location string }
+		}
+		httpJSON(t, "GET", base+"/jobs/"+jid+"/savepoints/"+trig["request-id"], "", &st)
+		if st.Status.ID != "COMPLETED" || !strings.Contains(st.Operation.Location, "savepoint-") {
+			return fmt.Sprintf("savepoint status %+v", st)
+		}
+		return ""
+	})
+	if code := httpJSON(t, "PATCH", base+"/jobs/"+jid+"?mode=cancel", "", nil); code != 202 {
+		t.Fatalf("cancel: %d", code)
+	}
+	<-h.Done()
+}
