@@ -30,8 +30,12 @@ func chromium() string {
 // join, and show the doctor's finding about the gap between them. It
 // writes screenshots to $WEIR_SCREENSHOT_DIR (docs/img for the README) or
 // a temporary directory. Without a browser it skips, unless the test
-// command runs it (WEIR_REQUIRE_SERVICES=1), where it fails.
+// command runs it (WEIR_REQUIRE_SERVICES=1), where it fails. It runs once:
+// not under the race detector.
 func TestDashboardInBrowser(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the browser test runs once, without the race detector (scripts/test.sh runs it in its first pass)")
+	}
 	bin := chromium()
 	if bin == "" {
 		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {

@@ -26,6 +26,20 @@ at_exit 'scripts/kafka.sh stop'
 export WEIR_REQUIRE_SERVICES=1
 # --- end Kafka ---------------------------------------------------------------
 
+# --- Chromium (TestDashboardInBrowser, the REST server's dashboard) ---------
+# The browser test drives Debian's chromium through chromedp; install it
+# if it is missing. With WEIR_REQUIRE_SERVICES=1 the test fails instead of
+# skipping when there is no browser.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing chromium (apt-get)"
+  if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >.cache/chromium-install.out 2>&1; then
+    cat .cache/chromium-install.out >&2
+    echo "could not install chromium" >&2
+    exit 1
+  fi
+fi
+# --- end Chromium ------------------------------------------------------------
+
 echo "== go vet"
 go vet ./...
 echo "== go build"

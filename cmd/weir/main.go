@@ -1,7 +1,9 @@
 // Command weir is Weir's command-line tool: `weir scenario` replays
 // conformance scenario files against the engine's operators, `weir nexmark`
-// runs Nexmark queries, and `weir savepoint` takes a savepoint of a running
-// job through its control endpoint or inspects one.
+// runs Nexmark queries, `weir savepoint` takes a savepoint of a running
+// job through its REST server or inspects one, `weir doctor` diagnoses a
+// running job and `weir record` captures an operator's inputs as a
+// scenario file.
 package main
 
 import (
@@ -21,6 +23,9 @@ commands:
   savepoint --address A [--dir D] [--stop] JOB
                                take a savepoint of a running job through its control endpoint
   savepoint inspect PATH       show what a savepoint or checkpoint holds
+  doctor --url URL             diagnose a running job from its REST API (--help for flags)
+  record --url URL --vertex V --subtask N [--for D]
+                               capture one operator's inputs as a scenario file
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -37,6 +42,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nexmarkMain(args[1:], stdout, stderr)
 	case "savepoint":
 		return savepointMain(args[1:], stdout, stderr)
+	case "doctor":
+		return doctorMain(args[1:], stdout, stderr)
+	case "record":
+		return recordMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -24,12 +24,13 @@ const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir LOCATIO
        weir savepoint inspect [--json] [--s3-endpoint URL] [--s3-region R] LOCATION
 
 The first form asks the control endpoint of a running job (started with
-weir.WithControlAddress) for a savepoint of JOB into LOCATION: a directory
-on the job's machine (a path, relative to the current directory, or
-file:///dir) or s3://bucket/prefix, which the job reaches as its
-weir.WithS3 says (without --dir: the job's weir.DefaultSavepointDir), and
-prints the savepoint's location. --stop stops the job once the savepoint
-is stored (Flink's stop-with-savepoint, without draining).
+weir.WithRESTAddress, or its older name weir.WithControlAddress) for a
+savepoint of JOB into LOCATION: a directory on the job's machine (a path,
+relative to the current directory, or file:///dir) or s3://bucket/prefix,
+which the job reaches as its weir.WithS3 says (without --dir: the job's
+weir.DefaultSavepointDir), and prints the savepoint's location. --stop
+stops the job once the savepoint is stored (Flink's stop-with-savepoint,
+without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
 its parallelism, max parallelism, key groups and sizes, after verifying

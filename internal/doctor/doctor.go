@@ -53,8 +53,8 @@ type Options struct {
 	Alignment time.Duration
 	// StateGrowth is the growth of entries or timers reported (default 100).
 	StateGrowth int64
-	// Skew is the ratio of the busiest subtask's records to the mean
-	// reported (default 2).
+	// Skew is the ratio of the busiest subtask's records (or busy time)
+	// to the mean reported (default 1.5: with two subtasks, one gets 75%).
 	Skew float64
 	// MinProbes is the sampled probes an interval join needs before its
 	// match rate is judged (default 50).
@@ -72,7 +72,7 @@ func (o Options) withDefaults() Options {
 		o.StateGrowth = 100
 	}
 	if o.Skew <= 0 {
-		o.Skew = 2
+		o.Skew = 1.5
 	}
 	if o.MinProbes <= 0 {
 		o.MinProbes = 50

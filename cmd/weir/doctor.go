@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/doctor"
+)
+
+const doctorUsage = `usage: weir doctor --url http://HOST:PORT [--job JOB] [--samples N] [--every D] [--token T] [--json]
+
+Reads a running job's REST API (a job started with weir.WithRESTAddress)
+over a short observation window, --samples snapshots --every apart
+(default 10 snapshots, 1s apart), and prints findings for the five
+failures of the field guide to two-stream jobs, each with its evidence,
+cause and fix:
+
+  watermark-gap    a two-input operator's input watermarks far apart: names
+                   the slow input, its source, split and subtask, silent or behind
+  alignment        checkpoints slow because of barrier alignment: the
+                   operator, subtask and input whose barrier came last
+  state-growth     state or timers rising while the watermark stands still,
+                   or keyed state without timers or TTL growing
+  hot-key          one subtask overloaded by skewed keys: the hot keys
+  inverted-bounds  an interval join whose mirrored bounds would match more
+
+JOB is the job's id or name (default: the server's only job). --token is
+sent as a bearer token (needed only for servers with one that also guard
+reads; monitoring is open by default).
+
+Exit status: 0 no finding, 3 findings printed, 1 the server could not be
+read, 2 bad arguments.
+`
+
+func doctorMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	base := fs.String("url", "", "")
+	job := fs.String("job", "", "")
+	samples := fs.Int("samples", 10, "")
+	every := fs.Duration("every", time.Second, "")
+	token := fs.String("token", "", "")
+	asJSON := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, doctorUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "weir doctor: %v\n%s", err, doctorUsage)
+		return 2
+	}
+	problem := ""
+	switch {
+	case *base == "":
+		problem = "--url is required"
+	case fs.NArg() > 0:
+		problem = "unexpected arguments " + strings.Join(fs.Args(), " ")
+	case *samples < 2:
+		problem = "--samples must be at least 2"
+	case *every <= 0:
+		problem = "--every must be positive"
+	}
+	if problem != "" {
+		fmt.Fprintf(stderr, "weir doctor: %s\n%s", problem, doctorUsage)
+		return 2
+	}
+	if !strings.Contains(*base, "://") {
+		*base = "http://" + *base
+	}
+	ctx := context.Background()
+	c := &doctor.Client{Base: *base, Token: *token}
+	id, err := c.Job(ctx, *job)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir doctor: %v\n", err)
+		return 1
+	}
+	snaps, err := c.Observe(ctx, id, *samples, *every)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir doctor: %v\n", err)
+		return 1
+	}
+	findings := doctor.Analyze(snaps, doctor.Options{})
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if findings == nil {
+			findings = []doctor.Finding{}
+		}
+		enc.Encode(findings)
+	} else {
+		doctor.Print(stdout, id, snaps, findings)
+	}
+	if len(findings) > 0 {
+		return 3
+	}
+	return 0
+}
