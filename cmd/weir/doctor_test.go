@@ -3,43 +3,28 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/examples/troubles/trouble"
 	"github.com/weirstream/weir/internal/doctor"
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/state"
 )
 
-// The doctor's end-to-end tests: each injects one failure into a small
-// job, waits (on the job's own snapshots, not on time) until the failure
+// The doctor's end-to-end tests: each runs the small job of
+// examples/troubles that injects one failure, waits (on the job's own snapshots, not on time) until the failure
 // shows, then runs `weir doctor` against the job's REST server and checks
 // what it reports.
 
-type ev struct {
-	Key int64
-	TS  int64
-}
-
-func evTS(d time.Duration) weir.WatermarkStrategy[ev] {
-	return weir.ForBoundedOutOfOrderness[ev](d).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS })
-}
-
-func evKey(e ev) int64 { return e.Key }
-
-func pairs() weir.ProcessJoinFunction[ev, ev, int64] {
-	return weir.ProcessJoinFunc[ev, ev, int64](func(l, r ev, _ weir.JoinContext, out weir.Collector[int64]) error {
-		out.Collect(l.Key)
-		return nil
-	})
-}
-
-// runJob starts the job env describes behind a REST server.
-func runJob(t *testing.T, env *weir.Environment) (*weir.JobHandle, *doctor.Client) {
+// runJob starts the job of examples/troubles that shows failure behind a
+// REST server.
+func runJob(t *testing.T, env *weir.Environment, failure string) (*weir.JobHandle, *doctor.Client) {
 	t.Helper()
+	if err := trouble.Build(env, failure, trouble.Options{}); err != nil {
+		t.Fatal(err)
+	}
 	h, err := env.ExecuteAsync(context.Background(), "troubled")
 	if err != nil {
 		t.Fatal(err)
@@ -110,11 +95,7 @@ func reported(t *testing.T, out, kind string, words ...string) {
 
 func TestDoctorWatermarkGap(t *testing.T) {
 	env := newEnv()
-	orders := weir.Generate(env, -1, 10_000, func(i int64) ev { return ev{i % 100, 1_000_000 + i} }, evTS(0)).Name("orders")
-	// Payments' events are a minute older: their watermark lags.
-	payments := weir.Generate(env, -1, 10_000, func(i int64) ev { return ev{i % 100, 940_000 + i} }, evTS(0)).Name("payments")
-	weir.Discard(weir.IntervalJoin(weir.KeyBy(orders, evKey), weir.KeyBy(payments, evKey), weir.Between(0, time.Second), pairs()).Name("join"))
-	h, c := runJob(t, env)
+	h, c := runJob(t, env, "watermark-gap")
 	waitFor(t, h, c, "a watermark gap at the join", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		if v == nil || len(v.Subtasks) == 0 {
@@ -130,12 +111,7 @@ func TestDoctorWatermarkGap(t *testing.T) {
 func TestDoctorAlignment(t *testing.T) {
 	env := newEnv(weir.WithParallelism(1), weir.WithBufferSize(128))
 	env.EnableCheckpointing(200 * time.Millisecond)
-	fast := weir.Generate(env, -1, 2_000, func(i int64) ev { return ev{i % 10, i} }, evTS(0)).Name("fast")
-	slow := weir.Generate(env, -1, 2_000, func(i int64) ev { return ev{i % 10, i} }, evTS(0)).Name("slow")
-	// A slow stage queues records ahead of the barriers on input 2.
-	slowed := weir.Map(slow, func(e ev) ev { time.Sleep(4 * time.Millisecond); return e }).Name("slow-map").DisableChaining()
-	weir.Discard(weir.IntervalJoin(weir.KeyBy(fast, evKey), weir.KeyBy(slowed, evKey), weir.Between(0, time.Second), pairs()).Name("join"))
-	h, c := runJob(t, env)
+	h, c := runJob(t, env, "alignment")
 	waitFor(t, h, c, "a checkpoint aligning for more than 1.5 s at the join", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		if v == nil {
@@ -154,32 +130,9 @@ func TestDoctorAlignment(t *testing.T) {
 	reported(t, out, "alignment", "join", "subtask 0", "the last barrier came on input 2", "(from slow-map)", "unaligned checkpoints")
 }
 
-// holder keeps a value per key and registers an event-time timer that
-// would clear it.
-type holder struct{ v state.ValueState[int64] }
-
-func (f *holder) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
-	f.v, err = weir.GetValueState(ctx, state.Value[int64]("v"))
-	return err
-}
-
-func (f *holder) ProcessElement(e ev, ctx weir.KeyedContext[int64], out weir.Collector[int64]) error {
-	f.v.Update(e.TS)
-	ctx.TimerService().RegisterEventTimeTimer(e.TS + 1000)
-	return nil
-}
-
-func (f *holder) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir.Collector[int64]) error {
-	f.v.Clear()
-	return nil
-}
-
 func TestDoctorStateGrowth(t *testing.T) {
 	env := newEnv()
-	// No watermarks: the cleanup timers never fire.
-	src := weir.Generate(env, -1, 5_000, func(i int64) ev { return ev{i, i} }, weir.NoWatermarks[ev]()).Name("events")
-	weir.Discard(weir.Process(weir.KeyBy(src, evKey), &holder{}).Name("holder"))
-	h, c := runJob(t, env)
+	h, c := runJob(t, env, "state-growth")
 	waitFor(t, h, c, "state to pile up", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "holder")
 		return v != nil && len(v.Subtasks) == 2 && v.Subtasks[0].Operators[0].StateEntries > 500
@@ -188,34 +141,9 @@ func TestDoctorStateGrowth(t *testing.T) {
 	reported(t, out, "state-growth", "holder", "state grows while the watermark of input 1 (from events) stands still", "none yet", "WithIdleness")
 }
 
-// counts counts records per key, without timers or TTL (bounded keys).
-type counts struct{ n state.ValueState[int64] }
-
-func (f *counts) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
-	f.n, err = weir.GetValueState(ctx, state.Value[int64]("n"))
-	return err
-}
-
-func (f *counts) ProcessElement(e ev, _ weir.KeyedContext[string], out weir.Collector[int64]) error {
-	n, _ := f.n.Value()
-	f.n.Update(n + 1)
-	return nil
-}
-
-func (f *counts) OnTimer(int64, weir.OnTimerContext[string], weir.Collector[int64]) error { return nil }
-
 func TestDoctorHotKey(t *testing.T) {
 	env := newEnv()
-	src := weir.Generate(env, -1, 20_000, func(i int64) ev { return ev{i, i} }, weir.NoWatermarks[ev]()).Name("clicks")
-	// Nine records in ten carry the key "acme".
-	key := func(e ev) string {
-		if e.Key%10 != 0 {
-			return "acme"
-		}
-		return fmt.Sprint("user-", e.Key%50)
-	}
-	weir.Discard(weir.Process(weir.KeyBy(src, key), &counts{}).Name("per-customer"))
-	h, c := runJob(t, env)
+	h, c := runJob(t, env, "hot-key")
 	waitFor(t, h, c, "a few thousand keyed records", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "per-customer")
 		return v != nil && len(v.KeySkew) > 0 && v.KeySkew[0].Sampled > 500
@@ -226,13 +154,7 @@ func TestDoctorHotKey(t *testing.T) {
 
 func TestDoctorInvertedBounds(t *testing.T) {
 	env := newEnv()
-	// Each payment comes 3 s after its order, but the bounds are written
-	// as if the payments were the base stream: Between(-5s, 0) with the
-	// orders on the left.
-	orders := weir.Generate(env, -1, 10_000, func(i int64) ev { return ev{i, i * 10} }, evTS(5*time.Second)).Name("orders")
-	payments := weir.Generate(env, -1, 10_000, func(i int64) ev { return ev{i, i*10 + 3000} }, evTS(5*time.Second)).Name("payments")
-	weir.Discard(weir.IntervalJoin(weir.KeyBy(orders, evKey), weir.KeyBy(payments, evKey), weir.Between(-5*time.Second, 0), pairs()).Name("join"))
-	h, c := runJob(t, env)
+	h, c := runJob(t, env, "inverted-bounds")
 	waitFor(t, h, c, "a few hundred sampled probes", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		var probes int64
@@ -250,10 +172,7 @@ func TestDoctorInvertedBounds(t *testing.T) {
 func TestDoctorHealthy(t *testing.T) {
 	env := newEnv()
 	env.EnableCheckpointing(200 * time.Millisecond)
-	orders := weir.Generate(env, -1, 5_000, func(i int64) ev { return ev{i % 1000, i * 10} }, evTS(time.Second)).Name("orders")
-	payments := weir.Generate(env, -1, 5_000, func(i int64) ev { return ev{i % 1000, i*10 + 500} }, evTS(time.Second)).Name("payments")
-	weir.Discard(weir.IntervalJoin(weir.KeyBy(orders, evKey), weir.KeyBy(payments, evKey), weir.Between(0, 2*time.Second), pairs()).Name("join"))
-	h, c := runJob(t, env)
+	h, c := runJob(t, env, "healthy")
 	waitFor(t, h, c, "a completed checkpoint and sampled probes", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		var probes int64
