@@ -76,6 +76,7 @@ type Exchange[T any] struct {
 	ptrs      bool
 	size      int64           // bytes per record
 	keyString func(*T) string // hash exchanges with a key sketch
+	keyFn     func(*T) string // the key of a keyBy's record, for input capture
 }
 
 type exReader[T any] struct {
@@ -138,7 +139,13 @@ func NewExchange[T any](kind Partitioning, route func(*T) int, producers, consum
 		ptrs:      hasPointers(reflect.TypeFor[T]()),
 		size:      recordSize[T](),
 		keyString: keyStringOf[T](kind, cfg),
+		keyFn:     keyFnOf[T](cfg),
 	}, nil
+}
+
+func keyFnOf[T any](cfg ExchangeConfig) func(*T) string {
+	f, _ := cfg.KeyString.(func(*T) string)
+	return f
 }
 
 func keyStringOf[T any](kind Partitioning, cfg ExchangeConfig) func(*T) string {

@@ -51,6 +51,10 @@ type Gate[T any] struct {
 	rec []*chanRecording
 	// edges is the gate's channel layout by edge (channel_state.go).
 	edges []gateEdge[T]
+	// capt is the input capture in progress (capture.go), nil when off:
+	// one atomic load per batch.
+	capt  atomic.Pointer[gateCapture[T]]
+	keyFn func(*T) string // renders a record's key for captures
 }
 
 // SetAligner makes the gate report barriers and ends to a task's aligner.
@@ -137,6 +141,9 @@ func (g *Gate[T]) Ended() bool { return g.nEnded == len(g.ended) }
 func (g *Gate[T]) dispatch() error {
 	for _, e := range g.events {
 		var err error
+		if cp := g.capt.Load(); cp != nil && !cp.twoInput {
+			cp.c.Output(e)
+		}
 		if e.IsStatus {
 			g.idle.Store(e.Idle)
 			err = g.sink.ProcessStatus(e.Idle)
@@ -162,8 +169,13 @@ func (g *Gate[T]) deliver(ch int, recs []Record[T], ctrls []ctrl) error {
 // When a barrier blocks the channel (exactly-once alignment) it stops right
 // after the barrier and returns the position to resume from.
 func (g *Gate[T]) deliverFrom(ch int, recs []Record[T], ctrls []ctrl, r, c int) (int, int, bool, error) {
+	cp := g.capt.Load()
 	for ; c < len(ctrls); c++ {
 		x := ctrls[c]
+		if cp != nil {
+			cp.records(ch, recs[r:x.pos])
+			cp.control(ch, x)
+		}
 		if err := g.Records(ch, recs[r:x.pos]); err != nil {
 			return r, c, false, err
 		}
@@ -194,6 +206,9 @@ func (g *Gate[T]) deliverFrom(ch int, recs []Record[T], ctrls []ctrl, r, c int) 
 			return r, c, false, err
 		}
 	}
+	if cp != nil {
+		cp.records(ch, recs[r:])
+	}
 	return len(recs), len(ctrls), false, g.Records(ch, recs[r:])
 }
 
@@ -203,6 +218,7 @@ type TwoInputAdapter[A, B any] struct {
 	op    TwoInput[A, B]
 	comb  *watermark.Combiner
 	ended [2]bool
+	capt  atomic.Pointer[Capturer] // input capture in progress (capture.go)
 }
 
 // NewTwoInputAdapter wraps op.
@@ -224,7 +240,7 @@ func (a *TwoInputAdapter[A, B]) Second() Input[B] {
 func (a *TwoInputAdapter[A, B]) Combined() int64 { return a.comb.Combined() }
 
 func (a *TwoInputAdapter[A, B]) common() *combineState {
-	return &combineState{comb: a.comb, op: a.op, ended: &a.ended, end: [2]func() error{a.op.EndInput1, a.op.EndInput2}}
+	return &combineState{comb: a.comb, op: a.op, ended: &a.ended, end: [2]func() error{a.op.EndInput1, a.op.EndInput2}, capt: &a.capt}
 }
 
 type controlSink interface {
@@ -237,6 +253,15 @@ type combineState struct {
 	op    controlSink
 	ended *[2]bool
 	end   [2]func() error
+	capt  *atomic.Pointer[Capturer]
+}
+
+// captured reports an event the operator is given to a capture in
+// progress.
+func (c *combineState) captured(e watermark.Event) {
+	if cp := c.capt.Load(); cp != nil {
+		(*cp).Output(e)
+	}
 }
 
 type side[T any] struct {
@@ -249,6 +274,7 @@ func (s side[T]) ProcessBatch(recs []Record[T]) error { return s.batch(recs) }
 
 func (s side[T]) ProcessWatermark(wm int64) error {
 	if s.a.comb.Watermark(s.idx, wm) {
+		s.a.captured(watermark.Event{Watermark: s.a.comb.Combined()})
 		return s.a.op.ProcessWatermark(s.a.comb.Combined())
 	}
 	return nil
@@ -257,11 +283,13 @@ func (s side[T]) ProcessWatermark(wm int64) error {
 func (s side[T]) ProcessStatus(idle bool) error {
 	wasIdle := s.a.comb.Idle()
 	if s.a.comb.Status(s.idx, idle) {
+		s.a.captured(watermark.Event{Watermark: s.a.comb.Combined()})
 		if err := s.a.op.ProcessWatermark(s.a.comb.Combined()); err != nil {
 			return err
 		}
 	}
 	if wasIdle != s.a.comb.Idle() {
+		s.a.captured(watermark.Event{IsStatus: true, Idle: s.a.comb.Idle()})
 		return s.a.op.ProcessStatus(s.a.comb.Idle())
 	}
 	return nil

@@ -114,6 +114,8 @@ type exchange interface {
 	channels() int
 	// routeFunc returns a hash exchange's routing, func(T) int, else nil.
 	routeFunc() any
+	// keyFunc returns a keyBy exchange's key renderer, func(*T) string, else nil.
+	keyFunc() any
 }
 
 type gate interface {
@@ -124,6 +126,7 @@ type gate interface {
 	RecordsIn() int64
 	Idle() bool
 	countInto(io *IOCounters)
+	capturable
 }
 
 // NewEdge connects from (its main output, or the side output tag) to input
@@ -189,6 +192,12 @@ func (t typedExchange[T]) attach(i int, g gate, offset int, inbox chan message) 
 }
 func (t typedExchange[T]) producers() int { return t.x.Producers() }
 func (t typedExchange[T]) channels() int  { return t.x.ChannelsPerConsumer() }
+func (t typedExchange[T]) keyFunc() any {
+	if t.x.keyFn == nil {
+		return nil
+	}
+	return t.x.keyFn
+}
 func (t typedExchange[T]) routeFunc() any {
 	if t.x.route == nil {
 		return nil
@@ -481,6 +490,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			}
 			x := exchanges[e]
 			g.addEdge(e.Partition, x.channels(), x.routeFunc())
+			g.setKey(x.keyFunc())
 			atts = append(atts, attachment{x, g, offset})
 			offset += x.channels()
 			capacity += x.producers() * max(cfg.Credits, 1)
@@ -491,6 +501,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		t.source = true
 	}
 	t.parallelism = h.Parallelism
+	t.gates = gates
 	for _, n := range chain[1:] {
 		for _, o := range cfg.Restore[UIDOf(n)] {
 			if len(o.ChannelState) > 0 {

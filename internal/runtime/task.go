@@ -113,6 +113,8 @@ type Task struct {
 	done     func() bool
 
 	gauges    refresher
+	gates     []gate       // the head's input gates
+	capture   *taskCapture // input capture in progress (capture.go)
 	timers    callbackHeap
 	seq       uint64
 	armedAt   int64

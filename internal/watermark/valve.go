@@ -50,6 +50,11 @@ func NewValve(channels int) *Valve {
 	return v
 }
 
+// ChannelState returns channel ch's watermark and whether it is idle.
+func (v *Valve) ChannelState(ch int) (wm int64, idle bool) {
+	return v.chans[ch].wm, v.chans[ch].idle
+}
+
 // Channels returns the number of input channels.
 func (v *Valve) Channels() int { return len(v.chans) }
 
