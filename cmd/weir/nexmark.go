@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	goruntime "runtime"
@@ -39,6 +40,9 @@ flags:
   --double-bidder-offset
                       reproduce the Flink generator's bidder id (+1000 twice)
   --json              print one JSON object on stdout instead of the text summary
+  --rest ADDR         serve the REST API, metrics and dashboard on ADDR while it runs
+  --key-sampling N    keyBy key-sketch stride (default 1024; 0 turns the sketches off)
+  --scrape D          with --rest, read /metrics and the job's snapshot every D (a monitor's load)
 `
 
 // nexmarkRun is the summary of one query run.
@@ -62,6 +66,9 @@ type nexmarkOptions struct {
 	seed        uint64
 	quirk       bool
 	json        bool
+	rest        string // --rest: serve the REST API while the query runs
+	keySample   int    // --key-sampling
+	scrape      time.Duration
 }
 
 func nexmarkMain(args []string, stdout, stderr io.Writer) int {
@@ -75,6 +82,9 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&o.seed, "seed", 0, "")
 	fs.BoolVar(&o.quirk, "double-bidder-offset", false, "")
 	fs.BoolVar(&o.json, "json", false, "")
+	fs.StringVar(&o.rest, "rest", "", "")
+	fs.IntVar(&o.keySample, "key-sampling", -1, "")
+	fs.DurationVar(&o.scrape, "scrape", 0, "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -157,7 +167,14 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, progress io.Writer) (nexmarkRun, error) {
 	debug.FreeOSMemory() // so the peak RSS below is this run's
 	resetPeakRSS()
-	env := weir.NewEnvironment(weir.WithParallelism(o.parallelism))
+	opts := []weir.Option{weir.WithParallelism(o.parallelism)}
+	if o.rest != "" {
+		opts = append(opts, weir.WithRESTAddress(o.rest))
+	}
+	if o.keySample >= 0 {
+		opts = append(opts, weir.WithKeySampling(o.keySample))
+	}
+	env := weir.NewEnvironment(opts...)
 	cfg := nexmark.Config{Events: o.events, Rate: o.rate, Seed: o.seed, DoubleBidderOffset: o.quirk}
 	q.Build(nexmark.Events(env, cfg))
 	cpu0 := cpuSeconds()
@@ -165,6 +182,10 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, progress
 	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
 	if err != nil {
 		return nexmarkRun{}, err
+	}
+	if o.rest != "" && o.scrape > 0 {
+		stopScrape := scrape(h, o.scrape)
+		defer stopScrape()
 	}
 	if progress != nil {
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -290,4 +311,33 @@ func printTable(w io.Writer, runs []nexmarkRun) {
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.0f\t%.3f\t%s\t%d\t\n", r.Query, r.Events, r.Seconds, r.EventsPerSecond, r.CPUSeconds, mib(r.PeakRSSBytes), r.Results)
 	}
 	tw.Flush()
+}
+
+// scrape reads the job's Prometheus metrics and snapshot every d until the
+// returned function is called, as a monitor would.
+func scrape(h *weir.JobHandle, d time.Duration) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	base := "http://" + h.RESTAddress()
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-h.Done():
+				return
+			case <-t.C:
+				for _, p := range []string{"/metrics", "/weir/jobs/" + h.ID() + "/snapshot"} {
+					if resp, err := http.Get(base + p); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
