@@ -135,6 +135,9 @@ func (d *durableStore) save(ctx context.Context, cp *Checkpoint, kind store.Kind
 	for _, uid := range uids {
 		subs := cp.Operators[uid]
 		op := store.OperatorState{UID: uid, Parallelism: len(subs)}
+		if len(subs) > 0 {
+			op.Kind, op.Name = subs[0].Kind, subs[0].Name
+		}
 		for i, sn := range subs {
 			st := store.SubtaskState{Index: i}
 			base := fileName(uid) + "." + strconv.Itoa(i)
@@ -230,13 +233,13 @@ func (d *durableStore) load(ctx context.Context, m *store.Manifest) (*Checkpoint
 		}
 		subs := make([]OperatorSnapshot, op.Parallelism)
 		for i := range subs {
-			subs[i].UID = op.UID
+			subs[i].UID, subs[i].Kind, subs[i].Name = op.UID, op.Kind, op.Name
 		}
 		for _, st := range op.Subtasks {
 			if st.Index < 0 || st.Index >= len(subs) {
 				return nil, fmt.Errorf("%s %d: operator %q has subtask %d of %d", m.Kind, m.ID, op.UID, st.Index, len(subs))
 			}
-			sn := OperatorSnapshot{UID: op.UID}
+			sn := OperatorSnapshot{UID: op.UID, Kind: op.Kind, Name: op.Name}
 			if st.OperatorState != "" {
 				if sn.State, err = read(st.OperatorState); err != nil {
 					return nil, err

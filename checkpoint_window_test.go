@@ -68,11 +68,13 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
 		// Both generator splits move through event time together: the
 		// timestamp is the position within the split. Keys come in bursts
-		// of 3, so sessions (gap 25 ms) close and reopen.
+		// of 3, so sessions (gap 25 ms) close and reopen. The source has a
+		// UID: at parallelism 2 it is chained to the filters, at 3 not,
+		// which changes its automatic id and those after it (as in Flink).
 		src := weir.Generate(env, n, 0, func(i int64) cwEv {
 			pos := i % half
 			return cwEv{K: (pos / 3) % keys, TS: pos, V: i}
-		}, cwStrategy()).SetParallelism(2)
+		}, cwStrategy()).SetParallelism(2).UID("source")
 		ks := weir.KeyBy(src, cwKey)
 		tumble := weir.Map(weir.Aggregate(weir.Window(ks, window.TumblingEventTime(cwMS(100))), cwCount{}),
 			func(a cwAcc) string { return cwLine("tumble", a) })

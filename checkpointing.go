@@ -21,7 +21,9 @@ type checkpointConfig struct {
 	store       CheckpointStore
 	retain      int
 	restore     bool
-	tolerable   int
+	// allowNonRestored: RestoreFromLatest(AllowNonRestoredState())
+	allowNonRestored bool
+	tolerable        int
 	// unaligned and alignedTimeout: checkpoint_unaligned.go
 	unaligned      bool
 	alignedTimeout time.Duration
@@ -32,8 +34,17 @@ type checkpointConfig struct {
 }
 
 // RestoreFromLatest starts the job from the latest completed checkpoint in
-// the store, if there is one (as a restarted process resumes a job).
-func RestoreFromLatest() CheckpointOption { return func(c *checkpointConfig) { c.restore = true } }
+// the store, if there is one (as a restarted process resumes a job). As
+// with RestoreFromSavepoint, the job refuses to start if the checkpoint
+// holds state no operator of the job claims, unless AllowNonRestoredState
+// is given.
+func RestoreFromLatest(opts ...RestoreOption) CheckpointOption {
+	var r savepointRestore
+	for _, o := range opts {
+		o(&r)
+	}
+	return func(c *checkpointConfig) { c.restore, c.allowNonRestored = true, r.allowNonRestored }
+}
 
 // CheckpointTimeout sets how long a checkpoint may take before it is
 // abandoned (default 10 minutes, as Flink).
@@ -104,6 +115,10 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	}
 	if c.timeout <= 0 || c.minPause < 0 || c.retain < 1 || c.tolerable < 0 {
 		e.fail(fmt.Errorf("invalid checkpoint settings: timeout %v, min pause %v, retained %d, tolerable failures %d", c.timeout, c.minPause, c.retain, c.tolerable))
+	}
+	for _, d := range []durationSetting{{"checkpoint interval", interval}, {"checkpoint timeout", c.timeout},
+		{"min pause between checkpoints", c.minPause}, {"aligned-checkpoint timeout", c.alignedTimeout}} {
+		e.millis(d.what, d.d)
 	}
 	switch {
 	case c.storage != "" && c.store != nil:
@@ -243,7 +258,7 @@ func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int
 	}
 	return &runtime.CheckpointConfig{
 		Interval: c.interval, Timeout: c.timeout, MinPause: c.minPause, ExactlyOnce: c.exactlyOnce,
-		FirstID: firstID, Logger: e.cfg.logger, OnComplete: onComplete,
+		FirstID: firstID, Logger: e.logger(), OnComplete: onComplete,
 		TolerableFailures: c.tolerable, Fail: e.failAttempt, Savepoints: e.savepoints,
 		Unaligned: c.unaligned, AlignedTimeout: c.alignedTimeout, Stats: e.cpStats,
 		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
@@ -252,7 +267,7 @@ func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int
 			}
 			if err := c.store.Retain(ctx, c.retain); err != nil {
 				// The checkpoint is complete; only older ones linger.
-				e.cfg.logger.Warn("old checkpoints could not be deleted", "checkpoint", id, "err", err)
+				e.logger().Warn("old checkpoints could not be deleted", "checkpoint", id, "err", err)
 			}
 			return nil
 		},
@@ -263,11 +278,20 @@ func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int
 // operator's snapshots by subtask.
 func (e *Environment) assemble(id int64, acks []runtime.TaskAck) *Checkpoint {
 	cp := &Checkpoint{ID: id, MaxParallelism: e.cfg.maxParallelism, Operators: map[string][]OperatorSnapshot{}}
+	byID := map[string]*runtime.Node{}
+	for _, n := range e.nodes {
+		byID[runtime.UIDOf(n)] = n
+	}
 	for _, a := range acks {
 		for _, op := range a.Ops {
+			var kind, name string
+			if n := byID[op.UID]; n != nil {
+				kind, name = n.Operator, n.Name
+			}
+			op.Kind, op.Name = kind, name
 			subs := cp.Operators[op.UID]
 			for len(subs) <= a.Subtask {
-				subs = append(subs, runtime.OperatorSnapshot{UID: op.UID})
+				subs = append(subs, runtime.OperatorSnapshot{UID: op.UID, Kind: kind, Name: name})
 			}
 			subs[a.Subtask] = op
 			cp.Operators[op.UID] = subs

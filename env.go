@@ -21,6 +21,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,6 +116,10 @@ type Environment struct {
 	firstID  int64
 	numbered bool // firstID is set
 
+	// log is the job's logger, with its name (set by ExecuteAsync); see
+	// logger.
+	log *slog.Logger
+
 	mu            sync.Mutex
 	cancelAttempt context.CancelCauseFunc // the running attempt's
 
@@ -168,6 +173,14 @@ func NewEnvironment(opts ...Option) *Environment {
 	if c.wmInterval < 0 {
 		e.fail(fmt.Errorf("auto-watermark interval must not be negative, got %v", c.wmInterval))
 	}
+	e.millis("auto-watermark interval", c.wmInterval)
+	switch r := c.restart.(type) {
+	case fixedDelay:
+		e.millis("restart delay", r.delay)
+	case expDelay:
+		e.millis("initial restart delay", r.initial)
+		e.millis("maximum restart delay", r.max)
+	}
 	if c.batchSize < 1 || c.credits < 1 {
 		e.fail(fmt.Errorf("buffer size and credits must be at least 1, got %d and %d", c.batchSize, c.credits))
 	}
@@ -186,6 +199,41 @@ func (e *Environment) Clock() Clock { return e.cfg.clock }
 
 func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
 
+// logger returns the job's logger once it runs (its entries name the job),
+// else the environment's.
+func (e *Environment) logger() *slog.Logger {
+	if e.log != nil {
+		return e.log
+	}
+	return e.cfg.logger
+}
+
+// owns reports whether n is an operator of this environment's job.
+func (e *Environment) owns(n *runtime.Node) bool {
+	return n.ID >= 1 && n.ID <= len(e.nodes) && e.nodes[n.ID-1] == n
+}
+
+// checkShape refuses jobs Flink refuses: one that reads a stream of
+// another environment (a union, connect or join of streams of two
+// environments), and one without a sink (its output would go nowhere;
+// Flink's DataSet API refused such a program, its DataStream API an empty
+// one).
+func (e *Environment) checkShape() error {
+	sink := false
+	for _, n := range e.nodes {
+		sink = sink || n.Sink
+		for _, in := range n.Inputs {
+			if !e.owns(in.From) {
+				return fmt.Errorf("operator %q reads the stream of %q, which belongs to another environment; streams of two environments cannot be combined (build the whole job on one Environment)", n.Name, in.From.Name)
+			}
+		}
+	}
+	if !sink {
+		return fmt.Errorf("the job has no sink, so what its operators compute goes nowhere; end its streams in sinks (weir.Print, weir.SinkFunc, weir.Collect, weir.FileSink, weir.Discard, ...)")
+	}
+	return nil
+}
+
 // Err returns the build errors recorded so far, joined.
 func (e *Environment) Err() error { return errors.Join(e.errs...) }
 
@@ -200,6 +248,12 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 		return nil, fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
+	if err := e.checkShape(); err != nil {
+		return nil, fmt.Errorf("weir: invalid job: %w", err)
+	}
+	if err := runtime.AssignIDs(e.nodes, e.cfg.chaining); err != nil {
+		return nil, fmt.Errorf("weir: invalid job: %w", err)
+	}
 	var verrs []error
 	for _, v := range e.validators {
 		if err := v(ctx); err != nil {
@@ -229,7 +283,7 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 		allow bool
 	)
 	if r := e.cfg.savepoint; r != nil {
-		sp, err := readSavepoint(ctx, r.path, e.cfg.s3, e.cfg.logger)
+		sp, err := readSavepoint(ctx, r.path, e.cfg.s3, e.logger())
 		if err != nil {
 			return nil, fmt.Errorf("weir: restoring from savepoint: %w", err)
 		}
@@ -241,7 +295,7 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
 		}
 		if latest != nil && (cp == nil || latest.ID > cp.ID) {
-			cp, what = latest, fmt.Sprintf("checkpoint %d", latest.ID)
+			cp, what, allow = latest, fmt.Sprintf("checkpoint %d", latest.ID), e.checkpoint.allowNonRestored
 		}
 	}
 	if cp == nil {
@@ -250,41 +304,138 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 	if err := e.checkRestore(cp, what, allow); err != nil {
 		return nil, err
 	}
-	e.cfg.logger.Info("restoring", "from", what, "checkpoint", cp.ID)
+	e.logger().Info("restoring", "from", what, "checkpoint", cp.ID)
 	e.restored(cp, what)
 	e.base = cp
 	return cp, nil
 }
 
-// checkRestore checks that cp fits the job.
+// checkRestore checks that cp fits the job: the same max parallelism, and
+// every operator state it holds claimed by an operator of the job with the
+// same id and kind (unless allow: then the rest is dropped, with a
+// warning).
 func (e *Environment) checkRestore(cp *Checkpoint, what string, allow bool) error {
 	if cp.MaxParallelism != 0 && cp.MaxParallelism != e.cfg.maxParallelism {
 		return fmt.Errorf("weir: cannot restore from %s: it was taken with max parallelism %d and the job has %d; keyed state is split into max-parallelism key groups, which cannot be remapped (set weir.WithMaxParallelism(%d))",
 			what, cp.MaxParallelism, e.cfg.maxParallelism, cp.MaxParallelism)
 	}
-	uids := map[string]bool{}
+	byID := map[string]*runtime.Node{}
 	for _, n := range e.nodes {
-		uids[runtime.UIDOf(n)] = true
+		byID[runtime.UIDOf(n)] = n
 	}
-	var unknown []string
-	for uid, subs := range cp.Operators {
-		if !uids[uid] && hasState(subs) {
-			unknown = append(unknown, uid)
+	ids := make([]string, 0, len(cp.Operators))
+	for id := range cp.Operators {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var unclaimed, dropped []string
+	missing := false
+	for _, id := range ids {
+		subs := cp.Operators[id]
+		if !hasState(subs) {
+			continue
 		}
+		n := byID[id]
+		why := e.unclaimedBecause(id, subs[0], n)
+		if why == "" {
+			continue
+		}
+		missing = missing || n == nil
+		unclaimed = append(unclaimed, describeState(id, subs)+": "+why)
+		dropped = append(dropped, id)
 	}
-	if len(unknown) == 0 {
+	if len(unclaimed) == 0 {
 		return nil
 	}
-	sort.Strings(unknown)
 	if !allow {
-		return fmt.Errorf("weir: cannot restore from %s: it has state for operator UIDs %q, which no operator of the job has; give the operators the same UIDs with .UID(...), or restore with weir.AllowNonRestoredState() to drop that state",
-			what, unknown)
+		hint := ""
+		if missing {
+			hint = "An operator without .UID(...) has an id derived from its place in the job's graph, as in Flink, so adding or removing an operator before it, " +
+				"or a change of chaining, changes the id; give stateful operators the same .UID(...) in both versions of the job, or "
+		} else {
+			hint = "Change the job back, or "
+		}
+		return fmt.Errorf("weir: cannot restore from %s: the state of %d operator(s) would not be restored: %s. %srestore with weir.AllowNonRestoredState() to drop that state",
+			what, len(unclaimed), strings.Join(unclaimed, "; "), hint)
 	}
-	e.cfg.logger.Warn("restoring without the state of operators the job no longer has (AllowNonRestoredState)", "from", what, "uids", unknown)
-	for _, uid := range unknown {
-		delete(cp.Operators, uid)
+	e.logger().Warn("restoring without state no operator of the job claims (AllowNonRestoredState)", "from", what, "dropped", unclaimed)
+	for _, id := range dropped {
+		delete(cp.Operators, id)
 	}
 	return nil
+}
+
+// unclaimedBecause says why the saved state of operator id (of which snap
+// is the first subtask's) would not be restored into n, the job's operator
+// with that id (nil if none), or returns "" if it would.
+func (e *Environment) unclaimedBecause(id string, snap OperatorSnapshot, n *runtime.Node) string {
+	switch {
+	case n == nil:
+		if pos, ok := runtime.LegacyID(id); ok {
+			why := "a positional id of Weir before automatic ids followed the graph, which no operator has now"
+			if pos <= len(e.nodes) && e.nodes[pos-1].Kind != runtime.KindExternal {
+				o := e.nodes[pos-1]
+				why += fmt.Sprintf(" (it was the job's operator number %d; if that is still %q (%s), give it .UID(%q) to restore this state into it)", pos, o.Name, o.Operator, id)
+			}
+			return why
+		}
+		return "no operator of the job has this id"
+	case snap.Kind != "" && snap.Kind != n.Operator:
+		why := fmt.Sprintf("the job's operator with this id is %q (%s), another kind of operator", n.Name, n.Operator)
+		if strings.HasPrefix(snap.Kind, "source ") && strings.HasPrefix(n.Operator, "source ") {
+			why = fmt.Sprintf("the job's operator with this id is the source %q (%s): the source was replaced by another kind of source", n.Name, n.Operator)
+		}
+		return why
+	}
+	return ""
+}
+
+// describeState names an operator's saved state and says how much there
+// is: `operator 1f3a... ("KeyedProcess", KeyedProcess): 2 subtasks, 10
+// key groups, 1.2 KiB`.
+func describeState(id string, subs []OperatorSnapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "operator %s", id)
+	switch s := subs[0]; {
+	case s.Name != "" && s.Kind != "":
+		fmt.Fprintf(&b, " (%q, %s)", s.Name, s.Kind)
+	case s.Name != "":
+		fmt.Fprintf(&b, " (%q)", s.Name)
+	}
+	var bytes int64
+	keyGroups, files := 0, false
+	for _, s := range subs {
+		bytes += int64(len(s.State) + len(s.ChannelState))
+		for _, kg := range s.KeyGroups {
+			bytes += int64(len(kg))
+		}
+		keyGroups += len(s.KeyGroups)
+		files = files || s.KeyedFiles != nil
+	}
+	fmt.Fprintf(&b, ": %d subtask(s)", len(subs))
+	if keyGroups > 0 {
+		fmt.Fprintf(&b, ", %d key groups", keyGroups)
+	}
+	fmt.Fprintf(&b, ", %s", byteSize(bytes))
+	if files {
+		b.WriteString(" plus keyed state in database files")
+	}
+	return b.String()
+}
+
+// byteSize formats n bytes as "512 B", "1.2 KiB", "3.4 MiB", ...
+func byteSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if f < 1024 {
+			break
+		}
+		f, unit = f/1024, u
+	}
+	return fmt.Sprintf("%.1f %s", f, unit)
 }
 
 func hasState(subs []OperatorSnapshot) bool {
@@ -356,8 +507,19 @@ func (e *Environment) Execute(ctx context.Context, name string) error {
 }
 
 // ExecuteAsync starts the job and returns its handle.
+//
+// The job logs through the environment's logger (WithLogger), each entry
+// naming the job once (job=name): INFO when it restores, completes a
+// savepoint or is cancelled by its caller (ctx, or JobHandle.Cancel: not
+// an error), WARN when a failure leads to a restart (the failure's message
+// in err and, for a panic, its stack in stack: nothing else reports it),
+// and one ERROR entry when the job fails for good, with the message in err
+// but not the stack, which the error Wait returns carries.
 func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle, error) {
 	jctx, cancel := context.WithCancel(ctx)
+	if !e.executed {
+		e.log = e.cfg.logger.With("job", name)
+	}
 	p, err := e.plan(jctx)
 	if err != nil {
 		cancel()
@@ -365,7 +527,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	}
 	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{})}
 	h.setPlan(p)
-	log := e.cfg.logger.With("job", name)
+	log := e.log
 	e.mon.start(e.cfg.clock)
 	stopControl, err := e.startREST(h, log)
 	if err != nil {
@@ -379,17 +541,30 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		defer close(h.done)
 		defer cancel()
 		err := e.run(jctx, h, p, log)
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
-		}
 		h.mu.Lock()
-		if h.stopped && ctx.Err() == nil {
+		switch {
+		case h.stopped && ctx.Err() == nil:
 			err = nil // stopped with a savepoint: the job finished
+		case jctx.Err() != nil:
+			// Cancelled by the caller: ctx's error (or context.Canceled
+			// after Cancel) whatever the tasks made of it, so the same
+			// cancellation always reads the same.
+			err = jctx.Err()
 		}
 		h.err = err
 		h.mu.Unlock()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("job failed", "err", err)
+		switch {
+		case err == nil:
+			log.Debug("job finished")
+		case jctx.Err() != nil:
+			if cause := context.Cause(ctx); cause != nil && cause != err {
+				log.Info("job cancelled", "cause", cause.Error())
+			} else {
+				log.Info("job cancelled", "reason", err.Error())
+			}
+		default:
+			msg, _ := splitStack(err)
+			log.Error("job failed", "err", msg)
 		}
 		e.mon.end()
 	}()
@@ -431,7 +606,12 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 		if !ok {
 			return fmt.Errorf("weir: giving up after %d restarts: %w", attempt-1, err)
 		}
-		log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", err)
+		msg, stack := splitStack(err)
+		if stack != "" {
+			log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", msg, "stack", stack)
+		} else {
+			log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", msg)
+		}
 		e.mon.restarting(true)
 		if err := sleep(ctx, e.cfg.clock, e.cfg.clock.NowMillis()+delay.Milliseconds()); err != nil {
 			return err
@@ -449,6 +629,17 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 		h.setPlan(p)
 		e.mon.restarting(false)
 	}
+}
+
+// splitStack returns err's message without the stack of the panic it
+// carries, and that stack ("" if none).
+func splitStack(err error) (msg, stack string) {
+	msg = err.Error()
+	var oe *runtime.OperatorError
+	if errors.As(err, &oe) && oe.Stack != "" {
+		return strings.Replace(msg, "\n"+oe.Stack, "", 1), oe.Stack
+	}
+	return msg, ""
 }
 
 // failoverPoint returns what a restarted attempt restores from: the latest
@@ -526,9 +717,21 @@ type OperatorMetrics struct {
 	Name       string
 	RecordsIn  int64
 	RecordsOut int64
-	// InputWatermarks holds the current watermark of each network input of
-	// a task's first operator (MinWatermark before the first one).
+	// InputWatermarks holds the current watermark of each input of the
+	// operator (MinWatermark before the first one): for the first operator
+	// of a task, each network input's (the minimum over its active
+	// channels, as Flink's valve); for an operator chained behind another,
+	// that one's output watermark. InputIdle tells, in the same order,
+	// whether each input is idle (every channel idle, or the operator
+	// before it announced idle); an idle input does not hold the
+	// operator's event time back.
 	InputWatermarks []int64
+	InputIdle       []bool
+	// OutputWatermark is the latest watermark the operator emitted on its
+	// main output (Flink's currentOutputWatermark; MinWatermark before the
+	// first), and OutputIdle whether that output has announced idle.
+	OutputWatermark int64
+	OutputIdle      bool
 	// LateRecordsDropped counts the late records a window operator dropped
 	// because no late side output was set (Flink's numLateRecordsDropped);
 	// 0 for other operators.
@@ -572,6 +775,12 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 			}
 			if o.InputWatermarks != nil {
 				om.InputWatermarks = o.InputWatermarks()
+			}
+			if o.InputIdle != nil {
+				om.InputIdle = o.InputIdle()
+			}
+			if o.OutputWatermark != nil {
+				om.OutputWatermark, om.OutputIdle = o.OutputWatermark(), o.OutputIdle()
 			}
 			if o.LateDropped != nil {
 				om.LateRecordsDropped = o.LateDropped()

@@ -124,6 +124,7 @@ func captureSink[T any](ds DataStream[T], rec *recorder, tag string) {
 		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
 			return runtime.Built{Inputs: []any{runtime.Input[T](&captureOp[T]{rec: rec, tag: tag})}}, nil
 		})
+	n.Sink = true
 	ds.connect(n, 0)
 }
 

@@ -408,11 +408,13 @@ func hasCheckpoint(t *testing.T, store weir.CheckpointStore) bool {
 // fast as it goes), a map calling fail on every event if fail is set,
 // the stages and the formatting of the output. A run with a failure keeps
 // the source at parallelism 2, since the generator's splits depend on its
-// parallelism and a restore at another one must find the same splits.
+// parallelism and a restore at another one must find the same splits; the
+// source has a UID because its chaining to the map, and so its automatic
+// id and those after it (as in Flink), change with the map's parallelism.
 func (p *metaPipeline) build(env *weir.Environment, rate float64, fail func(mev) mev) weir.DataStream[string] {
 	strategy := weir.ForBoundedOutOfOrderness[mev](time.Duration(p.disorder) * time.Millisecond).
 		WithTimestampAssigner(func(e mev, _ int64) int64 { return e.TS })
-	s := weir.Generate(env, p.n, rate, p.event, strategy)
+	s := weir.Generate(env, p.n, rate, p.event, strategy).UID("source")
 	if fail != nil {
 		s = weir.Map(s.SetParallelism(2), fail)
 	}

@@ -116,7 +116,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 	if dir == "" {
 		return "", fmt.Errorf("weir: savepoint: %w (set one with DefaultSavepointDir)", control.ErrNoTarget)
 	}
-	s, pathOf, err := savepointTarget(dir, e.cfg.s3, e.cfg.logger)
+	s, pathOf, err := savepointTarget(dir, e.cfg.s3, e.logger())
 	if err != nil {
 		return "", fmt.Errorf("weir: savepoint: %w", err)
 	}
@@ -139,7 +139,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 			}
 			path := pathOf(id)
 			e.cpStats.SetExternalPath(id, path)
-			e.cfg.logger.Info("savepoint completed", "job", h.name, "savepoint", id, "path", path, "stop", stop)
+			e.logger().Info("savepoint completed", "savepoint", id, "path", path, "stop", stop)
 			res <- result{path: path} // before the job ends (h.done)
 			if stop {
 				h.mu.Lock()

@@ -74,6 +74,7 @@ func addSink[T any](ds DataStream[T], name string, mk func(bc *runtime.BuildCont
 	if n.Parallelism < 1 {
 		n.Parallelism = ds.env.cfg.parallelism
 	}
+	n.Sink = true
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
 }
@@ -105,6 +106,7 @@ func Discard[T any](ds DataStream[T]) Sink {
 		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
 			return runtime.Built{Inputs: []any{runtime.Input[T](&discardOp[T]{})}}, nil
 		})
+	n.Sink = true
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/runtime"
@@ -59,9 +61,7 @@ func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrate
 	if src == nil {
 		env.fail(fmt.Errorf("source %q: %w", name, nilFnError("source")))
 	}
-	if strategy.err != nil {
-		env.fail(fmt.Errorf("source %q: %w", name, strategy.err))
-	}
+	strategy.check(env, fmt.Sprintf("source %q", name))
 	if v, ok := any(src).(Validator); ok {
 		env.validators = append(env.validators, v.Validate)
 	}
@@ -73,7 +73,31 @@ func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrate
 			}
 			return runtime.Built{Life: op, Source: op}, nil
 		})
+	n.Operator = sourceKind(src)
 	return streamOf[T](env, n)
+}
+
+// sourceKind is a source operator's kind: "source " and the Go type of
+// its Source without type arguments ("source weir.generatorSource"), so
+// that a savepoint's split positions are offered only to a source of the
+// same type. (Exactly-once sinks are "sink " and their type likewise.)
+func sourceKind(src any) string { return "source " + typeName(src) }
+
+// typeName is the name of v's type, pointers and type arguments left out
+// ("weir.generatorSource").
+func typeName(v any) string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "nil"
+	}
+	name := t.String()
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	return name
 }
 
 type stringSplit string

@@ -22,6 +22,7 @@ type origin[T any] struct {
 	hash func(*T) int32 // PartitionHash: the key's hash code, of a record passed by pointer
 	// keyStr renders the key of a record for the key sketch (PartitionHash).
 	keyStr func(*T) string
+	key    string // PartitionHash: the keyBy's name, for errors
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -88,16 +89,22 @@ func (ds DataStream[T]) Parallelism() int {
 func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
-		o.part, o.hash, o.keyStr = p, hash, nil
+		o.part, o.hash, o.keyStr, o.key = p, hash, nil, ""
 		out.origins[i] = o
 	}
 	return out
 }
 
-// connect adds edges from every origin of ds to input of n.
+// connect adds edges from every origin of ds to input of n. Streams of two
+// environments cannot meet: n's environment refuses the job (checkShape),
+// and so does ds's, told here.
 func (ds DataStream[T]) connect(n *runtime.Node, input int) {
+	if !ds.env.owns(n) {
+		ds.env.fail(fmt.Errorf("operator %q of another environment reads this environment's stream; streams of two environments cannot be combined (build the whole job on one Environment)", n.Name))
+	}
 	for _, o := range ds.origins {
 		e := runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
+		e.KeyName = o.key
 		if o.keyStr != nil {
 			runtime.SetKeyString(e, o.keyStr)
 		}
@@ -131,7 +138,9 @@ func Union[T any](first DataStream[T], more ...DataStream[T]) DataStream[T] {
 	out := DataStream[T]{env: first.env, origins: append([]origin[T](nil), first.origins...)}
 	for _, ds := range more {
 		if ds.env != first.env {
-			first.env.fail(fmt.Errorf("union: streams belong to different environments"))
+			err := fmt.Errorf("union: streams belong to different environments")
+			first.env.fail(err)
+			ds.env.fail(err)
 			continue
 		}
 		out.origins = append(out.origins, ds.origins...)
@@ -152,6 +161,18 @@ func (ks KeyedStream[K, T]) Stream() DataStream[T] { return ks.ds }
 
 // KeySelector returns the key function.
 func (ks KeyedStream[K, T]) KeySelector() func(T) K { return ks.key }
+
+// Name names the keyBy (default "KeyBy") in errors: the key selector runs
+// where records are routed to the keyed operator's subtasks, and a panic
+// in it fails the job naming the keyBy and the operator it feeds.
+func (ks KeyedStream[K, T]) Name(name string) KeyedStream[K, T] {
+	ds := DataStream[T]{env: ks.ds.env, origins: append([]origin[T](nil), ks.ds.origins...)}
+	for i := range ds.origins {
+		ds.origins[i].key = name
+	}
+	ks.ds = ds
+	return ks
+}
 
 // KeyBy partitions ds by key. Key types: strings, integers, floats, bools,
 // arrays and structs of those, or types implementing keygroup.Hashable; they
@@ -175,15 +196,17 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 		ds:    keyed,
 		key:   key,
 		hashK: h,
-	}
+	}.Name("KeyBy")
 }
 
-// newNode adds an operator node producing OUT.
+// newNode adds an operator node producing OUT. Its default name is also
+// its kind (runtime.Node.Operator), which a later .Name does not change.
 func newNode[OUT any](env *Environment, name string, kind runtime.NodeKind, parallelism int,
 	build func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error)) *runtime.Node {
 	n := &runtime.Node{
 		ID:          len(env.nodes) + 1,
 		Name:        name,
+		Operator:    name,
 		Kind:        kind,
 		Parallelism: parallelism,
 		NewOutput:   func(bs int) runtime.OutputPort { return runtime.NewOutput[OUT](bs) },

@@ -238,6 +238,8 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 			finals.attach(bc.Subtask, o)
 			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
 		})
+	n.Sink = true
+	n.Operator = "sink " + typeName(sink)
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,7 +198,7 @@ func printManifest(w io.Writer, m *store.Manifest) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UID\tPARALLELISM\tMAX PARALLELISM\tKEY GROUPS\tKEYED STATE\tOPERATOR STATE\tCHANNEL STATE")
+	fmt.Fprintln(tw, "UID\tNAME\tKIND\tPARALLELISM\tMAX PARALLELISM\tKEY GROUPS\tKEYED STATE\tOPERATOR STATE\tCHANNEL STATE")
 	for _, op := range m.Operators {
 		var keyed, opState, chState int64
 		kgs, lo, hi := 0, -1, -1
@@ -226,7 +227,8 @@ func printManifest(w io.Writer, m *store.Manifest) {
 		if kgs > 0 {
 			groups = fmt.Sprintf("%d in [%d, %d]", kgs, lo, hi)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", op.UID, op.Parallelism, maxP, groups, size(keyed), size(opState), size(chState))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", op.UID, cmp.Or(op.Name, "-"), cmp.Or(op.Kind, "-"),
+			op.Parallelism, maxP, groups, size(keyed), size(opState), size(chState))
 	}
 	tw.Flush()
 }

@@ -78,7 +78,8 @@ func TestSavepointCommand(t *testing.T) {
 
 	code, out, errs = run1("savepoint", "inspect", path)
 	if code != 0 || !strings.Contains(out, "savepoint 1 of job \"counting\"") || !strings.Contains(out, "counter") ||
-		!strings.Contains(out, "128") || !strings.Contains(out, "128 in [0, 127]") {
+		!strings.Contains(out, "128") || !strings.Contains(out, "128 in [0, 127]") ||
+		!strings.Contains(out, "KeyedProcess") || !strings.Contains(out, "source weir.generatorSource") {
 		t.Fatalf("inspect: code %d, stdout:\n%s\nstderr %q", code, out, errs)
 	}
 	if code, out, _ = run1("savepoint", "inspect", "--json", dir); code != 0 || !strings.Contains(out, `"kind": "savepoint"`) {

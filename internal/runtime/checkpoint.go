@@ -12,9 +12,13 @@ import (
 // checkpoint: keyed state by key group (so key groups can move to other
 // subtasks on rescale) and the operator's own state.
 type OperatorSnapshot struct {
-	UID       string
-	KeyGroups map[int][]byte
-	State     []byte
+	UID string
+	// Kind and Name are the operator's kind (Node.Operator) and name, set
+	// when the job assembles a checkpoint; a snapshot read from a store
+	// written before kinds were recorded has no Kind.
+	Kind, Name string
+	KeyGroups  map[int][]byte
+	State      []byte
 	// ChannelState is the in-flight input data of an unaligned checkpoint,
 	// set on the snapshot of a task's head operator (an entry with only
 	// this field when the head has no state of its own). It is restored by

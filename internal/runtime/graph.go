@@ -29,9 +29,17 @@ const (
 // Node is one operator of the logical graph, type-erased; typed closures
 // build its operator per subtask.
 type Node struct {
-	ID          int
-	Name        string
-	UID         string
+	ID   int
+	Name string
+	// UID is the id the user gave the operator (.UID); "" for an
+	// automatic one (AssignIDs).
+	UID string
+	// Operator is the operator's kind (e.g. "KeyedProcess", "source
+	// weir.generatorSource"), saved with its state: a restore gives state
+	// only to an operator of the same id and kind.
+	Operator string
+	// Sink marks an operator that ends a stream (a job needs one).
+	Sink        bool
 	Kind        NodeKind
 	Parallelism int
 	Inputs      []*Edge
@@ -44,7 +52,8 @@ type Node struct {
 	// Build makes the node's operator in one subtask.
 	Build func(c *BuildContext) (Built, error)
 
-	outs []*Edge
+	outs   []*Edge
+	autoID string // AssignIDs
 }
 
 // Built is what a node's Build returns.
@@ -98,7 +107,9 @@ type Edge struct {
 	To        *Node
 	Input     int // 0 or 1
 	Partition Partitioning
-	ops       edgeOps
+	// KeyName names the keyBy of a hash edge, in errors of its key selector.
+	KeyName string
+	ops     edgeOps
 }
 
 type edgeOps interface {
@@ -222,13 +233,13 @@ type Config struct {
 	KeySample int
 }
 
-// UIDOf returns a node's state id: its UID, or one derived from its
-// position in the graph.
+// UIDOf returns a node's state id: its UID, or the automatic id AssignIDs
+// derived from the graph (BuildPlan assigns them).
 func UIDOf(n *Node) string {
 	if n.UID != "" {
 		return n.UID
 	}
-	return fmt.Sprintf("node-%d", n.ID)
+	return n.autoID
 }
 
 func restoredFor(old []OperatorSnapshot, sub int, r keygroup.Range) *Restored {
@@ -271,6 +282,9 @@ type Plan struct {
 // BuildPlan chains nodes into tasks, creates the exchanges and builds every
 // operator of every subtask. Nodes must be in topological order.
 func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
+	if err := AssignIDs(nodes, cfg.Chaining); err != nil {
+		return nil, err
+	}
 	for _, n := range nodes {
 		n.outs = nil
 	}
@@ -307,11 +321,7 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 		}
 	}
 	head := map[*Node]*Node{}
-	chained := func(e *Edge) bool {
-		return cfg.Chaining && e.Partition == PartitionForward && e.From.Kind != KindExternal &&
-			e.To.Kind == KindOneInput && len(e.To.Inputs) == 1 && !e.To.NoChain &&
-			e.From.Parallelism == e.To.Parallelism
-	}
+	chained := func(e *Edge) bool { return chainable(e, cfg.Chaining) }
 	var heads []*Node
 	members := map[*Node][]*Node{}
 	for _, n := range nodes {
@@ -335,7 +345,7 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 				continue
 			}
 			x, err := e.ops.newExchange(e.Partition, e.From.Parallelism, n.Parallelism, cfg.MaxParallelism,
-				ExchangeConfig{BatchSize: cfg.BatchSize, Credits: cfg.Credits, Target: n.Name, KeySample: cfg.KeySample})
+				ExchangeConfig{BatchSize: cfg.BatchSize, Credits: cfg.Credits, Target: n.Name, KeySample: cfg.KeySample, KeyName: e.KeyName})
 			if err != nil {
 				return nil, fmt.Errorf("operator %q: %w", n.Name, err)
 			}
@@ -416,7 +426,8 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		if b.Source != nil {
 			source = b.Source
 		}
-		om := &OperatorMetrics{Name: n.Name, RecordsOut: main.Counted, InputWatermarks: b.InputWatermarks}
+		om := &OperatorMetrics{Name: n.Name, RecordsOut: main.Counted, InputWatermarks: b.InputWatermarks,
+			OutputWatermark: main.OutputWatermark, OutputIdle: main.OutputIdle}
 		if c, ok := b.Life.(LateDropCounter); ok {
 			om.LateDropped = c.LateRecordsDropped
 		}
@@ -433,6 +444,10 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 					return nil, fmt.Errorf("operator %q: %w", n.Name, err)
 				}
 				om.RecordsIn = up.Counted
+				if om.InputWatermarks == nil {
+					om.InputWatermarks = func() []int64 { return []int64{up.OutputWatermark()} }
+				}
+				om.InputIdle = func() []bool { return []bool{up.OutputIdle()} }
 			}
 		}
 		// Network outputs.
@@ -571,6 +586,13 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 				}
 				return w
 			}
+		}
+		om.InputIdle = func() []bool {
+			idle := make([]bool, len(gates))
+			for i, g := range gates {
+				idle[i] = g.Idle()
+			}
+			return idle
 		}
 	}
 	return t, nil

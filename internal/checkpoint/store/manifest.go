@@ -112,8 +112,17 @@ func (m *Manifest) SharedBytes() int64 {
 
 // OperatorState is the state of one operator, identified by its UID.
 type OperatorState struct {
-	// UID is the operator's stable identifier across job versions.
+	// UID is the operator's stable identifier across job versions: the
+	// UID the user gave it, or one the runtime derived from the job's
+	// graph.
 	UID string `json:"uid"`
+	// Kind is what the operator is (optional; absent before it was
+	// recorded): a restore gives the state only to an operator of the same
+	// kind.
+	Kind string `json:"kind,omitempty"`
+	// Name is the operator's name when the checkpoint was taken
+	// (optional, for messages).
+	Name string `json:"name,omitempty"`
 	// Parallelism is the operator's parallelism when the checkpoint was
 	// taken.
 	Parallelism int `json:"parallelism"`
