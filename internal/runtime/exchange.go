@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"time"
 
 	"github.com/weirstream/weir/internal/sketch"
@@ -60,6 +62,9 @@ type ExchangeConfig struct {
 	// KeyString renders a record's key for the sketch (func(*T) string;
 	// nil: no sketch).
 	KeyString any
+	// KeyName names a hash exchange's keyBy in the error of a panicking
+	// key selector (with Target, the operator it feeds).
+	KeyName string
 }
 
 // Exchange is a network edge between the subtasks of two tasks, carrying
@@ -281,15 +286,7 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 			}
 		}
 	case PartitionHash:
-		route := w.x.route
-		if w.sketch != nil {
-			w.sample(recs)
-		}
-		for i := range recs {
-			if err := w.add(route(&recs[i].Value), &recs[i]); err != nil {
-				return err
-			}
-		}
+		return w.routeByKey(recs)
 	case PartitionBroadcast:
 		for i := range recs {
 			for c := 0; c < n; c++ {
@@ -308,6 +305,33 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 			if err := w.add(c%n, &recs[i]); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// routeByKey sends each record to the consumer that owns its key group. The
+// key selector runs here, in the producing task: a panic in it fails the
+// job naming the keyBy and the operator it feeds, not the producer.
+func (w *Writer[T]) routeByKey(recs []Record[T]) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok {
+				e = fmt.Errorf("%v", r)
+			}
+			name := cmp.Or(w.x.cfg.KeyName, "KeyBy")
+			err = &OperatorError{Operator: name, Subtask: w.p, Stack: string(debug.Stack()),
+				Err: fmt.Errorf("key selector (keying the input of %q): %w", w.x.cfg.Target, e)}
+		}
+	}()
+	if w.sketch != nil {
+		w.sample(recs)
+	}
+	route := w.x.route
+	for i := range recs {
+		if err := w.add(route(&recs[i].Value), &recs[i]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -373,12 +397,12 @@ func (w *Writer[T]) sample(recs []Record[T]) {
 	}
 	s := w.sketch.Sketch
 	s.Lock()
+	defer s.Unlock() // the key selector may panic (routeByKey recovers)
 	for i := w.skip; i < len(recs); i += w.sketch.Every {
 		v := &recs[i].Value
 		s.OfferLocked(w.x.keyString(v), w.x.route(v))
 		w.skip = i + w.sketch.Every - len(recs)
 	}
-	s.Unlock()
 }
 
 func (w *Writer[T]) send(c int) error {
