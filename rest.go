@@ -50,7 +50,7 @@ func (e *Environment) startREST(h *JobHandle, log *slog.Logger) (func(), error) 
 	if e.cfg.restAddr == "" {
 		return func() {}, nil
 	}
-	s, err := rest.Listen(e.cfg.restAddr, rest.Options{Token: e.cfg.restToken, Logger: log, Version: "weir"})
+	s, err := rest.Listen(e.cfg.restAddr, rest.Options{Token: e.cfg.restToken, Logger: e.cfg.logger, Version: "weir"}) // its entries name the job themselves
 	if err != nil {
 		return nil, fmt.Errorf("weir: %w", err)
 	}
