@@ -160,7 +160,8 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	for _, o := range opts {
 		o(&cfg)
 	}
-	lower, upper := b.Lower.Milliseconds(), b.Upper.Milliseconds()
+	lower := env.millis(fmt.Sprintf("operator %q: lower bound", name), b.Lower)
+	upper := env.millis(fmt.Sprintf("operator %q: upper bound", name), b.Upper)
 	if lower > upper {
 		env.fail(fmt.Errorf("operator %q: lower bound %v is above upper bound %v; the rule is right.ts - left.ts in [lower, upper]", name, b.Lower, b.Upper))
 	}

@@ -28,12 +28,14 @@ type WatermarkStrategy[T any] struct {
 	ts   func(v T, recordTS int64) int64
 	idle time.Duration
 	err  error
+	durs []durationSetting // checked where the strategy is used (durations.go)
 }
 
 // ForBoundedOutOfOrderness emits watermark = max timestamp - d - 1 on each
 // periodic tick, as Flink. d must not be negative.
 func ForBoundedOutOfOrderness[T any](d time.Duration) WatermarkStrategy[T] {
-	s := WatermarkStrategy[T]{gen: func() WatermarkGenerator[T] { return watermark.BoundedOutOfOrderness[T](d) }}
+	s := WatermarkStrategy[T]{gen: func() WatermarkGenerator[T] { return watermark.BoundedOutOfOrderness[T](d) },
+		durs: []durationSetting{{"bounded out-of-orderness", d}}}
 	if d < 0 {
 		s.err = fmt.Errorf("bounded out-of-orderness must not be negative, got %v", d)
 	}
@@ -72,10 +74,23 @@ func (s WatermarkStrategy[T]) WithTimestampAssigner(f func(v T, recordTS int64) 
 // measured on the processing-time clock at periodic ticks, as Flink.
 func (s WatermarkStrategy[T]) WithIdleness(d time.Duration) WatermarkStrategy[T] {
 	s.idle = d
+	s.durs = append(append([]durationSetting(nil), s.durs...), durationSetting{"idleness timeout", d})
 	if d <= 0 && s.err == nil {
 		s.err = fmt.Errorf("idleness timeout must be positive, got %v", d)
 	}
 	return s
+}
+
+// check records the strategy's errors on env for the operator that uses it
+// (a source or Timestamps/Watermarks).
+func (s WatermarkStrategy[T]) check(env *Environment, what string) {
+	if s.err != nil {
+		env.fail(fmt.Errorf("%s: %w", what, s.err))
+		return
+	}
+	for _, d := range s.durs {
+		env.millis(what+": "+d.what, d.d)
+	}
 }
 
 func (s WatermarkStrategy[T]) factory(clk Clock) func() WatermarkGenerator[T] {
@@ -172,9 +187,7 @@ func (o *assignerOp[T]) EndInput() (err error) {
 // each record is emitted before the generator sees it; upstream watermarks
 // are dropped except the final maximum one).
 func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[T]) DataStream[T] {
-	if s.err != nil {
-		ds.env.fail(fmt.Errorf("operator %q: %w", "Timestamps/Watermarks", s.err))
-	}
+	s.check(ds.env, fmt.Sprintf("operator %q", "Timestamps/Watermarks"))
 	env := ds.env
 	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
 		o := &assignerOp[T]{opBase: base(bc), out: out, ts: s.ts, pts: bc.Time, interval: env.cfg.wmInterval.Milliseconds()}

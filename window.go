@@ -92,7 +92,7 @@ func (ws WindowedStream[K, T, W]) Evictor(e window.Evictor) WindowedStream[K, T,
 // elements within it are added and fire the window again. It must not be
 // negative; it is ignored (with a warning) for processing-time windows.
 func (ws WindowedStream[K, T, W]) AllowedLateness(d time.Duration) WindowedStream[K, T, W] {
-	ws.lateness = d.Milliseconds()
+	ws.lateness = ws.ks.ds.env.millis("allowed lateness", d)
 	if d < 0 {
 		ws.errs = append(ws.errs, fmt.Errorf("allowed lateness must not be negative, got %v", d))
 	}

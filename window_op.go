@@ -435,6 +435,11 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 			}
 		}
 	}
+	for _, x := range []any{ws.assigner, ws.trigger, ws.evictor} {
+		for _, s := range window.Truncated(x) {
+			env.warnTruncated(fmt.Sprintf("operator %q: %s", name, s))
+		}
+	}
 	if trigger != nil {
 		if err := window.ValidateTrigger(trigger); err != nil {
 			fail(err)

@@ -71,23 +71,25 @@ func NeedsElement(a any) (string, bool) {
 type Tumbling struct {
 	size, offset int64
 	eventTime    bool
+	given
 }
 
 // TumblingEventTime returns tumbling event-time windows of the given size.
 func TumblingEventTime(size time.Duration) Tumbling {
-	return Tumbling{size: millis(size), eventTime: true}
+	return Tumbling{size: millis(size), eventTime: true, given: given{}.set("tumbling window size", size)}
 }
 
 // TumblingProcessingTime returns tumbling processing-time windows of the
 // given size; elements are assigned by the current processing time.
 func TumblingProcessingTime(size time.Duration) Tumbling {
-	return Tumbling{size: millis(size)}
+	return Tumbling{size: millis(size), given: given{}.set("tumbling window size", size)}
 }
 
 // WithOffset returns t with its windows shifted by offset, which may be
 // negative (e.g. -8h for days in UTC+8); |offset| must be below the size.
 func (t Tumbling) WithOffset(offset time.Duration) Tumbling {
 	t.offset = millis(offset)
+	t.given = t.given.set("window offset", offset)
 	return t
 }
 
@@ -97,8 +99,12 @@ func (t Tumbling) Size() int64 { return t.size }
 // Offset returns the offset in ms.
 func (t Tumbling) Offset() int64 { return t.offset }
 
-// Validate checks size > 0 and |offset| < size.
+// Validate checks size > 0 and |offset| < size, and that no duration was
+// below 1 ms.
 func (t Tumbling) Validate() error {
+	if err := t.check(); err != nil {
+		return err
+	}
 	if t.size <= 0 {
 		return errorf("tumbling window size must be positive, got %dms", t.size)
 	}
@@ -138,22 +144,28 @@ func (t Tumbling) IsEventTime() bool { return t.eventTime }
 type Sliding struct {
 	size, slide, offset int64
 	eventTime           bool
+	given
+}
+
+func slidingGiven(size, slide time.Duration) given {
+	return given{}.set("sliding window size", size).set("slide", slide)
 }
 
 // SlidingEventTime returns sliding event-time windows.
 func SlidingEventTime(size, slide time.Duration) Sliding {
-	return Sliding{size: millis(size), slide: millis(slide), eventTime: true}
+	return Sliding{size: millis(size), slide: millis(slide), eventTime: true, given: slidingGiven(size, slide)}
 }
 
 // SlidingProcessingTime returns sliding processing-time windows.
 func SlidingProcessingTime(size, slide time.Duration) Sliding {
-	return Sliding{size: millis(size), slide: millis(slide)}
+	return Sliding{size: millis(size), slide: millis(slide), given: slidingGiven(size, slide)}
 }
 
 // WithOffset returns s with its windows shifted by offset; |offset| must be
 // below the slide.
 func (s Sliding) WithOffset(offset time.Duration) Sliding {
 	s.offset = millis(offset)
+	s.given = s.given.set("window offset", offset)
 	return s
 }
 
@@ -166,8 +178,12 @@ func (s Sliding) Slide() int64 { return s.slide }
 // Offset returns the offset in ms.
 func (s Sliding) Offset() int64 { return s.offset }
 
-// Validate checks size > 0, slide > 0 and |offset| < slide, as Flink.
+// Validate checks size > 0, slide > 0 and |offset| < slide, as Flink, and
+// that no duration was below 1 ms.
 func (s Sliding) Validate() error {
+	if err := s.check(); err != nil {
+		return err
+	}
 	if s.size <= 0 || s.slide <= 0 {
 		return errorf("sliding windows need size > 0 and slide > 0, got size %dms and slide %dms", s.size, s.slide)
 	}
@@ -209,23 +225,27 @@ func (s Sliding) IsEventTime() bool { return s.eventTime }
 type Sessions struct {
 	gap       int64
 	eventTime bool
+	given
 }
 
 // EventTimeSessions returns event-time session windows with a static gap.
 func EventTimeSessions(gap time.Duration) Sessions {
-	return Sessions{gap: millis(gap), eventTime: true}
+	return Sessions{gap: millis(gap), eventTime: true, given: given{}.set("session gap", gap)}
 }
 
 // ProcessingTimeSessions returns processing-time session windows.
 func ProcessingTimeSessions(gap time.Duration) Sessions {
-	return Sessions{gap: millis(gap)}
+	return Sessions{gap: millis(gap), given: given{}.set("session gap", gap)}
 }
 
 // Gap returns the session gap in ms.
 func (s Sessions) Gap() int64 { return s.gap }
 
-// Validate checks gap > 0.
+// Validate checks gap > 0 (and not below 1 ms).
 func (s Sessions) Validate() error {
+	if err := s.check(); err != nil {
+		return err
+	}
 	if s.gap <= 0 {
 		return errorf("session gap must be positive, got %dms", s.gap)
 	}
@@ -295,8 +315,12 @@ func (s DynamicSessions[T]) AssignElement(v T, ts int64, ctx AssignerContext, ds
 	if !s.eventTime {
 		ts = ctx.CurrentProcessingTime()
 	}
-	gap := millis(s.gap(v))
+	d := s.gap(v)
+	gap := millis(d)
 	if gap <= 0 {
+		if err := (given{}).set("dynamic session gap", d).check(); err != nil {
+			return dst, err
+		}
 		return dst, errorf("dynamic session gap must be positive, got %dms", gap)
 	}
 	return append(dst, TimeWindow{Start: ts, End: ts + gap}), nil

@@ -97,14 +97,18 @@ func (c *CountEvictorT) EvictAfter(elems Elements, size int, _ EvictorContext) {
 type TimeEvictorT struct {
 	keep  int64
 	after bool
+	given
 }
 
 // TimeEvictor keeps the elements of the last keep: those with a timestamp
 // greater than the largest timestamp in the window minus keep. It does
 // nothing if the first element has no timestamp.
 func TimeEvictor(keep time.Duration, after ...bool) *TimeEvictorT {
-	return &TimeEvictorT{keep: millis(keep), after: len(after) > 0 && after[0]}
+	return &TimeEvictorT{keep: millis(keep), after: len(after) > 0 && after[0], given: given{}.set("time evictor's keep", keep)}
 }
+
+// Validate checks that keep is not below 1 ms (unless 0).
+func (t *TimeEvictorT) Validate() error { return t.check() }
 
 func (t *TimeEvictorT) evict(elems Elements) {
 	if elems.Len() == 0 {

@@ -331,6 +331,7 @@ type ContinuousTrigger struct {
 	interval  int64
 	eventTime bool
 	desc      state.ReducingDescriptor[int64]
+	given
 }
 
 // ContinuousEventTimeTrigger fires a window every interval of event time
@@ -347,7 +348,8 @@ type ContinuousTrigger struct {
 // the maximum, so such a window fires exactly once at the end of input
 // (through its end-of-window timer), with its full contents.
 func ContinuousEventTimeTrigger(interval time.Duration) *ContinuousTrigger {
-	return &ContinuousTrigger{interval: millis(interval), eventTime: true, desc: state.Reducing("fire-time", minInt64)}
+	return &ContinuousTrigger{interval: millis(interval), eventTime: true, desc: state.Reducing("fire-time", minInt64),
+		given: given{}.set("continuous trigger interval", interval)}
 }
 
 // ContinuousProcessingTimeTrigger fires a window every interval of
@@ -355,14 +357,18 @@ func ContinuousEventTimeTrigger(interval time.Duration) *ContinuousTrigger {
 // timestamp, with Flink 1.20's behaviour (FLINK-20443 and FLINK-5717
 // included). It never fires on an element.
 func ContinuousProcessingTimeTrigger(interval time.Duration) *ContinuousTrigger {
-	return &ContinuousTrigger{interval: millis(interval), desc: state.Reducing("fire-time", minInt64)}
+	return &ContinuousTrigger{interval: millis(interval), desc: state.Reducing("fire-time", minInt64),
+		given: given{}.set("continuous trigger interval", interval)}
 }
 
 // Interval returns the interval in ms.
 func (c *ContinuousTrigger) Interval() int64 { return c.interval }
 
-// Validate checks interval > 0.
+// Validate checks interval > 0 (and not below 1 ms).
 func (c *ContinuousTrigger) Validate() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	if c.interval <= 0 {
 		return errorf("continuous trigger interval must be positive, got %dms", c.interval)
 	}

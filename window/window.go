@@ -92,4 +92,62 @@ type TimestampedValue[T any] struct {
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }
 
+// given keeps the durations a constructor was given, by setting, to tell
+// what whole milliseconds make of them: Weir keeps time in whole
+// milliseconds, as Flink, truncating toward zero.
+type given struct {
+	n     int
+	names [3]string
+	ds    [3]time.Duration
+}
+
+// set records setting name's duration (replacing an earlier one).
+func (g given) set(name string, d time.Duration) given {
+	for i := range g.n {
+		if g.names[i] == name {
+			g.ds[i] = d
+			return g
+		}
+	}
+	if g.n < len(g.names) {
+		g.names[g.n], g.ds[g.n] = name, d
+		g.n++
+	}
+	return g
+}
+
+// check fails for a non-zero duration below 1 ms, which would become 0 ms
+// (invalid, or meaning something else).
+func (g given) check() error {
+	for i := range g.n {
+		if d := g.ds[i]; d != 0 && d.Milliseconds() == 0 {
+			return errorf("%s %v is less than a millisecond: Weir works in whole milliseconds, as Flink, and would truncate it to 0 ms", g.names[i], d)
+		}
+	}
+	return nil
+}
+
+func (g given) truncated() []string {
+	var out []string
+	for i := range g.n {
+		d := g.ds[i]
+		if ms := d.Milliseconds(); ms != 0 && time.Duration(ms)*time.Millisecond != d {
+			out = append(out, fmt.Sprintf("%s %v used as %d ms", g.names[i], d, ms))
+		}
+	}
+	return out
+}
+
+// Truncated lists the durations given to x (an assigner, trigger or
+// evictor of this package) that lost a sub-millisecond part, each as
+// "tumbling window size 1.5ms used as 1 ms". Weir keeps time in whole
+// milliseconds, as Flink; a duration below 1 ms fails Validate instead.
+// The window operators log these as warnings.
+func Truncated(x any) []string {
+	if t, ok := x.(interface{ truncated() []string }); ok {
+		return t.truncated()
+	}
+	return nil
+}
+
 func errorf(format string, args ...any) error { return fmt.Errorf("window: "+format, args...) }
