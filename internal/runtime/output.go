@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/invariants"
+	"github.com/weirstream/weir/internal/watermark"
 )
 
 // OutputPort is the type-erased face of an Output, used by the plan to wire
@@ -24,6 +25,11 @@ type OutputPort interface {
 	EmitAny(v any, ts int64) error
 	// Counted returns the number of records that left this output.
 	Counted() int64
+	// OutputWatermark returns the latest watermark the output forwarded
+	// (watermark.Min before the first) and OutputIdle whether it has
+	// announced IDLE; both are safe to call from any goroutine (metrics).
+	OutputWatermark() int64
+	OutputIdle() bool
 	// AddSibling makes this output pass its watermarks, statuses and end
 	// on to a side output of the same operator.
 	AddSibling(side OutputPort)
@@ -45,6 +51,10 @@ type Output[T any] struct {
 	// The latest watermark emitted, if emitted (the invariants build tag).
 	lastWM  int64
 	emitted bool
+	// What OutputWatermark and OutputIdle read: stored once per
+	// watermark or status change, never per record.
+	wmOut   atomic.Int64
+	idleOut atomic.Bool
 }
 
 // AddSibling implements OutputPort.
@@ -54,7 +64,9 @@ func (o *Output[T]) AddSibling(side OutputPort) { o.siblings = append(o.siblings
 // The buffer is allocated when the first target connects, so an output
 // nobody consumes costs one failed capacity check per record.
 func NewOutput[T any](batchSize int) *Output[T] {
-	return &Output[T]{size: max(batchSize, 1), buf: make([]Record[T], 0, 1), ptrs: hasPointers(reflect.TypeFor[T]())}
+	o := &Output[T]{size: max(batchSize, 1), buf: make([]Record[T], 0, 1), ptrs: hasPointers(reflect.TypeFor[T]())}
+	o.wmOut.Store(watermark.Min)
+	return o
 }
 
 // AddTarget implements OutputPort.
@@ -194,6 +206,7 @@ func (o *Output[T]) EmitWatermark(wm int64) error {
 	if o.idle {
 		return nil
 	}
+	o.wmOut.Store(wm)
 	if err := o.Flush(); err != nil {
 		return err
 	}
@@ -219,6 +232,7 @@ func (o *Output[T]) EmitStatus(idle bool) error {
 		return err
 	}
 	o.idle = idle
+	o.idleOut.Store(idle)
 	for _, t := range o.targets {
 		if err := t.ProcessStatus(idle); err != nil {
 			return err
@@ -261,3 +275,9 @@ func (o *Output[T]) EmitAny(v any, ts int64) error {
 
 // Counted implements OutputPort.
 func (o *Output[T]) Counted() int64 { return o.count.Load() }
+
+// OutputWatermark implements OutputPort.
+func (o *Output[T]) OutputWatermark() int64 { return o.wmOut.Load() }
+
+// OutputIdle implements OutputPort.
+func (o *Output[T]) OutputIdle() bool { return o.idleOut.Load() }

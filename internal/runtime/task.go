@@ -51,8 +51,14 @@ type OperatorMetrics struct {
 	RecordsOut func() int64
 	// RecordsIn reads the counter of records that reached the operator, when known.
 	RecordsIn func() int64
-	// InputWatermarks reads the current input watermark per input, when known.
+	// InputWatermarks reads the current input watermark per input, when
+	// known, and InputIdle whether each input is idle.
 	InputWatermarks func() []int64
+	InputIdle       func() []bool
+	// OutputWatermark reads the latest watermark of the main output and
+	// OutputIdle whether it has announced IDLE.
+	OutputWatermark func() int64
+	OutputIdle      func() bool
 	// LateDropped reads the count of late records dropped, for operators
 	// that drop them (LateDropCounter).
 	LateDropped func() int64
