@@ -218,6 +218,15 @@ func (s AsyncRetry[OUT]) RetryPredicate() AsyncRetryPredicate[OUT] { return s.pr
 
 func (s AsyncRetry[OUT]) validate() error { return s.err }
 
+// durations are the strategy's delays, checked as every duration setting
+// is (durations.go) when the operator is built.
+func (s AsyncRetry[OUT]) durations() []durationSetting {
+	if s.multiplier == 0 {
+		return []durationSetting{{"retry delay", s.initial}}
+	}
+	return []durationSetting{{"initial retry delay", s.initial}, {"maximum retry delay", s.max}}
+}
+
 // OrderedWait adds an async I/O operator (Flink's AsyncDataStream.orderedWait):
 // fn starts a request per record, at most capacity are in the operator at a
 // time (records, and the watermarks between them), and the results leave
@@ -271,8 +280,20 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	case withRetry && timeout <= 0:
 		fail(fmt.Errorf("a timeout must be set with retries (as Flink requires)"))
 	}
-	if v, ok := retry.(interface{ validate() error }); ok && v.validate() != nil {
-		fail(v.validate())
+	if timeout >= time.Millisecond {
+		ds.env.millis(fmt.Sprintf("operator %q: timeout", name), timeout)
+	}
+	if v, ok := retry.(interface {
+		validate() error
+		durations() []durationSetting
+	}); ok {
+		if err := v.validate(); err != nil {
+			fail(err)
+		} else {
+			for _, d := range v.durations() {
+				ds.env.millis(fmt.Sprintf("operator %q: %s", name, d.what), d.d)
+			}
+		}
 	}
 	var rs *asyncio.Retry[OUT]
 	if withRetry && !isNil(retry) {

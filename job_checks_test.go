@@ -237,20 +237,44 @@ func TestSubMillisecondDurations(t *testing.T) {
 		})
 	}
 
-	// A remainder is truncated, with a warning naming the setting.
-	logs := &captured{}
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(logs.logger()))
-	weir.Discard(weir.Reduce(weir.Window(keyed(env), window.TumblingEventTime(1500*time.Microsecond)), sum))
-	if err := env.Execute(context.Background(), "remainder"); err != nil {
-		t.Fatal(err)
+	// A remainder is truncated, with one warning naming the setting.
+	remainders := map[string]struct {
+		text  string // in the warning
+		build func(env *weir.Environment)
+	}{
+		"window size": {"1.5ms used as 1 ms", func(env *weir.Environment) {
+			weir.Discard(weir.Reduce(weir.Window(keyed(env), window.TumblingEventTime(1500*time.Microsecond)), sum))
+		}},
+		"async timeout": {"timeout 2.5005s used as 2500 ms", func(env *weir.Environment) {
+			weir.Discard(weir.OrderedWait(weir.FromSlice(env, []int64{1}), passAsync(), 2500*time.Millisecond+500*time.Microsecond, 1))
+		}},
+		"async retry delay": {"retry delay 1.25ms used as 1 ms", func(env *weir.Environment) {
+			weir.Discard(weir.UnorderedWaitWithRetry(weir.FromSlice(env, []int64{1}), passAsync(), time.Second, 1,
+				weir.FixedDelayRetry[int64](1, 1250*time.Microsecond).IfError(func(error) bool { return true })))
+		}},
 	}
-	warned := 0
-	for _, r := range logs.all() {
-		if r.level == "WARN" && strings.Contains(r.text, "1.5ms") && strings.Contains(r.text, "1 ms") {
-			warned++
-		}
+	for name, c := range remainders {
+		t.Run(name, func(t *testing.T) {
+			logs := &captured{}
+			env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(logs.logger()))
+			c.build(env)
+			if err := env.Execute(context.Background(), "remainder"); err != nil {
+				t.Fatal(err)
+			}
+			warned := 0
+			for _, r := range logs.all() {
+				if r.level == "WARN" && strings.Contains(r.text, c.text) {
+					warned++
+				}
+			}
+			if warned != 1 {
+				t.Errorf("%d warnings saying %q; logged: %v", warned, c.text, logs.all())
+			}
+		})
 	}
-	if warned != 1 {
-		t.Errorf("%d warnings about the window size 1.5ms used as 1 ms; logged: %v", warned, logs.all())
-	}
+}
+
+// passAsync answers every request with its input at once.
+func passAsync() *weir.AsyncCall[int64, int64] {
+	return weir.AsyncFunc(func(_ context.Context, v int64) ([]int64, error) { return []int64{v}, nil })
 }
