@@ -111,12 +111,7 @@ func TestJobFailureLoggedOnce(t *testing.T) {
 		t.Fatalf("want the panic with its stack, got %v", err)
 	}
 	first, _, _ := strings.Cut(err.Error(), "\n")
-	var errs []capturedRecord
-	for _, r := range logs.all() {
-		if r.level == "ERROR" || r.level == "WARN" {
-			errs = append(errs, r)
-		}
-	}
+	errs := logs.problems()
 	if len(errs) != 1 || errs[0].level != "ERROR" {
 		t.Fatalf("want one ERROR entry, got %v", errs)
 	}
@@ -150,12 +145,7 @@ func TestRestartLogsStackOnce(t *testing.T) {
 	if err := env.Execute(t.Context(), "restarted"); err != nil {
 		t.Fatal(err)
 	}
-	var warns []capturedRecord
-	for _, r := range logs.all() {
-		if r.level == "ERROR" || r.level == "WARN" {
-			warns = append(warns, r)
-		}
-	}
+	warns := logs.problems()
 	if len(warns) != 1 || warns[0].level != "WARN" {
 		t.Fatalf("want one WARN entry, got %v", warns)
 	}
@@ -258,4 +248,15 @@ func TestControlEndpointLogsJobOnce(t *testing.T) {
 		t.Errorf("no savepoint request logged: %v", logs.all())
 	}
 	noRepeatedAttrs(t, logs.all())
+}
+
+// problems returns the WARN and ERROR entries logged.
+func (c *captured) problems() []capturedRecord {
+	var out []capturedRecord
+	for _, r := range c.all() {
+		if r.level == "ERROR" || r.level == "WARN" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
