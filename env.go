@@ -721,12 +721,9 @@ type OperatorMetrics struct {
 	// operator (MinWatermark before the first one): for the first operator
 	// of a task, each network input's (the minimum over its active
 	// channels, as Flink's valve); for an operator chained behind another,
-	// that one's output watermark. InputIdle tells, in the same order,
-	// whether each input is idle (every channel idle, or the operator
-	// before it announced idle); an idle input does not hold the
-	// operator's event time back.
+	// that one's output watermark. OperatorGauges.InputIdle tells, in the
+	// same order, whether each input is idle.
 	InputWatermarks []int64
-	InputIdle       []bool
 	// OutputWatermark is the latest watermark the operator emitted on its
 	// main output (Flink's currentOutputWatermark; MinWatermark before the
 	// first), and OutputIdle whether that output has announced idle.
@@ -775,9 +772,6 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 			}
 			if o.InputWatermarks != nil {
 				om.InputWatermarks = o.InputWatermarks()
-			}
-			if o.InputIdle != nil {
-				om.InputIdle = o.InputIdle()
 			}
 			if o.OutputWatermark != nil {
 				om.OutputWatermark, om.OutputIdle = o.OutputWatermark(), o.OutputIdle()

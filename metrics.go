@@ -52,8 +52,11 @@ type HotKey struct {
 type OperatorGauges struct {
 	// UID is the operator's state id.
 	UID string
-	// InputIdle tells, for a task's first operator, whether each network
-	// input is idle (its watermark valve's status).
+	// InputIdle tells whether each input of the operator is idle, in the
+	// order of InputWatermarks: for a task's first operator, each network
+	// input's (every channel idle, its watermark valve's status); for an
+	// operator chained behind another, whether that one announced idle. An
+	// idle input does not hold the operator's event time back.
 	InputIdle []bool
 	// InputRecords counts the records of each network input of a task's
 	// first operator.

@@ -587,13 +587,6 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 				return w
 			}
 		}
-		om.InputIdle = func() []bool {
-			idle := make([]bool, len(gates))
-			for i, g := range gates {
-				idle[i] = g.Idle()
-			}
-			return idle
-		}
 	}
 	return t, nil
 }

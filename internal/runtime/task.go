@@ -52,9 +52,8 @@ type OperatorMetrics struct {
 	// RecordsIn reads the counter of records that reached the operator, when known.
 	RecordsIn func() int64
 	// InputWatermarks reads the current input watermark per input, when
-	// known, and InputIdle whether each input is idle.
+	// known.
 	InputWatermarks func() []int64
-	InputIdle       func() []bool
 	// OutputWatermark reads the latest watermark of the main output and
 	// OutputIdle whether it has announced IDLE.
 	OutputWatermark func() int64
@@ -66,8 +65,9 @@ type OperatorMetrics struct {
 	Gauges func() []Gauge
 	// UID is the operator's state id (runtime.UIDOf).
 	UID string
-	// InputIdle reads whether each network input of a task's first
-	// operator is idle (its valve's status), when known.
+	// InputIdle reads whether each input is idle, when known: for a
+	// task's first operator, each network input's valve status; for a
+	// chained operator, whether the operator before it announced idle.
 	InputIdle func() []bool
 	// InputRecords reads the records that reached each network input of
 	// a task's first operator, when known.
