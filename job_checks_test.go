@@ -35,10 +35,17 @@ func TestKeySelectorPanicNamesKeyBy(t *testing.T) {
 			out.Collect(w)
 			return nil
 		})))
-		err := env.Execute(t.Context(), "keys")
+		h, err := env.ExecuteAsync(t.Context(), "keys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = h.Wait()
 		if err == nil {
 			t.Fatal("a panicking key selector did not fail the job")
 		}
+		// The key sketch samples keys with the key selector under its
+		// lock; the panic must not leave it held (Metrics reads it).
+		h.Metrics()
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		if !strings.Contains(first, want) || !strings.Contains(first, "bad key b") || !strings.Contains(first, "key selector") || strings.Contains(first, "Timestamps/Watermarks") {
 			t.Errorf("want the keyBy %s blamed: %s", want, first)
