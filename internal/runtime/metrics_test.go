@@ -40,7 +40,7 @@ func TestOperatorMetricsWiring(t *testing.T) {
 	}
 	task := p.Tasks[0]
 	om := task.Metrics.Operators[0]
-	if om.Gauges == nil || om.State == nil || om.UID != "node-2" {
+	if om.Gauges == nil || om.State == nil || om.UID != UIDOf(n) || om.UID == "" {
 		t.Fatalf("operator metrics not wired: %+v", om)
 	}
 	if g := om.Gauges(); len(g) != 1 || g[0].Value != 7 || g[0].Labels["partition"] != "3" {
@@ -69,7 +69,7 @@ func TestOperatorMetricsWiring(t *testing.T) {
 	if idle := om.InputIdle(); !idle[0] {
 		t.Fatalf("input not idle after an idle status")
 	}
-	if vs := p.Vertices; len(vs) != 1 || vs[0].UID != "node-2" || vs[0].Operators[0].Kind != "one-input" {
+	if vs := p.Vertices; len(vs) != 1 || vs[0].UID != UIDOf(n) || vs[0].Operators[0].Kind != "one-input" {
 		t.Fatalf("vertices %+v", vs)
 	}
 }
