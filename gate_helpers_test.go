@@ -1,0 +1,151 @@
+package weir_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// Tests that fail a job after a checkpoint must not depend on a checkpoint
+// happening to complete before the input ends: on a loaded machine the
+// whole input can go by first. This file holds what they wait on instead.
+
+// ckGate opens once the checkpoint store holds a completed checkpoint that
+// satisfies cond (nil: any checkpoint).
+type ckGate struct {
+	st     weir.CheckpointStore
+	cond   func(*weir.Checkpoint) bool
+	opened atomic.Bool
+}
+
+// newCkGate returns a gate on st's checkpoints.
+func newCkGate(st weir.CheckpointStore, cond func(*weir.Checkpoint) bool) *ckGate {
+	return &ckGate{st: st, cond: cond}
+}
+
+// open reports whether the gate has opened: a checkpoint that satisfies
+// the condition has completed. It never blocks.
+func (g *ckGate) open() bool { return g.opened.Load() }
+
+// wait blocks until the gate opens or ctx is done. It polls the store:
+// stores announce nothing.
+func (g *ckGate) wait(ctx context.Context) error {
+	for pause := 100 * time.Microsecond; !g.opened.Load(); pause = min(2*pause, 5*time.Millisecond) {
+		if cp, err := g.st.Latest(ctx); err == nil && cp != nil && (g.cond == nil || g.cond(cp)) {
+			g.opened.Store(true)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+	return nil
+}
+
+// heldGenerate is a bounded source of f(i) for i in [0, n), split in
+// contiguous ranges over its subtasks as weir.Generate, that checkpoints
+// its positions; each split stops in the middle of its range until gate
+// opens (nil: it never stops). So a job whose sources all are held
+// completes a checkpoint before the second half of its input, however
+// slow the machine is, and no split ends before (a job with a finished
+// task takes no more checkpoints). A restored run passes the middle at
+// once if the gate is open.
+func heldGenerate[T any](env *weir.Environment, n int64, f func(int64) T, gate *ckGate, strategy ...weir.WatermarkStrategy[T]) weir.DataStream[T] {
+	s := weir.NoWatermarks[T]()
+	if len(strategy) > 0 {
+		s = strategy[0]
+	}
+	return weir.FromSource[T](env, &heldSource[T]{n: n, f: f, gate: gate}, s, "HeldGenerator")
+}
+
+// failAfterGate returns a pass-through for Map that panics (once, if fail
+// is set) at the first record it sees after gate opened, so that the job
+// fails with a checkpoint to restore from, and the flag it sets then.
+func failAfterGate[T any](gate *ckGate, fail bool) (func(T) T, *atomic.Bool) {
+	failed := new(atomic.Bool)
+	return func(v T) T {
+		if fail && gate.open() && failed.CompareAndSwap(false, true) {
+			panic("fail after a checkpoint")
+		}
+		return v
+	}, failed
+}
+
+type heldSource[T any] struct {
+	n    int64
+	f    func(int64) T
+	gate *ckGate
+}
+
+type heldSplit struct {
+	index, of  int
+	start, end int64
+}
+
+func (s heldSplit) SplitID() string {
+	return "held-" + strconv.Itoa(s.index) + "-of-" + strconv.Itoa(s.of)
+}
+
+func (s *heldSource[T]) Splits(p int) ([]weir.Split, error) {
+	out := make([]weir.Split, p)
+	for i := range p {
+		out[i] = heldSplit{index: i, of: p, start: s.n * int64(i) / int64(p), end: s.n * int64(i+1) / int64(p)}
+	}
+	return out, nil
+}
+
+func (s *heldSource[T]) Reader(sp weir.Split) (weir.SplitReader[T], error) {
+	h := sp.(heldSplit)
+	return &heldReader[T]{s: s, next: h.start, end: h.end, hold: (h.start + h.end) / 2}, nil
+}
+
+// ReaderAt resumes a split at a position its reader reported.
+func (s *heldSource[T]) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
+	next, k := binary.Varint(pos)
+	h := sp.(heldSplit)
+	if k <= 0 || next < h.start || next > h.end {
+		return nil, fmt.Errorf("bad position %x of split %s", pos, h.SplitID())
+	}
+	r, _ := s.Reader(sp)
+	r.(*heldReader[T]).next = next
+	return r, nil
+}
+
+type heldReader[T any] struct {
+	s               *heldSource[T]
+	next, end, hold int64
+}
+
+func (r *heldReader[T]) Read(ctx context.Context, buf []weir.Record[T]) ([]weir.Record[T], error) {
+	if r.next == r.hold && r.s.gate != nil {
+		if err := r.s.gate.wait(ctx); err != nil {
+			return buf, err
+		}
+	}
+	limit := r.end
+	if r.next < r.hold && r.s.gate != nil {
+		limit = r.hold
+	}
+	n := min(int64(max(cap(buf)-len(buf), 1)), limit-r.next)
+	for range n {
+		buf = append(buf, weir.Record[T]{Value: r.s.f(r.next), TS: weir.NoTimestamp})
+		r.next++
+	}
+	if r.next >= r.end {
+		return buf, io.EOF
+	}
+	return buf, nil
+}
+
+func (r *heldReader[T]) Close() error { return nil }
+
+// Position implements the runtime's PositionedReader: the next index.
+func (r *heldReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
