@@ -63,7 +63,7 @@ func heldGenerate[T any](env *weir.Environment, n int64, f func(int64) T, gate *
 	if len(strategy) > 0 {
 		s = strategy[0]
 	}
-	return weir.FromSource[T](env, &heldSource[T]{n: n, f: f, gate: gate}, s, "HeldGenerator")
+	return weir.FromSource[T](env, &ckGatedSource[T]{n: n, f: f, gate: gate}, s, "HeldGenerator")
 }
 
 // failAfterGate returns a pass-through for Map that panics (once, if fail
@@ -79,52 +79,52 @@ func failAfterGate[T any](gate *ckGate, fail bool) (func(T) T, *atomic.Bool) {
 	}, failed
 }
 
-type heldSource[T any] struct {
+type ckGatedSource[T any] struct {
 	n    int64
 	f    func(int64) T
 	gate *ckGate
 }
 
-type heldSplit struct {
+type ckGatedSplit struct {
 	index, of  int
 	start, end int64
 }
 
-func (s heldSplit) SplitID() string {
+func (s ckGatedSplit) SplitID() string {
 	return "held-" + strconv.Itoa(s.index) + "-of-" + strconv.Itoa(s.of)
 }
 
-func (s *heldSource[T]) Splits(p int) ([]weir.Split, error) {
+func (s *ckGatedSource[T]) Splits(p int) ([]weir.Split, error) {
 	out := make([]weir.Split, p)
 	for i := range p {
-		out[i] = heldSplit{index: i, of: p, start: s.n * int64(i) / int64(p), end: s.n * int64(i+1) / int64(p)}
+		out[i] = ckGatedSplit{index: i, of: p, start: s.n * int64(i) / int64(p), end: s.n * int64(i+1) / int64(p)}
 	}
 	return out, nil
 }
 
-func (s *heldSource[T]) Reader(sp weir.Split) (weir.SplitReader[T], error) {
-	h := sp.(heldSplit)
-	return &heldReader[T]{s: s, next: h.start, end: h.end, hold: (h.start + h.end) / 2}, nil
+func (s *ckGatedSource[T]) Reader(sp weir.Split) (weir.SplitReader[T], error) {
+	h := sp.(ckGatedSplit)
+	return &ckGatedReader[T]{s: s, next: h.start, end: h.end, hold: (h.start + h.end) / 2}, nil
 }
 
 // ReaderAt resumes a split at a position its reader reported.
-func (s *heldSource[T]) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
+func (s *ckGatedSource[T]) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
 	next, k := binary.Varint(pos)
-	h := sp.(heldSplit)
+	h := sp.(ckGatedSplit)
 	if k <= 0 || next < h.start || next > h.end {
 		return nil, fmt.Errorf("bad position %x of split %s", pos, h.SplitID())
 	}
 	r, _ := s.Reader(sp)
-	r.(*heldReader[T]).next = next
+	r.(*ckGatedReader[T]).next = next
 	return r, nil
 }
 
-type heldReader[T any] struct {
-	s               *heldSource[T]
+type ckGatedReader[T any] struct {
+	s               *ckGatedSource[T]
 	next, end, hold int64
 }
 
-func (r *heldReader[T]) Read(ctx context.Context, buf []weir.Record[T]) ([]weir.Record[T], error) {
+func (r *ckGatedReader[T]) Read(ctx context.Context, buf []weir.Record[T]) ([]weir.Record[T], error) {
 	if r.next == r.hold && r.s.gate != nil {
 		if err := r.s.gate.wait(ctx); err != nil {
 			return buf, err
@@ -145,7 +145,7 @@ func (r *heldReader[T]) Read(ctx context.Context, buf []weir.Record[T]) ([]weir.
 	return buf, nil
 }
 
-func (r *heldReader[T]) Close() error { return nil }
+func (r *ckGatedReader[T]) Close() error { return nil }
 
 // Position implements the runtime's PositionedReader: the next index.
-func (r *heldReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
+func (r *ckGatedReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
