@@ -79,10 +79,53 @@ func failAfterGate[T any](gate *ckGate, fail bool) (func(T) T, *atomic.Bool) {
 	}, failed
 }
 
+// pacedGenerate is a bounded source of f(i) for i in [0, n), split in
+// contiguous ranges as weir.Generate, that checkpoints its positions;
+// from index from on, each split emits one record per checkpoint
+// completed in st (it waits for the store to hold a newer checkpoint
+// than the one it saw at its last record) until done reports true, then
+// the rest at full speed. A test that fails the job once its checkpoints
+// look right (done) so sees a checkpoint between any two records of the
+// paced part, however slow the machine, and the input never runs out
+// first; a run with done nil is not paced.
+func pacedGenerate[T any](env *weir.Environment, n, from int64, f func(int64) T, st weir.CheckpointStore, done func() bool) weir.DataStream[T] {
+	src := &ckGatedSource[T]{n: n, f: f}
+	if done != nil {
+		src.pace = &pace{st: st, from: from, done: done}
+	}
+	return weir.FromSource[T](env, src, weir.NoWatermarks[T](), "PacedGenerator")
+}
+
+// pace is the pacing of a pacedGenerate source.
+type pace struct {
+	st   weir.CheckpointStore
+	from int64
+	done func() bool
+}
+
+// newer waits until st holds a checkpoint with an id above after, the job
+// ends (ctx) or done reports true, and returns the latest id.
+func (p *pace) newer(ctx context.Context, after int64) (int64, error) {
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+		if p.done() {
+			return after, nil
+		}
+		if cp, err := p.st.Latest(ctx); err == nil && cp != nil && cp.ID > after {
+			return cp.ID, nil
+		}
+		select {
+		case <-ctx.Done():
+			return after, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
 type ckGatedSource[T any] struct {
 	n    int64
 	f    func(int64) T
 	gate *ckGate
+	pace *pace
 }
 
 type ckGatedSplit struct {
@@ -122,9 +165,22 @@ func (s *ckGatedSource[T]) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader
 type ckGatedReader[T any] struct {
 	s               *ckGatedSource[T]
 	next, end, hold int64
+	seen            int64 // the latest checkpoint a paced reader saw
 }
 
 func (r *ckGatedReader[T]) Read(ctx context.Context, buf []weir.Record[T]) ([]weir.Record[T], error) {
+	if p := r.s.pace; p != nil && r.next >= p.from && !p.done() {
+		id, err := p.newer(ctx, r.seen)
+		if err != nil {
+			return buf, err
+		}
+		r.seen = id
+		buf = append(buf, weir.Record[T]{Value: r.s.f(r.next), TS: weir.NoTimestamp})
+		if r.next++; r.next >= r.end {
+			return buf, io.EOF
+		}
+		return buf, nil
+	}
 	if r.next == r.hold && r.s.gate != nil {
 		if err := r.s.gate.wait(ctx); err != nil {
 			return buf, err
