@@ -393,7 +393,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
 			UID: UIDOf(n), Restored: restoredFor(cfg.Restore[UIDOf(n)], sub, kgs),
 			Mailbox: t.Mailbox(),
-			Fail: func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
+			Fail:    func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
 		}
 		b, err := n.Build(bc)
 		if err != nil {
