@@ -272,70 +272,77 @@ func (l *logLines) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// Reset drops what was logged so far.
+func (l *logLines) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
+}
+
 func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
 
-// TestIncrementalCorruptSharedFileFallsBack damages a shared file that
-// only the latest checkpoint references, as the job fails: the restore
-// skips that checkpoint for the previous one with a warning naming the
-// file, and the restored state is right (every key ends at its full
-// count; the sink may repeat what it had committed after the older
-// checkpoint).
+// TestIncrementalCorruptSharedFileFallsBack fails a job after
+// incremental checkpoints, then damages the newest shared file of its
+// store (first uploaded by checkpoint c, so checkpoint c and any later one
+// reference it, and no earlier one): the restore skips the latest
+// checkpoint with a warning naming the file and restores the one before
+// c, and the restored state is right (every key ends at its full count;
+// the sink may repeat what it had committed after the older checkpoint).
+// The file is damaged after the failing run has ended, so no checkpoint
+// can complete after it was chosen.
 func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 	const n, keys = 40000, 50
 	cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
-	var damaged, skipped atomic.Value
-	inject := failOnceWhen(t, cps, 3*n/4, "injected failure after damaging a shared file", func(ms []*store.Manifest) bool {
-		if len(ms) < 2 {
-			return false
-		}
-		latest, prev := ms[len(ms)-1], ms[len(ms)-2]
-		for name, fi := range latest.Shared {
-			if _, old := prev.Shared[name]; old || fi.Checkpoint != latest.ID {
-				continue
-			}
-			p := filepath.Join(cps, "shared", name)
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Error(err)
-				return false
-			}
-			data[len(data)/2] ^= 0x55
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Error(err)
-				return false
-			}
-			damaged.Store(name)
-			skipped.Store(latest.ID)
-			return true
-		}
-		return false
+	// A new shared file in the latest of at least two checkpoints.
+	inject := failOnceWhen(t, cps, 3*n/4, "injected failure after checkpoints", func(ms []*store.Manifest) bool {
+		return len(ms) >= 2 && newestFile(ms[len(ms)-1]) != ""
 	})
 	var logs logLines
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, inject).Execute(t.Context(), "failing")
+	// Retaining 10 keeps every checkpoint of the run that a fallback
+	// could need.
+	err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 10, log, inject).Execute(t.Context(), "failing")
 	if err == nil || !inject.failed.Load() {
-		t.Fatalf("the first run should fail after damaging a shared file (err %v)", err)
+		t.Fatalf("the first run should fail after checkpoints with a new shared file (err %v)", err)
 	}
-	name, id := damaged.Load().(string), skipped.Load().(int64)
-	if err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, nil).Execute(t.Context(), "restored"); err != nil {
+	ms := manifests(t, openStore(t, cps, nil))
+	c := len(ms) - 1
+	for c > 0 && newestFile(ms[c]) == "" {
+		c--
+	}
+	if c == 0 {
+		t.Fatalf("no checkpoint after the first of %d uploaded a shared file", len(ms))
+	}
+	name, latest, fallback := newestFile(ms[c]), ms[len(ms)-1].ID, ms[c-1].ID
+	p := filepath.Join(cps, "shared", name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x55
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 10, log, nil).Execute(t.Context(), "restored"); err != nil {
 		t.Fatal(err)
 	}
 	text := logs.String()
 	var warned bool
 	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, "level=WARN") && strings.Contains(l, fmt.Sprintf("checkpoint=%d ", id)) && strings.Contains(l, name) {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, fmt.Sprintf("checkpoint=%d ", latest)) && strings.Contains(l, name) {
 			warned = true
 		}
 	}
 	if !warned {
-		t.Fatalf("no warning naming checkpoint %d and shared file %s:\n%s", id, name, text)
+		t.Fatalf("no warning naming checkpoint %d and shared file %s:\n%s", latest, name, text)
 	}
-	if !strings.Contains(text, fmt.Sprintf("from=\"checkpoint %d\"", id-1)) && !strings.Contains(text, fmt.Sprintf("checkpoint=%d", id-1)) {
-		t.Fatalf("the restore did not use checkpoint %d:\n%s", id-1, text)
+	if !strings.Contains(text, fmt.Sprintf("from=\"checkpoint %d\"", fallback)) {
+		t.Fatalf("the restore did not use checkpoint %d:\n%s", fallback, text)
 	}
 	last := map[string]int{}
 	for _, l := range committedSorted(t, out) {
@@ -358,6 +365,18 @@ func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 			t.Fatalf("key %s ends at count %d, want %d", k, c, want)
 		}
 	}
+}
+
+// newestFile returns a shared file that checkpoint m uploaded itself
+// (the greatest name, for a stable choice), or "".
+func newestFile(m *store.Manifest) string {
+	var newest string
+	for name, fi := range m.Shared {
+		if fi.Checkpoint == m.ID && name > newest {
+			newest = name
+		}
+	}
+	return newest
 }
 
 // injector fails a job once (see failOnceWhen).
