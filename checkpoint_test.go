@@ -99,12 +99,12 @@ func indexOf(s, sub string) int {
 func TestResumeInNewProcessFromDirStore(t *testing.T) {
 	out, cps := t.TempDir(), t.TempDir()
 	const n = 20000
-	build := func(fail bool) (*weir.Environment, *atomic.Bool) {
+	build := func(p int, fail bool) (*weir.Environment, *atomic.Bool) {
 		st, err := weir.NewDirCheckpointStore(cps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(64))
+		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
 		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(2))
 		gate := newCkGate(st, nil)
 		src := heldGenerate(env, n, func(i int64) int64 { return i }, gate)
@@ -113,14 +113,7 @@ func TestResumeInNewProcessFromDirStore(t *testing.T) {
 		weir.FileSink(m, out, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
 		return env, failed
 	}
-	env, failed := build(true)
-	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
-		t.Fatalf("the first run should fail after a checkpoint (err %v)", err)
-	}
-	env, _ = build(false)
-	if err := env.Execute(t.Context(), "second"); err != nil {
-		t.Fatal(err)
-	}
+	failThenResume(t, build, 2, 2)
 	lines, err := weir.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
@@ -184,14 +177,7 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 		weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
 		return env, failed
 	}
-	env, failed := build(2, true)
-	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
-		t.Fatalf("the first run should fail after a checkpoint (err %v)", err)
-	}
-	env, _ = build(3, false)
-	if err := env.Execute(t.Context(), "second"); err != nil {
-		t.Fatal(err)
-	}
+	failThenResume(t, build, 2, 3)
 	lines, err := weir.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)

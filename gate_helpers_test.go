@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -118,6 +119,21 @@ func (p *pace) newer(ctx context.Context, after int64) (int64, error) {
 			return after, ctx.Err()
 		case <-time.After(wait):
 		}
+	}
+}
+
+// failThenResume runs the job build(p1, true) makes, which must fail
+// after a checkpoint (setting the flag build returns), then resumes it
+// with build(p2, false), which must succeed.
+func failThenResume(t *testing.T, build func(p int, fail bool) (*weir.Environment, *atomic.Bool), p1, p2 int) {
+	t.Helper()
+	env, failed := build(p1, true)
+	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
+		t.Fatalf("the first run should fail after a checkpoint (err %v)", err)
+	}
+	env, _ = build(p2, false)
+	if err := env.Execute(t.Context(), "second"); err != nil {
+		t.Fatal(err)
 	}
 }
 

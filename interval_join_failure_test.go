@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, cps := t.TempDir(), t.TempDir()
-	build := func(p int, fail bool) (*weir.Environment, func() bool) {
+	build := func(p int, fail bool) (*weir.Environment, *atomic.Bool) {
 		st, err := weir.NewDirCheckpointStore(cps)
 		if err != nil {
 			t.Fatal(err)
@@ -61,16 +62,9 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 		gate := newCkGate(st, nil)
 		check, failed := failAfterGate[string](gate, fail)
 		weir.FileSink(weir.Map(job(env, gate), check), out, func(s string) []byte { return []byte(s) })
-		return env, failed.Load
+		return env, failed
 	}
-	env, failed := build(2, true)
-	if err := env.Execute(t.Context(), "first"); err == nil || !failed() {
-		t.Fatalf("the first run should fail after a checkpoint (err %v)", err)
-	}
-	env, _ = build(3, false)
-	if err := env.Execute(t.Context(), "second"); err != nil {
-		t.Fatal(err)
-	}
+	failThenResume(t, build, 2, 3)
 	got, err := weir.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)

@@ -81,14 +81,12 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 				weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
 				return env, failed
 			}
-			env, failed := build(2, c.first, true)
-			if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
-				t.Fatalf("the first run should fail after a checkpoint (err %v)", err)
-			}
-			env, _ = build(3, c.second, false)
-			if err := env.Execute(t.Context(), "second"); err != nil {
-				t.Fatal(err)
-			}
+			failThenResume(t, func(p int, fail bool) (*weir.Environment, *atomic.Bool) {
+				if fail {
+					return build(p, c.first, true)
+				}
+				return build(p, c.second, false)
+			}, 2, 3)
 			lines, err := weir.ReadCommittedLines(out)
 			if err != nil {
 				t.Fatal(err)
