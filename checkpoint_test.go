@@ -25,22 +25,18 @@ func TestExactlyOnceAfterFailure(t *testing.T) {
 			env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64),
 				weir.WithRestartStrategy(weir.FixedDelayRestart(2, time.Millisecond)))
 			env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store))
-			var failed atomic.Bool
-			var seen atomic.Int64
-			src := weir.Generate(env, n, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
-			m := weir.Map(src, func(v int64) int64 {
-				// Fail once, after some checkpoints have completed.
-				if seen.Add(1) > n/2 && len(store.IDs()) > 0 && failed.CompareAndSwap(false, true) {
-					panic("injected failure")
-				}
-				return v
-			})
+			// The generator holds in the middle until a checkpoint has
+			// completed; the map fails once, after that.
+			gate := newCkGate(store, nil)
+			src := heldGenerate(env, n, func(i int64) int64 { return i }, gate)
+			fail, failed := failAfterGate[int64](gate, true)
+			m := weir.Map(src, fail)
 			weir.FileSink(weir.Rebalance(m), dir, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
 			if err := env.Execute(t.Context(), "exactly-once"); err != nil {
 				t.Fatal(err)
 			}
 			if !failed.Load() {
-				t.Skip("no checkpoint completed before the end of the input; nothing was tested")
+				t.Fatal("the job never failed")
 			}
 			lines, err := weir.ReadCommittedLines(dir)
 			if err != nil {
@@ -103,36 +99,21 @@ func indexOf(s, sub string) int {
 func TestResumeInNewProcessFromDirStore(t *testing.T) {
 	out, cps := t.TempDir(), t.TempDir()
 	const n = 20000
-	build := func(fail bool) (*weir.Environment, *atomic.Bool) {
+	build := func(p int, fail bool) (*weir.Environment, *atomic.Bool) {
 		st, err := weir.NewDirCheckpointStore(cps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(64))
+		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
 		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(2))
-		var failed atomic.Bool
-		var seen atomic.Int64
-		src := weir.Generate(env, n, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
-		m := weir.Map(src, func(v int64) int64 {
-			if fail && seen.Add(1) > n/2 {
-				if latest, _ := st.Latest(t.Context()); latest != nil {
-					failed.Store(true)
-					panic("the first process dies")
-				}
-			}
-			return v
-		})
+		gate := newCkGate(st, nil)
+		src := heldGenerate(env, n, func(i int64) int64 { return i }, gate)
+		check, failed := failAfterGate[int64](gate, fail)
+		m := weir.Map(src, check)
 		weir.FileSink(m, out, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
-		return env, &failed
+		return env, failed
 	}
-	env, failed := build(true)
-	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
-		t.Skipf("the first run did not fail after a checkpoint (err %v); nothing to resume", err)
-	}
-	env, _ = build(false)
-	if err := env.Execute(t.Context(), "second"); err != nil {
-		t.Fatal(err)
-	}
+	failThenResume(t, build, 2, 2)
 	lines, err := weir.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
@@ -189,20 +170,14 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
 		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
 		// The generator's splits depend on its parallelism: keep it at 2.
-		src := weir.Generate(env, n, 0, func(i int64) int64 { return i % keys }, weir.NoWatermarks[int64]()).SetParallelism(2)
+		gate := newCkGate(st, nil)
+		src := heldGenerate(env, n, func(i int64) int64 { return i % keys }, gate).SetParallelism(2)
 		counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &runningCount{})
-		check, failed := failAfterCheckpoint[string](t, st, n/2, fail)
+		check, failed := failAfterGate[string](gate, fail)
 		weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
 		return env, failed
 	}
-	env, failed := build(2, true)
-	if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
-		t.Skipf("no failure after a checkpoint (err %v)", err)
-	}
-	env, _ = build(3, false)
-	if err := env.Execute(t.Context(), "second"); err != nil {
-		t.Fatal(err)
-	}
+	failThenResume(t, build, 2, 3)
 	lines, err := weir.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
@@ -221,22 +196,4 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 	if len(lines) != n {
 		t.Fatalf("%d lines committed, want %d", len(lines), n)
 	}
-}
-
-// failAfterCheckpoint returns a pass-through for Map and the flag it sets:
-// if fail is set, once more than after records have passed it and st holds
-// a completed checkpoint, it panics (once), so that the job fails with
-// something to restore from.
-func failAfterCheckpoint[T any](t *testing.T, st weir.CheckpointStore, after int64, fail bool) (func(T) T, *atomic.Bool) {
-	var seen atomic.Int64
-	failed := new(atomic.Bool)
-	return func(v T) T {
-		if fail && seen.Add(1) > after && !failed.Load() {
-			if latest, _ := st.Latest(t.Context()); latest != nil {
-				failed.Store(true)
-				panic("fail after a checkpoint")
-			}
-		}
-		return v
-	}, failed
 }

@@ -2,10 +2,15 @@ package weir_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,62 +81,215 @@ func hasChannelState(cp *weir.Checkpoint) bool {
 	return false
 }
 
-// unalignedJob builds two generators -> keyed co-process -> exactly-once
-// file sink under backpressure (batches of 8, one credit per channel, a
-// co-process slower than the sources), with
-// unaligned checkpoints every 2 ms in store (in memory if nil). If fail is
-// set, the co-process fails once, after a quarter of the input, as soon as the
-// latest completed checkpoint holds channel state; the job restarts from
-// it (restarts: how often it may).
-func unalignedJob(t *testing.T, dir string, n int64, keys int64, timeout time.Duration, fail bool, opts ...jobOpt) (*weir.Environment, *atomic.Bool, weir.CheckpointStore) {
+// strideSource is an unbounded source until told otherwise: split s of p
+// emits s, s+p, s+2p, ... below limit (read before each batch), checkpointing
+// its position; max is the largest value any split emitted, plus 1. With
+// hold > 0 a split waits at its first value >= hold until release is
+// closed.
+type strideSource struct {
+	limit    *atomic.Int64
+	max      atomic.Int64
+	hold     int64
+	release  chan struct{}
+	released atomic.Bool
+	once     sync.Once
+}
+
+// open releases the held splits.
+func (src *strideSource) open() {
+	src.once.Do(func() {
+		src.released.Store(true)
+		close(src.release)
+	})
+}
+
+type strideSplit struct{ s, p int }
+
+func (s strideSplit) SplitID() string { return fmt.Sprintf("stride-%d-of-%d", s.s, s.p) }
+
+func (src *strideSource) Splits(p int) ([]weir.Split, error) {
+	out := make([]weir.Split, p)
+	for i := range p {
+		out[i] = strideSplit{i, p}
+	}
+	return out, nil
+}
+
+func (src *strideSource) Reader(sp weir.Split) (weir.SplitReader[int64], error) {
+	s := sp.(strideSplit)
+	return &strideReader{src: src, next: int64(s.s), step: int64(s.p)}, nil
+}
+
+func (src *strideSource) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader[int64], error) {
+	next, k := binary.Varint(pos)
+	if k <= 0 {
+		return nil, fmt.Errorf("bad position %x", pos)
+	}
+	r, _ := src.Reader(sp)
+	r.(*strideReader).next = next
+	return r, nil
+}
+
+type strideReader struct {
+	src        *strideSource
+	next, step int64
+}
+
+func (r *strideReader) Read(ctx context.Context, buf []weir.Record[int64]) ([]weir.Record[int64], error) {
+	if r.held() {
+		select {
+		case <-r.src.release:
+		case <-ctx.Done():
+			return buf, ctx.Err()
+		}
+	}
+	limit := r.src.limit.Load()
+	for range max(cap(buf)-len(buf), 1) {
+		if r.next >= limit || r.held() {
+			break
+		}
+		buf = append(buf, weir.Record[int64]{Value: r.next, TS: weir.NoTimestamp})
+		for m := r.src.max.Load(); m <= r.next && !r.src.max.CompareAndSwap(m, r.next+1); m = r.src.max.Load() {
+		}
+		r.next += r.step
+	}
+	if r.next >= limit {
+		return buf, io.EOF
+	}
+	return buf, nil
+}
+
+// held reports whether the reader waits for its source's release.
+func (r *strideReader) held() bool {
+	return r.src.hold > 0 && r.next >= r.src.hold && !r.src.released.Load()
+}
+
+func (r *strideReader) Close() error { return nil }
+
+// Position implements the runtime's PositionedReader: the next value.
+func (r *strideReader) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
+
+// unalignedRun is two sources -> keyed co-process -> exactly-once file sink
+// under backpressure (batches of 8, one credit per channel, a co-process
+// slower than the sources), with unaligned checkpoints into store (in
+// memory if nil), on a manual clock that execute drives: the run takes
+// its checkpoints one at a time, the next only once the last has been
+// looked at. If fail is set, the sources are unbounded until the
+// co-process fails, once, right after the first completed checkpoint that
+// wanted accepts (by default one with in-flight data), however many
+// checkpoints that takes: no later checkpoint can start before the
+// failure (the clock stands still meanwhile), so a restart restores
+// exactly that one, and the sources then end at n, the largest value
+// emitted by then, plus 1. Without fail they end at the n given, and hold
+// in the middle until a checkpoint has completed.
+type unalignedRun struct {
+	env    *weir.Environment
+	clk    *weir.ManualClock
+	store  weir.CheckpointStore
+	fail   bool
+	wanted func(*weir.Checkpoint) bool
+	limit  atomic.Int64
+	src    [2]*strideSource
+	armed  atomic.Bool  // the co-process fails at its next element
+	failed atomic.Bool  // it did
+	failAt atomic.Int64 // after this checkpoint
+}
+
+// ckPause is the minimum pause between checkpoints of unalignedRun on its
+// manual clock, which execute steps 1 ms at a time while a checkpoint is
+// in flight (so that an aligned checkpoint can time out into an unaligned
+// one) and jumps by ckPause to start the next.
+const ckPause = 1000
+
+func newUnalignedRun(t *testing.T, dir string, n, keys int64, timeout time.Duration, fail bool, opts ...jobOpt) *unalignedRun {
 	o := jobOpts{p: 2, restarts: 1}
 	for _, f := range opts {
 		f(&o)
 	}
-	store := o.store
-	if store == nil {
-		store = weir.NewMemoryCheckpointStore()
+	r := &unalignedRun{clk: weir.NewManualClock(0), store: o.store, fail: fail, wanted: o.failAfter}
+	if r.store == nil {
+		r.store = weir.NewMemoryCheckpointStore()
 	}
-	env := weir.NewEnvironment(weir.WithParallelism(o.p), weir.WithBufferSize(8), weir.WithBufferCredits(1),
-		weir.WithRestartStrategy(weir.FixedDelayRestart(o.restarts, time.Millisecond)))
-	env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store), weir.RestoreFromLatest(),
-		weir.UnalignedCheckpoints(), weir.AlignedCheckpointTimeout(timeout))
-	var failed atomic.Bool
-	var seen atomic.Int64
-	gen := func(i int64) int64 { return i }
+	if r.wanted == nil {
+		r.wanted = hasChannelState
+	}
+	r.limit.Store(n)
+	if fail {
+		r.limit.Store(math.MaxInt64)
+	}
+	r.env = weir.NewEnvironment(weir.WithParallelism(o.p), weir.WithBufferSize(8), weir.WithBufferCredits(1), weir.WithClock(r.clk),
+		weir.WithRestartStrategy(weir.FixedDelayRestart(o.restarts, time.Millisecond)), weir.WithLogger(slog.New(slog.DiscardHandler)))
+	r.env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(r.store), weir.RestoreFromLatest(),
+		weir.MinPauseBetweenCheckpoints(ckPause*time.Millisecond), weir.UnalignedCheckpoints(), weir.AlignedCheckpointTimeout(timeout))
 	key := func(v int64) int64 { return v % keys }
-	// A rate keeps the generators' batches small, so a source task takes
-	// a checkpoint trigger soon (it takes it between batches).
-	// The generators' splits depend on their parallelism: keep it at 2.
-	left := weir.Generate(env, n, 10000, gen, weir.NoWatermarks[int64]()).SetParallelism(2)
-	right := weir.Generate(env, n, 10000, gen, weir.NoWatermarks[int64]()).SetParallelism(2)
-	if o.mid > 0 {
-		// A map at another parallelism between the generators and the
-		// co-process: rebalanced input, and o.mid channels per co-process
-		// input.
-		id := func(v int64) int64 { return v }
-		left = weir.Map(left, id).SetParallelism(o.mid).UID("left-map")
-		right = weir.Map(right, id).SetParallelism(o.mid).UID("right-map")
+	var in [2]weir.DataStream[int64]
+	for i := range in {
+		r.src[i] = &strideSource{limit: &r.limit, release: make(chan struct{})}
+		if !fail {
+			r.src[i].hold = n / 2 // until a checkpoint has completed
+		}
+		// The sources' splits depend on their parallelism: keep it at 2.
+		in[i] = weir.FromSource[int64](r.env, r.src[i], weir.NoWatermarks[int64](), fmt.Sprintf("source-%d", i)).SetParallelism(2).UID(fmt.Sprintf("source-%d", i))
+		if o.mid > 0 {
+			// A map at another parallelism between the sources and the
+			// co-process: rebalanced input, and o.mid channels per
+			// co-process input.
+			in[i] = weir.Map(in[i], func(v int64) int64 { return v }).SetParallelism(o.mid).UID([]string{"left-map", "right-map"}[i])
+		}
 	}
 	fn := &coRunningCount{}
-	failAfter := o.failAfter
-	if failAfter == nil {
-		failAfter = hasChannelState
-	}
 	if fail {
 		fn.check = func() {
-			if s := seen.Add(1); s > n/2 && s%16 == 0 && !failed.Load() {
-				if latest, _ := store.Latest(context.Background()); latest != nil && failAfter(latest) && failed.CompareAndSwap(false, true) {
-					panic(fmt.Sprintf("injected failure after checkpoint %d", latest.ID))
-				}
+			if r.armed.Load() && r.failed.CompareAndSwap(false, true) {
+				// The sources end where they are now, in every attempt.
+				r.limit.Store(max(r.src[0].max.Load(), r.src[1].max.Load()))
+				panic(fmt.Sprintf("injected failure after checkpoint %d", r.failAt.Load()))
 			}
 		}
 	}
-	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(left, key), weir.KeyBy(right, key)),
+	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(in[0], key), weir.KeyBy(in[1], key)),
 		weir.KeyedCoProcessFunction[int64, int64, int64, string](fn))
 	weir.FileSink(out, dir, func(s string) []byte { return []byte(s) })
-	return env, &failed, store
+	return r
 }
+
+// execute runs the job, driving its clock as newUnalignedRun describes.
+func (r *unalignedRun) execute(t *testing.T, name string) error {
+	h, err := r.env.ExecuteAsync(t.Context(), name)
+	if err != nil {
+		return err
+	}
+	var last int64
+	for {
+		select {
+		case <-h.Done():
+			return h.Wait()
+		default:
+		}
+		if r.armed.Load() && !r.failed.Load() {
+			time.Sleep(100 * time.Microsecond) // no checkpoint may start now
+			continue
+		}
+		if cp, err := r.store.Latest(t.Context()); err == nil && cp != nil && cp.ID > last {
+			last = cp.ID
+			if r.fail && !r.armed.Load() && r.wanted(cp) {
+				r.failAt.Store(cp.ID)
+				r.armed.Store(true)
+				continue
+			}
+			r.src[0].open()
+			r.src[1].open()
+			r.clk.Advance(ckPause)
+			continue
+		}
+		r.clk.Advance(1)
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// n is where the sources end: the n given, or after a failure one more
+// than the largest value emitted by then.
+func (r *unalignedRun) n() int64 { return r.limit.Load() }
 
 type jobOpts struct {
 	p        int
@@ -173,15 +331,15 @@ func TestUnalignedCheckpointsExactlyOnce(t *testing.T) {
 				}
 				opts = append(opts, func(o *jobOpts) { o.store = st })
 			}
-			env, failed, _ := unalignedJob(t, dir, n, keys, c.timeout, true, opts...)
-			if err := env.Execute(t.Context(), "unaligned"); err != nil {
+			r := newUnalignedRun(t, dir, 0, keys, c.timeout, true, opts...)
+			if err := r.execute(t, "unaligned"); err != nil {
 				t.Fatal(err)
 			}
-			if !failed.Load() {
-				t.Fatal("no checkpoint with in-flight data completed in the first half of the input; nothing was tested")
+			if !r.failed.Load() {
+				t.Fatal("the injected failure never happened")
 			}
 			lines := committedSorted(t, dir)
-			want := faultFreeLines(n, keys)
+			want := faultFreeLines(r.n(), keys)
 			if len(lines) != len(want) {
 				t.Errorf("%d lines committed, want %d", len(lines), len(want))
 			}
@@ -199,8 +357,8 @@ func TestUnalignedFaultFreeRunMatchesModel(t *testing.T) {
 	const n, keys = 1000, 20
 	dir := t.TempDir()
 	store := weir.NewMemoryCheckpointStore()
-	env, _, _ := unalignedJob(t, dir, n, keys, 0, false, func(o *jobOpts) { o.store = store })
-	if err := env.Execute(t.Context(), "fault-free"); err != nil {
+	r := newUnalignedRun(t, dir, n, keys, 0, false, func(o *jobOpts) { o.store = store })
+	if err := r.execute(t, "fault-free"); err != nil {
 		t.Fatal(err)
 	}
 	lines := committedSorted(t, dir)
@@ -311,50 +469,38 @@ func TestUnalignedRescale(t *testing.T) {
 		{"upstream 1->3, keyed 3->2", 3, 2, 1, 3, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for attempt := 1; ; attempt++ {
-				st, err := weir.NewDirCheckpointStore(t.TempDir())
-				if err != nil {
-					t.Fatal(err)
+			st, err := weir.NewDirCheckpointStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			wanted := func(cp *weir.Checkpoint) bool {
+				if len(c.wantInFlightAt) == 0 {
+					return hasChannelState(cp)
 				}
-				dir := t.TempDir()
-				wanted := func(cp *weir.Checkpoint) bool {
-					if len(c.wantInFlightAt) == 0 {
-						return hasChannelState(cp)
-					}
-					return slices.ContainsFunc(c.wantInFlightAt, func(uid string) bool { return opHasChannelState(cp, uid) })
-				}
-				first := func(o *jobOpts) {
-					o.store, o.restarts, o.p, o.mid, o.failAfter = st, 0, c.p1, c.mid1, wanted
-				}
-				env, failed, _ := unalignedJob(t, dir, n, keys, 0, true, first)
-				if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
-					t.Fatalf("the first run should fail after a checkpoint with channel state (err %v)", err)
-				}
-				latest, err := st.Latest(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if latest == nil || !wanted(latest) {
-					// A later checkpoint without the wanted in-flight data
-					// completed before the job stopped (the failing
-					// subtask had acknowledged it): nothing would be
-					// tested, so run again.
-					if attempt == 5 {
-						t.Fatal("no attempt ended with in-flight data in its last checkpoint")
-					}
-					t.Logf("attempt %d ended on a checkpoint without the wanted in-flight data; running again", attempt)
-					continue
-				}
-				second := func(o *jobOpts) { o.store, o.p, o.mid = st, c.p2, c.mid2 }
-				env, _, _ = unalignedJob(t, dir, n, keys, 0, false, second)
-				if err := env.Execute(t.Context(), "rescaled"); err != nil {
-					t.Fatal(err)
-				}
-				lines := committedSorted(t, dir)
-				if diff := unalignedDiff(lines, faultFreeLines(n, keys)); diff != "" {
-					t.Fatalf("restored from checkpoint %d with in-flight data of %v: %s", latest.ID, channelStateOps(latest), diff)
-				}
-				return
+				return slices.ContainsFunc(c.wantInFlightAt, func(uid string) bool { return opHasChannelState(cp, uid) })
+			}
+			first := newUnalignedRun(t, dir, 0, keys, 0, true, func(o *jobOpts) {
+				o.store, o.restarts, o.p, o.mid, o.failAfter = st, 0, c.p1, c.mid1, wanted
+			})
+			if err := first.execute(t, "first"); err == nil || !first.failed.Load() {
+				t.Fatalf("the first run should fail after a checkpoint with channel state (err %v)", err)
+			}
+			latest, err := st.Latest(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if latest == nil || latest.ID != first.failAt.Load() || !wanted(latest) {
+				t.Fatalf("the latest checkpoint is %v, want %d, the one with the wanted in-flight data", latest, first.failAt.Load())
+			}
+			n := first.n()
+			second := newUnalignedRun(t, dir, n, keys, 0, false, func(o *jobOpts) { o.store, o.p, o.mid = st, c.p2, c.mid2 })
+			if err := second.execute(t, "rescaled"); err != nil {
+				t.Fatal(err)
+			}
+			lines := committedSorted(t, dir)
+			if diff := unalignedDiff(lines, faultFreeLines(n, keys)); diff != "" {
+				t.Fatalf("restored from checkpoint %d with in-flight data of %v: %s", latest.ID, channelStateOps(latest), diff)
 			}
 		})
 	}

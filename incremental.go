@@ -232,8 +232,8 @@ func saveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string
 				return nil, err
 			}
 			if !reused {
-				// Linked into a local store when it can be: the staged
-				// file is an immutable database file.
+				// A copy: the store never shares a file with a live
+				// database (store.Writer.WriteSharedFile).
 				if err := w.WriteSharedFile(ctx, f.Shared, s.Path(f)); err != nil {
 					return nil, fmt.Errorf("snapshot of %s: %w", base, err)
 				}
@@ -257,7 +257,7 @@ func saveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string
 // loadFiles returns the KeyedFiles of a subtask whose keyed state
 // checkpoint m holds as database files: the small private files are read
 // now, the shared ones are placed when the restore lays the database out
-// (hard-linked from a local store, streamed from S3).
+// (copied from the store, streamed).
 func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *store.DBFiles, read func(string) ([]byte, error)) (*pebbleFiles, error) {
 	img := pebblestate.Image{FirstKeyGroup: db.FirstKeyGroup, LastKeyGroup: db.LastKeyGroup, Shared: map[string]string{}}
 	private := map[string][]byte{}
@@ -278,7 +278,8 @@ func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *sto
 			dst := filepath.Join(dir, f.Name)
 			data, ok := private[f.Name]
 			if !ok {
-				// Linked or streamed, verified: never held in memory.
+				// Copied, streamed and verified: never held in memory,
+				// never a link to the store's file.
 				if err := d.s.CopyShared(ctx, m, f.Shared, dst); err != nil {
 					return err
 				}

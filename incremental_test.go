@@ -54,10 +54,10 @@ func (g *growingState) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector
 // incrementalJob builds the keyed job of the incremental-checkpoint tests:
 // n records, the first half each with its own key (the state grows), the
 // second half over hot keys only (small updates to a big state), the
-// Pebble backend, checkpoints every 20 ms to the store at cps (a directory
-// or an s3:// location, see checkpointStoreAt); onRecord, if
-// set, runs for every result before the sink (a failure injector).
-func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int64, retain int, log *slog.Logger, onRecord func(string)) *weir.Environment {
+// Pebble backend, checkpoints every 20 ms (a failing run paced by them) to the store at cps (a directory
+// or an s3:// location, see checkpointStoreAt); inj, if set, checks
+// every result before the sink (a failure injector).
+func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int64, retain int, log *slog.Logger, inj *injector) *weir.Environment {
 	t.Helper()
 	st := checkpointStoreAt(t, cps)
 	opts := []weir.Option{weir.WithParallelism(p), weir.WithBufferSize(64),
@@ -67,18 +67,24 @@ func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int6
 	}
 	env := weir.NewEnvironment(opts...)
 	env.EnableCheckpointing(20*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(retain))
-	// 30k records per second: a run spans many checkpoints, with or
-	// without the race detector.
-	src := weir.Generate(env, n, 30000, func(i int64) int64 {
+	// A failing run (onRecord set) is paced by its checkpoints from 3n/4
+	// on, until it has failed: one record per completed checkpoint, so
+	// the injector sees every new checkpoint before the input ends,
+	// however slow the machine.
+	var done func() bool
+	if inj != nil {
+		done = inj.failed.Load
+	}
+	src := pacedGenerate(env, n, 3*n/4, func(i int64) int64 {
 		if i < n/2 {
 			return i
 		}
 		return i % keys
-	}, weir.NoWatermarks[int64]()).SetParallelism(1)
+	}, st, done).SetParallelism(1)
 	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &growingState{}).UID("grow")
 	checked := weir.Map(counted, func(s string) string {
-		if onRecord != nil {
-			onRecord(s)
+		if inj != nil {
+			inj.check()
 		}
 		return s
 	}).UID("inject")
@@ -185,7 +191,7 @@ func incrementalFailover(t *testing.T, cps string, p1, p2 int, n, keys int64, wa
 	var seenManifests []*store.Manifest
 	// The failure is injected once a later checkpoint uploaded
 	// much less than the state it references.
-	inject, failed := failOnceWhen(t, cps, 3*n/4, "injected failure after incremental checkpoints", func(ms []*store.Manifest) bool {
+	inject := failOnceWhen(t, cps, 3*n/4, "injected failure after incremental checkpoints", func(ms []*store.Manifest) bool {
 		if len(ms) < 3 {
 			return false
 		}
@@ -198,7 +204,7 @@ func incrementalFailover(t *testing.T, cps string, p1, p2 int, n, keys int64, wa
 		return false
 	})
 	err := incrementalJob(t, p1, cps, stateDir, out, n, keys, 3, nil, inject).Execute(t.Context(), "failing")
-	if err == nil || !failed.Load() {
+	if err == nil || !inject.failed.Load() {
 		t.Fatalf("the job ended (err %v) before any checkpoint uploaded less than a quarter of the state it references", err)
 	}
 	// The stored checkpoints are incremental.
@@ -266,70 +272,77 @@ func (l *logLines) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// Reset drops what was logged so far.
+func (l *logLines) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
+}
+
 func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
 
-// TestIncrementalCorruptSharedFileFallsBack damages a shared file that
-// only the latest checkpoint references, as the job fails: the restore
-// skips that checkpoint for the previous one with a warning naming the
-// file, and the restored state is right (every key ends at its full
-// count; the sink may repeat what it had committed after the older
-// checkpoint).
+// TestIncrementalCorruptSharedFileFallsBack fails a job after
+// incremental checkpoints, then damages the newest shared file of its
+// store (first uploaded by checkpoint c, so checkpoint c and any later one
+// reference it, and no earlier one): the restore skips the latest
+// checkpoint with a warning naming the file and restores the one before
+// c, and the restored state is right (every key ends at its full count;
+// the sink may repeat what it had committed after the older checkpoint).
+// The file is damaged after the failing run has ended, so no checkpoint
+// can complete after it was chosen.
 func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 	const n, keys = 40000, 50
 	cps, stateDir, out := t.TempDir(), t.TempDir(), t.TempDir()
-	var damaged, skipped atomic.Value
-	inject, failed := failOnceWhen(t, cps, 3*n/4, "injected failure after damaging a shared file", func(ms []*store.Manifest) bool {
-		if len(ms) < 2 {
-			return false
-		}
-		latest, prev := ms[len(ms)-1], ms[len(ms)-2]
-		for name, fi := range latest.Shared {
-			if _, old := prev.Shared[name]; old || fi.Checkpoint != latest.ID {
-				continue
-			}
-			p := filepath.Join(cps, "shared", name)
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Error(err)
-				return false
-			}
-			data[len(data)/2] ^= 0x55
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Error(err)
-				return false
-			}
-			damaged.Store(name)
-			skipped.Store(latest.ID)
-			return true
-		}
-		return false
+	// A new shared file in the latest of at least two checkpoints.
+	inject := failOnceWhen(t, cps, 3*n/4, "injected failure after checkpoints", func(ms []*store.Manifest) bool {
+		return len(ms) >= 2 && newestFile(ms[len(ms)-1]) != ""
 	})
 	var logs logLines
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, inject).Execute(t.Context(), "failing")
-	if err == nil || !failed.Load() {
-		t.Skipf("no checkpoint uploaded a new shared file before the job ended (err %v)", err)
+	// Retaining 10 keeps every checkpoint of the run that a fallback
+	// could need.
+	err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 10, log, inject).Execute(t.Context(), "failing")
+	if err == nil || !inject.failed.Load() {
+		t.Fatalf("the first run should fail after checkpoints with a new shared file (err %v)", err)
 	}
-	name, id := damaged.Load().(string), skipped.Load().(int64)
-	if err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 3, log, nil).Execute(t.Context(), "restored"); err != nil {
+	ms := manifests(t, openStore(t, cps, nil))
+	c := len(ms) - 1
+	for c > 0 && newestFile(ms[c]) == "" {
+		c--
+	}
+	if c == 0 {
+		t.Fatalf("no checkpoint after the first of %d uploaded a shared file", len(ms))
+	}
+	name, latest, fallback := newestFile(ms[c]), ms[len(ms)-1].ID, ms[c-1].ID
+	p := filepath.Join(cps, "shared", name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x55
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if err := incrementalJob(t, 2, cps, stateDir, out, n, keys, 10, log, nil).Execute(t.Context(), "restored"); err != nil {
 		t.Fatal(err)
 	}
 	text := logs.String()
 	var warned bool
 	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, "level=WARN") && strings.Contains(l, fmt.Sprintf("checkpoint=%d ", id)) && strings.Contains(l, name) {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, fmt.Sprintf("checkpoint=%d ", latest)) && strings.Contains(l, name) {
 			warned = true
 		}
 	}
 	if !warned {
-		t.Fatalf("no warning naming checkpoint %d and shared file %s:\n%s", id, name, text)
+		t.Fatalf("no warning naming checkpoint %d and shared file %s:\n%s", latest, name, text)
 	}
-	if !strings.Contains(text, fmt.Sprintf("from=\"checkpoint %d\"", id-1)) && !strings.Contains(text, fmt.Sprintf("checkpoint=%d", id-1)) {
-		t.Fatalf("the restore did not use checkpoint %d:\n%s", id-1, text)
+	if !strings.Contains(text, fmt.Sprintf("from=\"checkpoint %d\"", fallback)) {
+		t.Fatalf("the restore did not use checkpoint %d:\n%s", fallback, text)
 	}
 	last := map[string]int{}
 	for _, l := range committedSorted(t, out) {
@@ -354,25 +367,44 @@ func TestIncrementalCorruptSharedFileFallsBack(t *testing.T) {
 	}
 }
 
-// failOnceWhen returns a record injector for incrementalJob and the flag
-// it sets: after `after` records, each record reads the checkpoint store
-// at cps and asks fire whether to fail now; the first time fire says yes,
-// the job fails with msg. The injector runs in every subtask, so the check
-// and the failure are serialised and happen once.
-func failOnceWhen(t *testing.T, cps string, after int64, msg string, fire func([]*store.Manifest) bool) (func(string), *atomic.Bool) {
+// newestFile returns a shared file that checkpoint m uploaded itself
+// (the greatest name, for a stable choice), or "".
+func newestFile(m *store.Manifest) string {
+	var newest string
+	for name, fi := range m.Shared {
+		if fi.Checkpoint == m.ID && name > newest {
+			newest = name
+		}
+	}
+	return newest
+}
+
+// injector fails a job once (see failOnceWhen).
+type injector struct {
+	check  func()
+	failed atomic.Bool
+}
+
+// failOnceWhen returns a record injector for incrementalJob: after `after`
+// records, each record reads the checkpoint store at cps and asks fire
+// whether to fail now; the first time fire says yes, the job fails with
+// msg (and inj.failed is set). The injector runs in every subtask, so the
+// check and the failure are serialised and happen once.
+func failOnceWhen(t *testing.T, cps string, after int64, msg string, fire func([]*store.Manifest) bool) *injector {
 	var seen atomic.Int64
-	failed := new(atomic.Bool)
+	inj := &injector{}
 	var mu sync.Mutex
-	return func(string) {
-		if seen.Add(1) < after || failed.Load() {
+	inj.check = func() {
+		if seen.Add(1) < after || inj.failed.Load() {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if failed.Load() || !fire(manifests(t, openStore(t, cps, nil))) {
+		if inj.failed.Load() || !fire(manifests(t, openStore(t, cps, nil))) {
 			return
 		}
-		failed.Store(true)
+		inj.failed.Store(true)
 		panic(msg)
-	}, failed
+	}
+	return inj
 }

@@ -40,7 +40,8 @@ type keyedBase[K comparable] struct {
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
 	restored     *runtime.Restored
-	registered   int64 // timers registered, for metrics (metrics_ops.go)
+	registered   int64       // timers registered, for metrics (metrics_ops.go)
+	fail         func(error) // fails the task from any goroutine (BuildContext.Fail)
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
@@ -54,6 +55,7 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 		scheduledAt: math.MaxInt64,
 		restored:    bc.Restored,
 		clk:         bc.Clock,
+		fail:        bc.Fail,
 	}
 }
 

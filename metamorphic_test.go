@@ -1,7 +1,6 @@
 package weir_test
 
 import (
-	"cmp"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -84,10 +83,6 @@ type metaConfig struct {
 	// the Pebble backend) instead of in memory.
 	dirStore bool
 	ckOpts   []weir.CheckpointOption
-	// spanMS is how long the source takes to emit the input in a run with
-	// a failure (default 100 ms), so that checkpoints complete before it
-	// ends.
-	spanMS int
 }
 
 var metaConfigs = []metaConfig{
@@ -114,7 +109,7 @@ var metaConfigs = []metaConfig{
 			return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(4), weir.WithBufferCredits(1),
 				weir.WithRestartStrategy(weir.FixedDelayRestart(1, time.Millisecond))}
 		}},
-	{name: "p=3, Pebble, incremental checkpoints, a failure, restored at p=2", failOnce: true, rescaleTo: 2, dirStore: true, spanMS: 400,
+	{name: "p=3, Pebble, incremental checkpoints, a failure, restored at p=2", failOnce: true, rescaleTo: 2, dirStore: true,
 		opts: func(t *testing.T) []weir.Option {
 			return []weir.Option{weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir()))}
 		}},
@@ -342,7 +337,7 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	t.Helper()
 	if !c.failOnce {
 		env := weir.NewEnvironment(append(c.opts(t), metaQuiet)...)
-		col := weir.Collect(p.build(env, 0, nil))
+		col := weir.Collect(p.build(env, nil, nil))
 		if err := env.Execute(t.Context(), "metamorphic"); err != nil {
 			t.Fatalf("config %q: %v", c.name, err)
 		}
@@ -362,18 +357,22 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	execute := func(opts []weir.Option, inject *atomic.Bool) error {
 		env := weir.NewEnvironment(append(opts, metaQuiet)...)
 		env.EnableCheckpointing(time.Millisecond, append([]weir.CheckpointOption{weir.WithCheckpointStore(store), weir.RestoreFromLatest()}, c.ckOpts...)...)
-		fail := func(e mev) mev { return e } // the restored run has the same graph
+		// The failing run's source holds in the middle of each split until
+		// a checkpoint has completed, and the map fails at the first
+		// event after that: the failure always comes after a checkpoint,
+		// however slow the machine. The restored run has the same graph.
+		fail := func(e mev) mev { return e }
+		var gate *ckGate
 		if inject != nil {
-			var seen atomic.Int64
+			gate = newCkGate(store, nil)
 			fail = func(e mev) mev {
-				if seen.Add(1) > p.n/2 && !inject.Load() && hasCheckpoint(t, store) && inject.CompareAndSwap(false, true) {
+				if gate.open() && inject.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
 				return e
 			}
 		}
-		span := cmp.Or(c.spanMS, 100)
-		lines := p.build(env, float64(p.n)*1000/float64(span), fail)
+		lines := p.build(env, fail, gate)
 		weir.FileSink(lines, dir, func(s string) []byte { return []byte(s) })
 		return env.Execute(t.Context(), "metamorphic")
 	}
@@ -388,7 +387,7 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 		t.Fatalf("config %q: %v", c.name, err)
 	}
 	if !failed.Load() {
-		t.Logf("config %q: no checkpoint before half the input; ran without a failure", c.name)
+		t.Fatalf("config %q: the injected failure never happened", c.name)
 	}
 	got, err := weir.ReadCommittedLines(dir)
 	if err != nil {
@@ -398,25 +397,22 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	return got
 }
 
-// hasCheckpoint reports whether store holds a completed checkpoint.
-func hasCheckpoint(t *testing.T, store weir.CheckpointStore) bool {
-	cp, err := store.Latest(t.Context())
-	return err == nil && cp != nil
-}
-
-// build adds the pipeline to env: the source at rate events/s (0: as
-// fast as it goes), a map calling fail on every event if fail is set,
-// the stages and the formatting of the output. A run with a failure keeps
-// the source at parallelism 2, since the generator's splits depend on its
-// parallelism and a restore at another one must find the same splits; the
-// source has a UID because its chaining to the map, and so its automatic
-// id and those after it (as in Flink), change with the map's parallelism.
-func (p *metaPipeline) build(env *weir.Environment, rate float64, fail func(mev) mev) weir.DataStream[string] {
+// build adds the pipeline to env: the source as fast as it goes, a map
+// calling fail on every event if fail is set, the stages and the
+// formatting of the output. A run with fail set (a configuration with a
+// failure) reads a heldGenerate source held by gate (nil: never held) at
+// parallelism 2, since the generator's splits depend on its parallelism
+// and a restore at another one must find the same splits; the source has
+// a UID because its chaining to the map, and so its automatic id and those
+// after it (as in Flink), change with the map's parallelism.
+func (p *metaPipeline) build(env *weir.Environment, fail func(mev) mev, gate *ckGate) weir.DataStream[string] {
 	strategy := weir.ForBoundedOutOfOrderness[mev](time.Duration(p.disorder) * time.Millisecond).
 		WithTimestampAssigner(func(e mev, _ int64) int64 { return e.TS })
-	s := weir.Generate(env, p.n, rate, p.event, strategy).UID("source")
-	if fail != nil {
-		s = weir.Map(s.SetParallelism(2), fail)
+	var s weir.DataStream[mev]
+	if fail == nil {
+		s = weir.Generate(env, p.n, 0, p.event, strategy).UID("source")
+	} else {
+		s = weir.Map(heldGenerate(env, p.n, p.event, gate, strategy).SetParallelism(2).UID("source"), fail)
 	}
 	for _, st := range p.stages {
 		s = st(s)

@@ -134,7 +134,11 @@ func (b *keyedBase[K]) openStateBackend() error {
 		return fmt.Errorf("pebble state backend: %w", err)
 	}
 	first, last := b.backend.KeyGroupRange()
-	pb, err := pebblestate.RestoreImages[K](images, dir, first, last, b.clk, p.opts)
+	// A database failing on one of Pebble's goroutines fails the task
+	// (pebblestate's fault.go), never the process.
+	opts := p.opts
+	opts.OnFault = b.fail
+	pb, err := pebblestate.RestoreImages[K](images, dir, first, last, b.clk, opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return err

@@ -28,8 +28,7 @@ func TestJoinAgreesWithCoProcess(t *testing.T) {
 				env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(p)}, opts...)...)
 				cpMatches, cpUnmatched := Build(env, n)
 				join := BuildJoin(env, n) // the same data, in the same job
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
+				ctx := t.Context()        // no deadline: a hang ends at go test's -timeout
 				if err := env.Execute(ctx, "both"); err != nil {
 					t.Fatal(err)
 				}
@@ -119,8 +118,7 @@ func TestJoinWithLateRecords(t *testing.T) {
 		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) {
 			env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(16), weir.WithAutoWatermarkInterval(time.Millisecond))
 			res := buildJoin(env, n, perEvent[Order](time.Second), perEvent[Payment](time.Second))
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
+			ctx := t.Context() // no deadline: a hang ends at go test's -timeout
 			if err := env.Execute(ctx, "late"); err != nil {
 				t.Fatal(err)
 			}

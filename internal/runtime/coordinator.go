@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
@@ -325,7 +326,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 	if p.sp != nil {
 		c.pending = nil
 		c.lastEnd = now
-		err := p.sp.Persist(pctx, p.id, p.acks)
+		err := persist(pctx, p.sp.Persist, p.id, p.acks)
 		if err != nil {
 			err = fmt.Errorf("savepoint %d could not be stored: %w", p.id, err)
 		} else if p.stop != nil {
@@ -341,7 +342,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 		return
 	}
 	if c.cfg.Persist != nil {
-		if err := c.cfg.Persist(pctx, p.id, p.acks); err != nil {
+		if err := persist(pctx, c.cfg.Persist, p.id, p.acks); err != nil {
 			if ctx.Err() != nil {
 				c.pending = nil
 				return
@@ -362,6 +363,19 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 	if c.cfg.OnComplete != nil {
 		c.cfg.OnComplete(p.id)
 	}
+}
+
+// persist runs a Persist function, turning a panic in it (a store, an
+// upload, the conversion of a savepoint) into an error: the checkpoint
+// fails as when it cannot be stored, and the coordinator's goroutine, so
+// the process, lives on.
+func persist(ctx context.Context, f func(context.Context, int64, []TaskAck) error, id int64, acks []TaskAck) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while storing: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return f(ctx, id, acks)
 }
 
 // notifyStopped tells every task that the stop-with-savepoint completed

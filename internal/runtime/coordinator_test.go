@@ -347,3 +347,17 @@ func TestCoordinatorStopWithSavepointHoldsSources(t *testing.T) {
 		t.Fatalf("the held source ended with %v, want context.Canceled (ending its task at once)", err)
 	}
 }
+
+// TestCoordinatorPersistPanicFailsTheCheckpoint: a panic while a
+// checkpoint is stored (in a store or an upload, on the coordinator's
+// goroutine) fails that checkpoint instead of the process.
+func TestCoordinatorPersistPanicFailsTheCheckpoint(t *testing.T) {
+	r := newCoordRig(t, CheckpointConfig{Interval: 10 * time.Millisecond})
+	r.c.cfg.Persist = func(context.Context, int64, []TaskAck) error { panic("upload exploded") }
+	r.tick(10)
+	r.ackAll(1)
+	if r.c.pending != nil || len(r.fail) != 1 || !strings.Contains(r.fail[0].Error(), "upload exploded") ||
+		!strings.Contains(r.fail[0].Error(), "could not be stored") {
+		t.Fatalf("pending %v, fail calls %v", r.c.pending, r.fail)
+	}
+}

@@ -95,6 +95,11 @@ type BuildContext struct {
 	// Mailbox is the task's mailbox, for operators that wait on other
 	// goroutines (mailbox.go).
 	Mailbox *Mailbox
+	// Fail fails the operator's task from any goroutine (Task.Fail), with
+	// err wrapped in an OperatorError naming the operator: for failures
+	// outside the task's steps, such as a state backend's database failing
+	// on a goroutine of its own. It never blocks. Nil outside a plan.
+	Fail func(err error)
 }
 
 // Side returns the side output for tag, or nil if nobody consumes it.
@@ -398,6 +403,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
 			UID: UIDOf(n), Restored: restoredFor(cfg.Restore[UIDOf(n)], sub, kgs),
 			Mailbox: t.Mailbox(),
+			Fail:    func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
 		}
 		b, err := n.Build(bc)
 		if err != nil {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -247,5 +248,30 @@ func TestForwardKeepsSubtasksApart(t *testing.T) {
 	}
 	if len(s1.wms) != 1 || s1.wms[0] != 9 || len(s1.recs) != 1 {
 		t.Fatalf("subtask 1 saw %v / %v", s1.wms, s1.recs)
+	}
+}
+
+// TestTaskFailStopsAnIdleTask fails a running task from another goroutine
+// while it waits for input (a state backend failing on a goroutine of its
+// own): Run returns the failure, and a task driven step by step returns
+// it from its next step.
+func TestTaskFailStopsAnIdleTask(t *testing.T) {
+	task := NewTask("t", 0, clock.NewManual(0))
+	task.SetInbox(make(chan message, 1))
+	task.SetDone(func() bool { return false })
+	done := make(chan error, 1)
+	go func() { done <- task.Run(context.Background()) }()
+	failure := errors.New("database failed")
+	task.Fail(failure)
+	task.Fail(errors.New("a later failure")) // the first one wins
+	if err := <-done; !errors.Is(err, failure) {
+		t.Fatalf("Run returned %v, want the failure", err)
+	}
+
+	stepped := NewTask("s", 0, clock.NewManual(0))
+	stepped.Fail(failure)
+	ran := false
+	if err := stepped.Do(func() error { ran = true; return nil }); !errors.Is(err, failure) || ran {
+		t.Fatalf("Do after Fail: err %v, ran %v", err, ran)
 	}
 }

@@ -142,6 +142,7 @@ type Task struct {
 	// parallelism of the task's operators (recorded with channel state)
 	parallelism int
 	finished    atomic.Bool
+	failure     atomic.Pointer[error] // the first failure reported by Fail
 }
 
 type namedLifecycle struct {
@@ -226,6 +227,9 @@ func (t *Task) NextProcessingTime() (int64, bool) {
 // time order (callbacks scheduled meanwhile with a due time run too), then
 // flushes.
 func (t *Task) AdvanceProcessingTime(now int64) error {
+	if err := t.Failure(); err != nil {
+		return err
+	}
 	t.armedAt = MaxWatermark
 	for len(t.timers) > 0 && t.timers[0].at <= now {
 		cb := heap.Pop(&t.timers).(*ptCallback)
@@ -278,9 +282,35 @@ func (t *Task) Close() error {
 	return first
 }
 
+// Fail fails the task from any goroutine, for a failure that happens
+// outside its steps (a state backend's database failing on one of its own
+// goroutines): the task stops with err before its next step, Run also
+// when it is idle, and the job's failure handling applies as for any
+// failed task. The first failure wins; Fail never blocks.
+func (t *Task) Fail(err error) {
+	if err == nil || !t.failure.CompareAndSwap(nil, &err) {
+		return
+	}
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Failure returns the failure reported by Fail, or nil.
+func (t *Task) Failure() error {
+	if p := t.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Do runs one step given as a function (a test harness feeding a gate
 // directly), turning a panic into an error, then flushes.
 func (t *Task) Do(f func() error) error {
+	if err := t.Failure(); err != nil {
+		return err
+	}
 	if err := t.guard(f); err != nil {
 		return err
 	}
@@ -311,6 +341,9 @@ func (t *Task) Drain() (int, error) {
 
 // Step processes one inbox message and flushes.
 func (t *Task) Step(m message) error {
+	if err := t.Failure(); err != nil {
+		return err
+	}
 	if err := t.guard(m.process); err != nil {
 		return err
 	}
@@ -427,6 +460,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 				m = nil
 			}
 		}
+		if err := t.Failure(); err != nil {
+			return err
+		}
 		if m != nil {
 			if err := t.Step(m); err != nil {
 				return err
@@ -449,6 +485,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	}
 	t.Metrics.BusyNanos.Add(int64(time.Since(last)))
 	t.refresh(time.Now(), true)
+	if err := t.Failure(); err != nil {
+		return err
+	}
 	t.finishAsync()
 	return nil
 }

@@ -466,32 +466,13 @@ func (c *core) verifyShared(ctx context.Context, m *Manifest, name string) error
 	return err
 }
 
-// linker is implemented by backends that may hard-link shared files to
-// and from local paths.
-type linker interface {
-	// canLink reports whether the links can work at all.
-	canLink() bool
-	// link links shared file name to dst.
-	link(name, dst string) error
-	// linkShared stores the file at src as shared file name by a link,
-	// durably.
-	linkShared(src, name string) error
-}
-
+// copyShared streams the shared file name that m references to a new
+// file dst, verifying it: a restore lays out its own copy of every file,
+// never a link, so that a database never shares a file with the store
+// (damage to one never reaches the other).
 func (c *core) copyShared(ctx context.Context, m *Manifest, name, dst string) (err error) {
 	if m == nil {
 		return errors.New("checkpoint store: CopyShared with a nil manifest")
-	}
-	if l, ok := c.b.(linker); ok && l.canLink() {
-		// Verify the stored file, then link it: a shared file is never
-		// written again once stored.
-		if _, err := c.checkShared(ctx, m, name, false); err != nil {
-			return err
-		}
-		if err := l.link(name, dst); err == nil {
-			return nil
-		}
-		// Another file system, or links unsupported: copy.
 	}
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -776,18 +757,9 @@ func (w *writer) WriteShared(ctx context.Context, name string, data []byte) erro
 // WriteSharedFile implements Writer.
 func (w *writer) WriteSharedFile(ctx context.Context, name, path string) error {
 	return w.writeShared(ctx, name, func() (FileInfo, error) {
-		if l, ok := w.c.b.(linker); ok && l.canLink() {
-			fi, err := fileInfo(path)
-			if err != nil {
-				return fi, err
-			}
-			if err := l.linkShared(path, name); err == nil {
-				return fi, nil
-			}
-			// Another file system, or links unsupported: copy.
-		}
 		// Streamed from the file (twice: once for the checksum, once
-		// to store it), never held in memory.
+		// to store it), never held in memory; the store keeps its own
+		// copy, never a link: the file belongs to a live database.
 		f, err := os.Open(path)
 		if err != nil {
 			return FileInfo{}, err
@@ -799,16 +771,6 @@ func (w *writer) WriteSharedFile(ctx context.Context, name, path string) error {
 		}
 		return fi, w.c.b.putShared(ctx, name, f, fi.Size)
 	})
-}
-
-// fileInfo returns the size and checksum of the file at path.
-func fileInfo(path string) (FileInfo, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	defer f.Close()
-	return readerInfo(f)
 }
 
 // readerInfo returns the size and checksum of what r holds.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -218,31 +217,6 @@ func (b *localBackend) remove(ctx context.Context, dir string) error {
 	return b.fs.SyncDir(b.root)
 }
 
-// canLink reports whether the store is on the operating system's file
-// system, where link works (unless dst is on another one).
-func (b *localBackend) canLink() bool {
-	_, ok := b.fs.(OSFS)
-	return ok
-}
-
-// link hard-links the shared file name to dst.
-func (b *localBackend) link(name, dst string) error {
-	return os.Link(b.path(sharedDir, name), dst)
-}
-
-// linkShared stores src as root/shared/name by a hard link and fsyncs it
-// (its directory entry is made durable by syncShared).
-func (b *localBackend) linkShared(src, name string) error {
-	p, err := b.prepareShared(name)
-	if err != nil {
-		return err
-	}
-	if err := os.Link(src, p); err != nil {
-		return err
-	}
-	return fsync(p)
-}
-
 // putShared writes root/shared/name as a new file, creating the directory
 // (durably) the first time.
 func (b *localBackend) putShared(ctx context.Context, name string, r io.ReaderAt, size int64) error {
@@ -258,8 +232,8 @@ func (b *localBackend) putShared(ctx context.Context, name string, r io.ReaderAt
 
 // prepareShared returns the path of shared file name, creating the
 // directory (durably) the first time. A file of the name left over
-// (unreferenced, not yet collected) is removed, not overwritten, because
-// a restored database may have it linked (CopyShared).
+// (unreferenced, not yet collected) is removed, not overwritten: a
+// reader may still have it open.
 func (b *localBackend) prepareShared(name string) (string, error) {
 	dir := b.path(sharedDir)
 	if _, err := b.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {

@@ -279,15 +279,16 @@ func testSharedCopy(t *testing.T, b backing) {
 	}
 }
 
-// TestWriteSharedFileLinksLocalFiles: a directory store on the operating
-// system's file system stores a local file by linking it.
-func TestWriteSharedFileLinksLocalFiles(t *testing.T) {
+// TestWriteSharedFileCopiesLocalFiles: a directory store keeps its own
+// copy of a local file it stores (never a hard link), so damage to the
+// file, which belongs to a live database, never reaches the store.
+func TestWriteSharedFileCopiesLocalFiles(t *testing.T) {
 	root := t.TempDir()
 	s, err := NewLocal(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _ := commitFromFile(t, s)
+	src, m := commitFromFile(t, s)
 	a, err := os.Stat(src)
 	if err != nil {
 		t.Fatal(err)
@@ -296,16 +297,20 @@ func TestWriteSharedFileLinksLocalFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !os.SameFile(a, stored) {
-		t.Fatal("WriteSharedFile copied a file it could have linked")
+	if os.SameFile(a, stored) {
+		t.Fatal("WriteSharedFile linked the database's file into the store")
+	}
+	damageFile(t, src)
+	if data, err := s.ReadShared(ctx, m, "f"); err != nil || string(data) != string(sharedData("f")) {
+		t.Fatalf("after the source was damaged, ReadShared f = %q, %v", data, err)
 	}
 }
 
-// TestCopySharedLinksLocalFiles: a directory store on the operating
-// system's file system hard-links shared files instead of copying them,
-// and the link survives the store deleting its file or writing a file of
-// the same name again.
-func TestCopySharedLinksLocalFiles(t *testing.T) {
+// TestCopySharedCopiesLocalFiles: a restore gets its own copy of every
+// shared file (never a hard link), so damage to the store's file never
+// reaches a database laid out from it, nor does the store writing a file
+// of the same name again or deleting it.
+func TestCopySharedCopiesLocalFiles(t *testing.T) {
 	root := t.TempDir()
 	s, err := NewLocal(root)
 	if err != nil {
@@ -326,19 +331,19 @@ func TestCopySharedLinksLocalFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !os.SameFile(stored, placed) {
-		t.Fatal("CopyShared copied a file it could have linked")
+	if os.SameFile(stored, placed) {
+		t.Fatal("CopyShared linked the store's file into the database")
 	}
-	// The store writes a shared file of the same name anew (say after
-	// retention dropped the checkpoints referencing it): the placed file
-	// keeps its contents.
+	damageFile(t, filepath.Join(root, sharedDir, "a"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "a")); string(got) != string(sharedData("a")) {
+		t.Fatalf("damaging the stored file changed the placed one to %q", got)
+	}
 	if err := s.c.b.putShared(ctx, "a", strings.NewReader("other contents"), int64(len("other contents"))); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "a")); string(got) != string(sharedData("a")) {
 		t.Fatalf("rewriting the stored file changed the placed one to %q", got)
 	}
-	// The store deletes its file: the placed one stays.
 	writeIncremental(t, s, 2, "c")
 	if err := s.Retain(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -348,6 +353,25 @@ func TestCopySharedLinksLocalFiles(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "b")); string(got) != string(sharedData("b")) {
 		t.Fatalf("after retention the placed b holds %q", got)
+	}
+}
+
+// damageFile flips a byte of the file at p in place (the same inode, as
+// a failing disk or a stray write would).
+func damageFile(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x55
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

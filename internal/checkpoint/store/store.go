@@ -74,10 +74,10 @@ type Store interface {
 
 	// CopyShared places the shared file name that the checkpoint m
 	// references at the local path dst (which must not exist), with the
-	// checks of ReadShared, without holding it in memory: a directory
-	// store on the operating system's file system hard-links it when it
-	// can (the files are immutable), otherwise the file is streamed into
-	// dst. On an error dst is removed.
+	// checks of ReadShared, streamed into dst without being held in
+	// memory. dst is always a copy, never a link to the store's file, so
+	// that damage to one never reaches the other. On an error dst is
+	// removed.
 	CopyShared(ctx context.Context, m *Manifest, name, dst string) error
 
 	// List returns the completed checkpoints and savepoints in ascending id
@@ -128,9 +128,9 @@ type Writer interface {
 	WriteShared(ctx context.Context, name string, data []byte) error
 
 	// WriteSharedFile is WriteShared with the contents of the local file
-	// at path, which must never change afterwards: a directory store on
-	// the operating system's file system hard-links it when it can
-	// (database files are immutable), otherwise its contents are written.
+	// at path, streamed by a directory store (never held in memory). The
+	// store keeps its own copy, never a link to path, so that damage to
+	// the file (a live database's) never reaches the store.
 	WriteSharedFile(ctx context.Context, name, path string) error
 
 	// ReuseShared makes the checkpoint reference the shared file name that

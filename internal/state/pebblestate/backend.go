@@ -47,13 +47,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log"
 	"os"
 	"reflect"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/weirstream/weir/internal/clock"
 	istate "github.com/weirstream/weir/internal/state"
@@ -72,6 +72,16 @@ type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes; 0 means
 	// DefaultCacheSize.
 	CacheSize int64
+	// OnFault, if set, is called once with the database's fault: the
+	// first fatal error, background error (a failed flush or compaction)
+	// or damaged file Pebble reports, often on a goroutine of its own
+	// (see fault.go). It must not block or use the backend; the owner
+	// should stop using the backend and Discard it (the runtime fails the
+	// owning task).
+	OnFault func(error)
+	// FS is the file system of the database; nil means the operating
+	// system's. Tests inject failures through it (Pebble's vfs/errorfs).
+	FS vfs.FS
 }
 
 // Defaults of Options. Pebble's own (4 MiB memtable, 8 MiB cache) make a
@@ -107,6 +117,9 @@ type Backend[K comparable] struct {
 	instance string            // random name prefix of the shared files this DB writes
 	uploaded map[string]string // local immutable file name -> shared file name
 	staged   []*Staged         // staged checkpoints not yet discarded (staged.go)
+
+	fault *fault // the database's first fatal or background error (fault.go)
+	fs    vfs.FS // Options.FS
 }
 
 var writeOpts = pebble.NoSync
@@ -137,9 +150,11 @@ func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Optio
 	}
 	po := &pebble.Options{
 		DisableWAL:   true, // checkpoints flush first; state is rebuilt from checkpoints
-		Logger:       quietLogger{},
 		MemTableSize: opts.MemTableSize,
+		FS:           opts.FS,
 	}
+	f := newFault(opts.OnFault)
+	f.configure(po, dir)
 	// Bloom filters on every level: point reads of state skip the SST
 	// files that do not hold the key.
 	for i := range po.Levels {
@@ -163,8 +178,14 @@ func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Optio
 		pending:  make(map[string]*pendingInfo),
 		instance: randomName(),
 		uploaded: make(map[string]string),
+		fault:    f,
+		fs:       opts.FS,
 	}
 	if err := b.load(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := b.Err(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -196,7 +217,7 @@ func (b *Backend[K]) Close() error {
 	if b.db == nil {
 		return nil
 	}
-	err := b.db.Flush()
+	err := b.flush()
 	if cerr := b.db.Close(); err == nil {
 		err = cerr
 	}
@@ -261,23 +282,33 @@ func (b *Backend[K]) CurrentKey() K { return b.key }
 func (b *Backend[K]) CurrentKeyGroup() int { return b.kg }
 
 // Flush writes the memtable to SST files on disk.
-func (b *Backend[K]) Flush() error { return b.db.Flush() }
+func (b *Backend[K]) Flush() error { return b.flush() }
 
 // Compact flushes the memtable and compacts the whole database, so that
 // its files are as few as they can be.
 func (b *Backend[K]) Compact() error {
-	if err := b.db.Flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return err
 	}
-	return b.db.Compact(context.Background(), []byte{0}, []byte{0xFF, 0xFF, 0xFF}, false)
+	// A manual compaction waits for its retries, which never succeed once
+	// the database has a fault: the fault cancels it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.fault.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := b.db.Compact(ctx, []byte{0}, []byte{0xFF, 0xFF, 0xFF}, false); err != nil {
+		if ferr := b.Err(); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	return b.Err()
 }
-
-// quietLogger drops Pebble's informational messages and logs its errors.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)           {}
-func (quietLogger) Errorf(format string, a ...any) { log.Printf("pebblestate: "+format, a...) }
-func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
 
 // --- keys ---
 

@@ -214,6 +214,7 @@ func (s *List[K, N, V]) Update(vs []V) {
 }
 
 func (s *List[K, N, V]) merge(key, chunk []byte) {
+	s.b.check()
 	if err := s.b.db.Merge(key, chunk, writeOpts); err != nil {
 		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
 	}

@@ -127,6 +127,7 @@ func (s *Map[K, N, UK, UV]) PutAll(m map[UK]UV) {
 		return
 	}
 	now := s.now()
+	s.b.check()
 	batch := s.b.db.NewBatch()
 	defer batch.Close()
 	for k, v := range m {
@@ -154,6 +155,7 @@ func (s *Map[K, N, UK, UV]) Contains(k UK) bool {
 // iterator sees the state as of the call; f may modify it.
 func (s *Map[K, N, UK, UV]) iterate(f func(key []byte, k UK, raw []byte) bool) {
 	lo := slices.Clone(s.dbKey())
+	s.b.check()
 	it, err := s.b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
 	if err != nil {
 		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
@@ -239,6 +241,7 @@ func (s *Map[K, N, UK, UV]) IsEmpty() bool {
 
 // Clear removes all entries of the current key and namespace.
 func (s *Map[K, N, UK, UV]) Clear() {
+	s.b.check()
 	batch := s.b.db.NewBatch()
 	defer batch.Close()
 	s.iterate(func(key []byte, _ UK, _ []byte) bool {

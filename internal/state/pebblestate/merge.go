@@ -13,12 +13,20 @@ import (
 // key-group range into the backend, mapping the database's state ids to
 // the backend's by state name. States of one name must have the same
 // kind, stored types and TTL timestamps in both.
-func (b *Backend[K]) mergeFrom(dir string, what string) error {
-	db, err := pebble.Open(dir, &pebble.Options{DisableWAL: true, Logger: quietLogger{}})
+func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
+	po := &pebble.Options{DisableWAL: true, FS: b.fs}
+	f := newFault(nil)
+	f.configure(po, dir)
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return fmt.Errorf("pebblestate: merging %s: %w", what, err)
 	}
-	defer db.Close()
+	defer func() {
+		_ = db.Close()
+		if ferr := f.get(); err == nil && ferr != nil {
+			err = fmt.Errorf("pebblestate: merging %s: %w", what, ferr)
+		}
+	}()
 	fail := func(err error) error { return fmt.Errorf("pebblestate: merging %s: %w", what, err) }
 	kt, closer, err := db.Get(metaKey(metaKeyType, ""))
 	if err != nil {

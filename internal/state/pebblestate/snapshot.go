@@ -68,6 +68,9 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 		}
 		states = append(states, istate.KeyGroupState{Name: name, Kind: h.kind, TTL: h.ts, Types: h.types, Count: h.count, Payload: payload})
 	}
+	if err := b.Err(); err != nil {
+		return nil, err // what was read may be damaged
+	}
 	return istate.AppendKeyGroupFrame(nil, kg, b.keyType, states)
 }
 

@@ -150,7 +150,7 @@ func (b *Backend[K]) Stage(id int64) (*Staged, error) {
 
 func (b *Backend[K]) stage(id int64) (*Staged, error) {
 	b.discardStaged()
-	if err := b.db.Flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return nil, err
 	}
 	dir := fmt.Sprintf("%s.chk-%d-%s", filepath.Clean(b.dir), id, randomName())
@@ -185,6 +185,11 @@ func (b *Backend[K]) stage(id int64) (*Staged, error) {
 		s.Files = append(s.Files, f)
 	}
 	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Name < s.Files[j].Name })
+	if err := b.Err(); err != nil {
+		// The files may be damaged: no checkpoint of them.
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	b.staged = append(b.staged, s)
 	return s, nil
 }

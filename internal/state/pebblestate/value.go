@@ -62,6 +62,7 @@ func (h *handle[K, N]) dbKey() []byte {
 // get returns a copy of the value stored under key (valid until the next
 // get), or false.
 func (h *handle[K, N]) get(key []byte) ([]byte, bool) {
+	h.b.check()
 	v, closer, err := h.b.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false
@@ -75,12 +76,14 @@ func (h *handle[K, N]) get(key []byte) ([]byte, bool) {
 }
 
 func (h *handle[K, N]) set(key, v []byte) {
+	h.b.check()
 	if err := h.b.db.Set(key, v, writeOpts); err != nil {
 		panic(fmt.Errorf("pebblestate: state %q: %w", h.r.name, err))
 	}
 }
 
 func (h *handle[K, N]) del(key []byte) {
+	h.b.check()
 	if err := h.b.db.Delete(key, writeOpts); err != nil {
 		panic(fmt.Errorf("pebblestate: state %q: %w", h.r.name, err))
 	}
