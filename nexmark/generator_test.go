@@ -322,9 +322,11 @@ func TestSourceMatchesGenerators(t *testing.T) {
 	}
 	for _, src := range []string{"generator", "memory", "memory again"} {
 		env := weir.NewEnvironment(weir.WithParallelism(2))
-		events := Events(env, cfg)
 		var ms *MemorySource
-		if src != "generator" {
+		var events weir.DataStream[Event]
+		if src == "generator" {
+			events = Events(env, cfg)
+		} else {
 			ms = mem.Source()
 			events = ms.Events(env)
 		}

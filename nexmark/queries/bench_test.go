@@ -41,9 +41,11 @@ func BenchmarkQuery(b *testing.B) {
 			var results int64
 			for n := 0; b.Loop(); n++ {
 				env := weir.NewEnvironment(weir.WithParallelism(2))
-				events := nexmark.Events(env, cfg)
+				var events weir.DataStream[nexmark.Event]
 				if mem != nil {
 					events = mem.Source().Events(env)
+				} else {
+					events = nexmark.Events(env, cfg)
 				}
 				q.Build(events, Options{SideInput: side, OutputDir: filepath.Join(dir, "out", q.Name, string(rune('a'+i)), string(rune('a'+n%26)))})
 				h, err := env.ExecuteAsync(context.Background(), q.Name)

@@ -220,9 +220,11 @@ func TestRegistry(t *testing.T) {
 		var counts [2]int64
 		for i := range counts {
 			env := weir.NewEnvironment(weir.WithParallelism(testParallelism))
-			events := nexmark.Events(env, cfg)
+			var events weir.DataStream[nexmark.Event]
 			if i == 1 {
 				events = mem.Source().Events(env)
+			} else {
+				events = nexmark.Events(env, cfg)
 			}
 			opts.OutputDir = fmt.Sprintf("%s/%s-%d", dir, q.Name, i)
 			q.Build(events, opts)

@@ -121,8 +121,13 @@ type Q21Result struct {
 	ChannelID string
 }
 
-// channelIDPattern is Q21's REGEXP_EXTRACT pattern; group 2 is the id.
-var channelIDPattern = regexp.MustCompile(`(&|^)channel_id=([^&]*)`)
+// channelIDPattern is the part of Q21's REGEXP_EXTRACT pattern
+// `(&|^)channel_id=([^&]*)` after its leading alternation, which channelID
+// checks itself: with a literal prefix, Go's regexp finds a candidate with
+// a substring search instead of trying the alternation at every position
+// (about 6x faster here; the Flink module does the same with
+// java.util.regex).
+var channelIDPattern = regexp.MustCompile(`channel_id=([^&]*)`)
 
 // Q21 adds a channel id: the four named channels get ids "0" to "3", any
 // other the channel_id parameter of the bid's URL, extracted with a
@@ -136,7 +141,9 @@ var channelIDPattern = regexp.MustCompile(`(&|^)channel_id=([^&]*)`)
 //	  OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')
 //
 // The named channels are recognised first, so the URL of such a bid is
-// not searched (the result is the same).
+// not searched (the result is the same). The pattern is searched as
+// `channel_id=([^&]*)`, taking the first match at the start of the URL or
+// after an '&': the same match as the SQL's pattern.
 func Q21(events weir.DataStream[nexmark.Event]) weir.DataStream[Q21Result] {
 	return weir.FlatMap(weir.Filter(events, isBid).Name("Bids"), func(e nexmark.Event, out weir.Collector[Q21Result]) error {
 		b := &e.Bid
@@ -160,11 +167,17 @@ func channelID(channel, url string) (string, bool) {
 	case strings.EqualFold(channel, "baidu"):
 		return "3", true
 	}
-	m := channelIDPattern.FindStringSubmatchIndex(url)
-	if m == nil || m[4] < 0 {
-		return "", false
+	for from := 0; from < len(url); {
+		m := channelIDPattern.FindStringSubmatchIndex(url[from:])
+		if m == nil {
+			return "", false
+		}
+		if at := from + m[0]; at == 0 || url[at-1] == '&' {
+			return url[from+m[2] : from+m[3]], true
+		}
+		from += m[0] + 1
 	}
-	return url[m[4]:m[5]], true
+	return "", false
 }
 
 // Q22Result is a bid with the first three directories of its URL's path.

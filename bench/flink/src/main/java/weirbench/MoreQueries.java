@@ -355,7 +355,12 @@ final class MoreQueries {
         return n;
     }
 
-    static final Pattern CHANNEL_ID = Pattern.compile("(&|^)channel_id=([^&]*)");
+    /**
+     * The part of q21's pattern {@code (&|^)channel_id=([^&]*)} after its leading alternation,
+     * which ChannelId checks itself (as the Go query, whose regexp package needs the literal
+     * prefix to search fast): the same matches.
+     */
+    static final Pattern CHANNEL_ID = Pattern.compile("channel_id=([^&]*)");
 
     /** q21: the named channels' ids 0-3, else the channel_id of the URL (a regular expression); bids with neither dropped. */
     static DataStream<Results.Q21> q21(DataStream<Event> events) {
@@ -384,14 +389,27 @@ final class MoreQueries {
             } else if (b.channel.equalsIgnoreCase("baidu")) {
                 id = "3";
             } else {
-                m.reset(b.url);
-                if (!m.find()) {
+                id = channelId(m, b.url);
+                if (id == null) {
                     return;
                 }
-                id = m.group(2);
             }
             out.collect(new Results.Q21(b.auction, b.bidder, b.price, b.channel, id));
         }
+    }
+
+    /** The first channel_id= value at the start of url or after an '&', or null. */
+    static String channelId(Matcher m, String url) {
+        m.reset(url);
+        int from = 0;
+        while (from < url.length() && m.find(from)) {
+            int at = m.start();
+            if (at == 0 || url.charAt(at - 1) == '&') {
+                return m.group(1);
+            }
+            from = at + 1;
+        }
+        return null;
     }
 
     /** q22: SPLIT_INDEX(url, '/', 3), 4 and 5 ("" for NULL). */
