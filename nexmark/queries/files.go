@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/nexmark"
 )
 
@@ -39,10 +40,10 @@ type Q10Row struct {
 // "auction,bidder,price,yyyy-MM-dd HH:mm:ss.SSS,extra" (the partition
 // columns are in the path, as Flink's file system sink writes them). Part
 // files appear under their final names when the checkpoint covering them
-// completes, or when a bounded job ends (weir.FileSink).
+// completes, or when a bounded job ends (connector/file's Sink).
 func Q10(events weir.DataStream[nexmark.Event], dir string) weir.Sink {
 	rows := weir.ProcessStream(weir.Filter(events, isBid).Name("Bids"), &q10Rows{}).Name("Q10 partition")
-	return weir.FileSink(rows, dir, Q10Line, weir.FileBuckets(func(r Q10Row, _ int64) string { return r.Partition }))
+	return file.Sink(rows, dir, Q10Line, file.Buckets(func(r Q10Row, _ int64) string { return r.Partition })).UID("q10-files")
 }
 
 // q10Rows derives the partition columns; a subtask keeps the strings of the
