@@ -87,7 +87,9 @@ log "building weir (go build ./cmd/weir)"
 WEIR=$WORK/weir
 log "building the Flink module (mvn -q -f bench/flink package)"
 mvn -q -B -f "$ROOT/bench/flink/pom.xml" package -DskipTests
-FLINK_JAR=$ROOT/bench/flink/target/weir-nexmark-flink.jar
+# A copy, so that a rebuild while the comparison runs does not change the jar under it.
+cp "$ROOT/bench/flink/target/weir-nexmark-flink.jar" "$WORK/weir-nexmark-flink.jar"
+FLINK_JAR=$WORK/weir-nexmark-flink.jar
 read -r -a JVM_OPTS <"$ROOT/bench/flink/target/jvm.opts"
 read -r -a EXTRA_OPTS <<<"$FLINK_JAVA_OPTS"
 flink() { java "${JVM_OPTS[@]}" "${EXTRA_OPTS[@]}" -jar "$FLINK_JAR" "$@"; }
