@@ -38,7 +38,13 @@ flags:
   --source KIND       generator: the generators run inside the source, as part of the
                       measurement (default); memory: every generator's events are generated
                       into memory first, then replayed as fast as the job takes them, timed
-                      from the first event read to the end of the job (engine only)
+                      from the first event read to the end of the job (engine only);
+                      kafka: the events are read from a Kafka topic (one partition per
+                      generator, written once when the topic does not exist yet, one text
+                      line per event), timed from job start to end
+  --kafka-bootstrap H:P  the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)
+  --topic NAME        the topic of --source kafka (default: weir-nexmark-e<events>-p<P>-
+                      r<rate>-s<seed>, so that runs with the same flags share it)
   --events N          events to generate, over all generators (default 10000000)
   --parallelism P     parallelism of every operator and number of generators (default: CPUs)
   --rate N            event rate in events per second of event time (default %d); it spaces
@@ -87,6 +93,8 @@ type nexmarkOptions struct {
 	source      string
 	outputDir   string
 	sideInput   string
+	bootstrap   string
+	topic       string
 }
 
 func nexmarkMain(args []string, stdout, stderr io.Writer) int {
@@ -106,6 +114,8 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.source, "source", "generator", "")
 	fs.StringVar(&o.outputDir, "output-dir", "", "")
 	fs.StringVar(&o.sideInput, "side-input", "", "")
+	fs.StringVar(&o.bootstrap, "kafka-bootstrap", os.Getenv("WEIR_KAFKA_BOOTSTRAP"), "")
+	fs.StringVar(&o.topic, "topic", "", "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -136,8 +146,11 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	if !(o.rate > 0) {
 		bad = append(bad, fmt.Sprintf("--rate must be positive, got %v", o.rate))
 	}
-	if o.source != "generator" && o.source != "memory" {
-		bad = append(bad, fmt.Sprintf("--source must be generator or memory, got %q", o.source))
+	if o.source != "generator" && o.source != "memory" && o.source != "kafka" {
+		bad = append(bad, fmt.Sprintf("--source must be generator, memory or kafka, got %q", o.source))
+	}
+	if o.source == "kafka" && o.bootstrap == "" {
+		bad = append(bad, "--source kafka needs --kafka-bootstrap or WEIR_KAFKA_BOOTSTRAP")
 	}
 	if len(bad) > 0 {
 		for _, b := range bad {
@@ -152,7 +165,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		progress = stderr
 	}
-	env, cleanup, err := newNexmarkEnv(o, qs)
+	env, cleanup, err := newNexmarkEnv(ctx, o, qs)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir nexmark: %v\n", err)
 		return 1
@@ -200,12 +213,14 @@ type nexmarkEnv struct {
 	opts      queries.Options
 	keepOut   bool // the output directory was given: keep it
 	outParent string
+	brokers   []string // --source kafka
+	topic     string
 }
 
 // newNexmarkEnv prepares the runs of qs: the memory source's events, a
 // side input and an output directory when a query needs them. cleanup
 // removes what it created.
-func newNexmarkEnv(o nexmarkOptions, qs []queries.Query) (*nexmarkEnv, func(), error) {
+func newNexmarkEnv(ctx context.Context, o nexmarkOptions, qs []queries.Query) (*nexmarkEnv, func(), error) {
 	e := &nexmarkEnv{cfg: nexmark.Config{Events: o.events, Rate: o.rate, Seed: o.seed, DoubleBidderOffset: o.quirk},
 		opts: queries.Options{OutputDir: o.outputDir, SideInput: o.sideInput}, keepOut: o.outputDir != ""}
 	var tmp string
@@ -231,6 +246,12 @@ func newNexmarkEnv(o nexmarkOptions, qs []queries.Query) (*nexmarkEnv, func(), e
 	}
 	if needs("q10") && !e.keepOut {
 		e.outParent = tmp
+	}
+	if o.source == "kafka" {
+		e.brokers, e.topic = strings.Split(o.bootstrap, ","), kafkaTopic(o)
+		if _, err := produceEvents(ctx, e.brokers, e.topic, e.cfg, o.parallelism); err != nil {
+			return nil, cleanup, err
+		}
 	}
 	if o.source == "memory" {
 		m, err := nexmark.NewMemory(e.cfg, o.parallelism)
@@ -263,10 +284,13 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	}
 	env := weir.NewEnvironment(envOpts...)
 	var mem *nexmark.MemorySource
-	if ne.memory != nil {
+	switch {
+	case ne.memory != nil:
 		mem = ne.memory.Source()
 		q.Build(mem.Events(env), opts)
-	} else {
+	case ne.topic != "":
+		q.Build(kafkaEvents(env, ne.brokers, ne.topic, ne.cfg), opts)
+	default:
 		q.Build(nexmark.Events(env, ne.cfg), opts)
 	}
 	debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's

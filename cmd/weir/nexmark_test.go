@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/nexmark/queries"
 )
 
@@ -15,7 +18,8 @@ func TestNexmarkBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--query", "q24"}, `unknown query "q24"`},
-		{[]string{"--source", "kafka"}, `--source must be generator or memory, got "kafka"`},
+		{[]string{"--source", "files"}, `--source must be generator, memory or kafka, got "files"`},
+		{[]string{"--source", "kafka", "--kafka-bootstrap", ""}, "--source kafka needs --kafka-bootstrap"},
 		{[]string{"--query", "q0", "--events", "0"}, "--events must be positive"},
 		{[]string{"--events", "-5"}, "--events must be positive"},
 		{[]string{"--parallelism", "0"}, "--parallelism must be at least 1"},
@@ -144,5 +148,54 @@ func TestNexmarkMemorySource(t *testing.T) {
 	}
 	if n, err := queries.CommittedRows(dir); err != nil || n != 4600 {
 		t.Fatalf("q10 into %s: %d rows, %v", dir, n, err)
+	}
+}
+
+// TestNexmarkKafkaSource writes the events to a topic once and reads them
+// back into the queries: the same results as from the generator; a second
+// run reuses the topic; a topic holding other events is refused.
+func TestNexmarkKafkaSource(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	topic := fmt.Sprintf("weir-nexmark-test-%d", time.Now().UnixNano())
+	args := []string{"nexmark", "--events", "20000", "--parallelism", "2", "--json", "--kafka-bootstrap", broker}
+	results := func(src, query string, extra ...string) map[string]float64 {
+		var out, errb bytes.Buffer
+		var err error
+		if code := run(append(append(args, "--query", query, "--source", src), extra...), &out, &errb); code != 0 {
+			t.Fatalf("%s: code %d, stderr %s", src, code, errb.String())
+		}
+		var all struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		if query != "all" {
+			all.Runs = []map[string]any{nil}
+			err = json.Unmarshal(out.Bytes(), &all.Runs[0])
+		} else {
+			err = json.Unmarshal(out.Bytes(), &all)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v %s", src, err, out.String())
+		}
+		m := map[string]float64{}
+		for _, r := range all.Runs {
+			m[r["query"].(string)] = r["results"].(float64)
+		}
+		return m
+	}
+	gen := results("generator", "all")
+	got := results("kafka", "all", "--topic", topic)
+	for q, n := range gen {
+		if q != "q12" && !queries.OrderDependent(q) && got[q] != n {
+			t.Errorf("%s: %v results from Kafka, %v from the generator", q, got[q], n)
+		}
+	}
+	// The second run reads the topic the first wrote.
+	if again := results("kafka", "q0", "--topic", topic); again["q0"] != gen["q0"] || gen["q0"] == 0 {
+		t.Errorf("q0 again: %v results from Kafka, %v from the generator", again["q0"], gen["q0"])
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"nexmark", "--events", "30000", "--parallelism", "2", "--source", "kafka", "--topic", topic, "--kafka-bootstrap", broker}, &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), "exists with 20000 records") {
+		t.Fatalf("a topic of other events: code %d, stderr %s", code, errb.String())
 	}
 }

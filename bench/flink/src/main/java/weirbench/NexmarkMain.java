@@ -39,7 +39,11 @@ public final class NexmarkMain {
             "  --query QUERY        " + String.join(", ", Queries.NAMES),
             "  --source KIND        generator (the generators run in the source, default) or memory",
             "                       (each split's events generated into memory before the run, then",
-            "                       replayed; engine only)",
+            "                       replayed; engine only), or kafka (the events of --topic, written",
+            "                       by weir nexmark --source kafka, read with Flink's KafkaSource;",
+            "                       the warm-up run reads the same topic)",
+            "  --kafka-bootstrap H:P the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)",
+            "  --topic NAME         the topic of --source kafka (required with it)",
             "  --output-dir DIR     where q10 writes its files (default: a temporary directory, removed)",
             "  --side-input FILE    q13's side input, lines key,value (default: Nexmark's 10,000 rows",
             "                       i,i in a temporary file)",
@@ -62,6 +66,8 @@ public final class NexmarkMain {
         String source = "generator";
         String outputDir;
         String sideInput;
+        String bootstrap = System.getenv("WEIR_KAFKA_BOOTSTRAP");
+        String topic;
     }
 
     static final class UsageException extends Exception {
@@ -106,6 +112,8 @@ public final class NexmarkMain {
                     case "--source": o.source = value; break;
                     case "--output-dir": o.outputDir = value; break;
                     case "--side-input": o.sideInput = value; break;
+                    case "--kafka-bootstrap": o.bootstrap = value; break;
+                    case "--topic": o.topic = value; break;
                     default: throw new UsageException("unknown flag " + a);
                 }
             } catch (NumberFormatException e) {
@@ -128,11 +136,14 @@ public final class NexmarkMain {
         if (!(o.rate > 0) || Double.isInfinite(o.rate)) {
             throw new UsageException("--rate must be > 0");
         }
-        if (!o.source.equals("generator") && !o.source.equals("memory")) {
-            throw new UsageException("--source must be generator or memory, got \"" + o.source + "\"");
+        if (!o.source.equals("generator") && !o.source.equals("memory") && !o.source.equals("kafka")) {
+            throw new UsageException("--source must be generator, memory or kafka, got \"" + o.source + "\"");
         }
-        if (o.warmupEvents < 0) {
-            o.warmupEvents = o.events;
+        if (o.source.equals("kafka") && (o.bootstrap == null || o.bootstrap.isEmpty() || o.topic == null)) {
+            throw new UsageException("--source kafka needs --kafka-bootstrap (or WEIR_KAFKA_BOOTSTRAP) and --topic");
+        }
+        if (o.warmupEvents < 0 || (o.source.equals("kafka") && o.warmupEvents > 0)) {
+            o.warmupEvents = o.events; // kafka: the topic holds --events events
         }
         return o;
     }
@@ -221,9 +232,10 @@ public final class NexmarkMain {
         conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
         conf.set(RestOptions.ADDRESS, "127.0.0.1");
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(o.parallelism, conf);
-        DataStream<Event> events0 = env.fromSource(new NexmarkSource(cfg, memory),
-                WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs)),
-                "Nexmark");
+        WatermarkStrategy<Event> wm = WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs));
+        DataStream<Event> events0 = o.source.equals("kafka")
+                ? env.fromSource(KafkaEvents.source(o.bootstrap, o.topic), wm, "Nexmark")
+                : env.fromSource(new NexmarkSource(cfg, memory), wm, "Nexmark");
         DataStream<?> results = Queries.build(o.query, events0, new Queries.Options(out, o.sideInput));
         if (results != null) {
             sinkAll(results);
