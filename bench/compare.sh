@@ -19,10 +19,16 @@
 #              the clock starts, then replayed as fast as the engine takes them; time runs
 #              from the first event read to the end (both engines report a checksum of every
 #              event they hold, which must agree)
-#   kafka      (comes with the Kafka connector)
+#   kafka      the events are written once to a topic of the broker WEIR_KAFKA_BOOTSTRAP
+#              (`source /work/wt/services.env`, or scripts/kafka.sh start), one partition per
+#              generator, by `weir nexmark --source kafka` (kept and reused while it holds the
+#              same events); then each engine reads the topic with its own Kafka source
+#              (connector/kafka; Flink's KafkaSource), timed from the first record decoded to
+#              the end; results go to each engine's discarding sink, not to a topic
 #
 # Environment (defaults in brackets):
-#   SOURCE         generator or memory, see above [generator]
+#   SOURCE         generator, memory or kafka, see above [generator]
+#   TOPIC          the topic of SOURCE=kafka [weir-nexmark-e<EVENTS>-p<P>-r<RATE>-s<SEED>]
 #   EVENTS         events per run [5000000]
 #   RUNS           runs per engine and query, alternating [3]
 #   QUERIES        space- or comma-separated queries [gen q0 q1 ... q23, all 24];
@@ -63,8 +69,8 @@ done
 ((EVENTS > 0)) || die "EVENTS must be > 0"
 case $SOURCE in
   generator | memory) ;;
-  kafka) die "SOURCE=kafka comes with the Kafka connector (issue 14); use generator or memory" ;;
-  *) die "SOURCE must be generator or memory, got '$SOURCE'" ;;
+  kafka) [[ -n ${WEIR_KAFKA_BOOTSTRAP:-} ]] || die "SOURCE=kafka needs WEIR_KAFKA_BOOTSTRAP (scripts/kafka.sh start prints it)" ;;
+  *) die "SOURCE must be generator, memory or kafka, got '$SOURCE'" ;;
 esac
 ((RUNS > 0)) || die "RUNS must be > 0"
 ((PARALLELISM > 0)) || die "PARALLELISM must be > 0"
@@ -182,16 +188,25 @@ fi
 SIDE_INPUT=$WORK/side_input.txt
 awk 'BEGIN { for (i = 0; i < 10000; i++) print i "," i }' >"$SIDE_INPUT"
 FAILED=0
+SOURCE_ARGS=()
+if [[ $SOURCE == kafka ]]; then
+  TOPIC=${TOPIC:-weir-nexmark-e$EVENTS-p$PARALLELISM-r$RATE-s$SEED}
+  SOURCE_ARGS=(--kafka-bootstrap "$WEIR_KAFKA_BOOTSTRAP" --topic "$TOPIC")
+  log "kafka: the events into topic $TOPIC (written once; kept)"
+  "$WEIR" nexmark --query gen --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+    --source kafka "${SOURCE_ARGS[@]}" --json >"$WORK/produce.json" 2>"$WORK/produce.log" ||
+    { log "!!! writing the events to $TOPIC failed; see $WORK/produce.log"; exit 1; }
+fi
 run_one() { # engine query run
   local engine=$1 q=$2 r=$3 out err rc=0
   out=$WORK/$q.$engine.$r.json
   err=$WORK/$q.$engine.$r.log
   if [[ $engine == weir ]]; then
     "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
-      --source "$SOURCE" --side-input "$SIDE_INPUT" --json >"$out" 2>"$err" || rc=$?
+      --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --json >"$out" 2>"$err" || rc=$?
   else
     flink --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
-      --source "$SOURCE" --side-input "$SIDE_INPUT" --warmup-events "$WARMUP_EVENTS" --json >"$out" 2>"$err" || rc=$?
+      --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --warmup-events "$WARMUP_EVENTS" --json >"$out" 2>"$err" || rc=$?
   fi
   local line
   line=$(grep -E '^\{' "$out" | tail -1 || true)

@@ -18,7 +18,7 @@ import sys
 MODES = [
     ("generator", "generator in the loop"),
     ("memory", "engine only (events from memory)"),
-    ("kafka", "Kafka in and out"),
+    ("kafka", "Kafka in (results to the discarding sink)"),
 ]
 
 

@@ -41,7 +41,7 @@ flags:
                       from the first event read to the end of the job (engine only);
                       kafka: the events are read from a Kafka topic (one partition per
                       generator, written once when the topic does not exist yet, one text
-                      line per event), timed from job start to end
+                      line per event), timed from the first record decoded to the end
   --kafka-bootstrap H:P  the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)
   --topic NAME        the topic of --source kafka (default: weir-nexmark-e<events>-p<P>-
                       r<rate>-s<seed>, so that runs with the same flags share it)
@@ -284,12 +284,14 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	}
 	env := weir.NewEnvironment(envOpts...)
 	var mem *nexmark.MemorySource
+	var first *firstRead
 	switch {
 	case ne.memory != nil:
 		mem = ne.memory.Source()
 		q.Build(mem.Events(env), opts)
 	case ne.topic != "":
-		q.Build(kafkaEvents(env, ne.brokers, ne.topic, ne.cfg), opts)
+		first = new(firstRead)
+		q.Build(kafkaEvents(env, ne.brokers, ne.topic, ne.cfg, first), opts)
 	default:
 		q.Build(nexmark.Events(env, ne.cfg), opts)
 	}
@@ -332,6 +334,12 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	if mem != nil {
 		if first, ok := mem.FirstRead(); ok {
 			start = first
+		}
+	}
+	if first != nil {
+		first.once.Do(func() {}) // the job has ended: at is set or stays zero
+		if !first.at.IsZero() {
+			start = first.at
 		}
 	}
 	secs := end.Sub(start).Seconds()

@@ -92,11 +92,20 @@ func produceEvents(ctx context.Context, brokers []string, topic string, cfg nexm
 	return true, nil
 }
 
+// firstRead is the time the first record was decoded.
+type firstRead struct {
+	once sync.Once
+	at   time.Time
+}
+
 // kafkaEvents adds a bounded Kafka source of topic's events (from the
 // earliest offsets to the latest at start) with the generator source's
-// watermark strategy; the records' timestamps are the events' times.
-func kafkaEvents(env *weir.Environment, brokers []string, topic string, cfg nexmark.Config) weir.DataStream[nexmark.Event] {
+// watermark strategy; the records' timestamps are the events' times. The
+// run is timed from the first record decoded (as the Flink side), which
+// first records.
+func kafkaEvents(env *weir.Environment, brokers []string, topic string, cfg nexmark.Config, first *firstRead) weir.DataStream[nexmark.Event] {
 	deser := kafka.DeserializerFunc[nexmark.Event](func(rec *kafka.ConsumerRecord) (nexmark.Event, error) {
+		first.once.Do(func() { first.at = time.Now() })
 		var e nexmark.Event
 		err := nexmark.ParseLine(rec.Value, &e)
 		return e, err
