@@ -262,7 +262,7 @@ func FileSink[T any](ds DataStream[T], dir string, format func(T) []byte) Sink {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", err))
 	}
-	return AddTwoPhaseCommitSink[T, *FileTxn](ds, textio.NewFileSink(dir, format)).Name("FileSink")
+	return AddTwoPhaseCommitSink[T, *FileTxn](ds, textio.NewFileSink(dir, format, nil)).Name("FileSink")
 }
 
 // ReadCommittedLines returns the lines of every committed part file in dir

@@ -6,15 +6,34 @@
 # produce the same events, then runs each query on Weir and on Flink alternately,
 # RUNS times each, with the same events, rate, parallelism and seed, and writes the
 # medians (events/s, Weir/Flink ratio, result counts, CPU, peak RSS) to the
-# "Weir vs Flink" section of BENCHMARKS.md: it replaces only the text between the
-# compare.sh:begin and compare.sh:end markers (and appends the section, markers
-# included, when they are missing), so notes around them and other sections stay.
+# "Weir vs Flink" section of BENCHMARKS.md, one block per source mode: it replaces only
+# the text between the "compare.sh:begin mode=<SOURCE>" and "compare.sh:end mode=<SOURCE>"
+# markers (appending the block when missing), then rebuilds the summary table between
+# the compare.sh:summary markers from every mode's block (one ratio column per mode), so
+# notes around them, the other modes' blocks and other sections stay.
+#
+# Modes (SOURCE):
+#   generator  each source subtask runs its Nexmark generator: the generators' cost is part
+#              of the measurement (time from job start, or the first event emitted, to end)
+#   memory     engine only: each source subtask's events are generated into memory before
+#              the clock starts, then replayed as fast as the engine takes them; time runs
+#              from the first event read to the end (both engines report a checksum of every
+#              event they hold, which must agree)
+#   kafka      the events are written once to a topic of the broker WEIR_KAFKA_BOOTSTRAP
+#              (`source /work/wt/services.env`, or scripts/kafka.sh start), one partition per
+#              generator, by `weir nexmark --source kafka` (kept and reused while it holds the
+#              same events); then each engine reads the topic with its own Kafka source
+#              (connector/kafka; Flink's KafkaSource), timed from the first record decoded to
+#              the end; results go to each engine's discarding sink, not to a topic
 #
 # Environment (defaults in brackets):
+#   SOURCE         generator, memory or kafka, see above [generator]
+#   TOPIC          the topic of SOURCE=kafka [weir-nexmark-e<EVENTS>-p<P>-r<RATE>-s<SEED>]
 #   EVENTS         events per run [5000000]
 #   RUNS           runs per engine and query, alternating [3]
-#   QUERIES        space- or comma-separated queries [gen q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12];
-#                  gen (each generator alone into the sink) is the baseline, not in the mean
+#   QUERIES        space- or comma-separated queries [gen q0 q1 ... q23, all 24];
+#                  gen (each engine's source alone into the sink) is the baseline, not in
+#                  the mean
 #   PARALLELISM    parallelism, = number of generators, on both engines [2]
 #   RATE           event rate in events/s of event time (spaces the timestamps) [10000]
 #   SEED           generator seed [0]
@@ -29,9 +48,10 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SOURCE=${SOURCE:-generator}
 EVENTS=${EVENTS:-5000000}
 RUNS=${RUNS:-3}
-QUERIES=${QUERIES:-"gen q0 q1 q2 q3 q4 q5 q7 q8 q9 q11 q12"}
+QUERIES=${QUERIES:-"gen q0 q1 q2 q3 q4 q5 q6 q7 q8 q9 q10 q11 q12 q13 q14 q15 q16 q17 q18 q19 q20 q21 q22 q23"}
 QUERIES=${QUERIES//,/ }
 PARALLELISM=${PARALLELISM:-2}
 RATE=${RATE:-10000}
@@ -47,12 +67,18 @@ for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 ((EVENTS > 0)) || die "EVENTS must be > 0"
+case $SOURCE in
+  generator | memory) ;;
+  kafka) [[ -n ${WEIR_KAFKA_BOOTSTRAP:-} ]] || die "SOURCE=kafka needs WEIR_KAFKA_BOOTSTRAP (scripts/kafka.sh start prints it)" ;;
+  *) die "SOURCE must be generator, memory or kafka, got '$SOURCE'" ;;
+esac
 ((RUNS > 0)) || die "RUNS must be > 0"
 ((PARALLELISM > 0)) || die "PARALLELISM must be > 0"
 command -v go >/dev/null || die "go not found"
 command -v mvn >/dev/null || die "mvn not found"
 command -v java >/dev/null || die "java not found"
 command -v python3 >/dev/null || die "python3 not found"
+command -v awk >/dev/null || die "awk not found"
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 WORK=$ROOT/bench/out/$STAMP
@@ -67,7 +93,9 @@ log "building weir (go build ./cmd/weir)"
 WEIR=$WORK/weir
 log "building the Flink module (mvn -q -f bench/flink package)"
 mvn -q -B -f "$ROOT/bench/flink/pom.xml" package -DskipTests
-FLINK_JAR=$ROOT/bench/flink/target/weir-nexmark-flink.jar
+# A copy, so that a rebuild while the comparison runs does not change the jar under it.
+cp "$ROOT/bench/flink/target/weir-nexmark-flink.jar" "$WORK/weir-nexmark-flink.jar"
+FLINK_JAR=$WORK/weir-nexmark-flink.jar
 read -r -a JVM_OPTS <"$ROOT/bench/flink/target/jvm.opts"
 read -r -a EXTRA_OPTS <<<"$FLINK_JAVA_OPTS"
 flink() { java "${JVM_OPTS[@]}" "${EXTRA_OPTS[@]}" -jar "$FLINK_JAR" "$@"; }
@@ -156,17 +184,29 @@ GOEOF
 fi
 
 # ---- runs ----------------------------------------------------------------------------
+# q13's side input, Nexmark's side_input_gen.sh: 10,000 lines "i,i", read by both engines.
+SIDE_INPUT=$WORK/side_input.txt
+awk 'BEGIN { for (i = 0; i < 10000; i++) print i "," i }' >"$SIDE_INPUT"
 FAILED=0
+SOURCE_ARGS=()
+if [[ $SOURCE == kafka ]]; then
+  TOPIC=${TOPIC:-weir-nexmark-e$EVENTS-p$PARALLELISM-r$RATE-s$SEED}
+  SOURCE_ARGS=(--kafka-bootstrap "$WEIR_KAFKA_BOOTSTRAP" --topic "$TOPIC")
+  log "kafka: the events into topic $TOPIC (written once; kept)"
+  "$WEIR" nexmark --query gen --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+    --source kafka "${SOURCE_ARGS[@]}" --json >"$WORK/produce.json" 2>"$WORK/produce.log" ||
+    { log "!!! writing the events to $TOPIC failed; see $WORK/produce.log"; exit 1; }
+fi
 run_one() { # engine query run
   local engine=$1 q=$2 r=$3 out err rc=0
   out=$WORK/$q.$engine.$r.json
   err=$WORK/$q.$engine.$r.log
   if [[ $engine == weir ]]; then
     "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
-      --json >"$out" 2>"$err" || rc=$?
+      --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --json >"$out" 2>"$err" || rc=$?
   else
     flink --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
-      --warmup-events "$WARMUP_EVENTS" --json >"$out" 2>"$err" || rc=$?
+      --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --warmup-events "$WARMUP_EVENTS" --json >"$out" 2>"$err" || rc=$?
   fi
   local line
   line=$(grep -E '^\{' "$out" | tail -1 || true)
@@ -216,116 +256,9 @@ COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DIRTY=$(cd "$ROOT" && [[ -n $(git status --porcelain 2>/dev/null) ]] && echo " (with uncommitted changes)" || true)
 
 set +e
-export QUERIES RUNS EVENTS RATE PARALLELISM SEED WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE LOAD_AFTER \
-  GO_VERSION JAVA_VERSION CPU_MODEL CORES MEM COMMIT DIRTY
-python3 - "$RESULTS" "$OUT" <<'PY'
-import json, statistics, sys, os, re
-results_path, out_path = sys.argv[1], sys.argv[2]
-rows = [json.loads(l) for l in open(results_path) if l.strip()]
-E = os.environ
-queries = E["QUERIES"].split()
-runs = int(E["RUNS"])
-def med(xs):
-    return statistics.median(xs) if xs else None
-def fmt_eps(v):
-    if v is None: return "–"
-    if v >= 1e6: return "%.2f M" % (v / 1e6)
-    return "%.0f K" % (v / 1e3)
-def fmt_mib(v):
-    return "–" if v is None else "%.0f" % (v / 1048576)
-flink_version = next((r.get("flink_version") for r in rows if r["engine"] == "flink"), "?")
-mismatch = []
-lines = []
-lines.append("| query | Weir events/s | Flink events/s | Weir / Flink | results Weir | results Flink | counts | Weir CPU s | Flink CPU s | CPU Flink / Weir | Weir peak RSS MiB | Flink peak RSS MiB |")
-lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
-ratios = {}
-base = {}  # gen and q0 medians, for the generator line
-for q in queries:
-    w = [r for r in rows if r["query_name"] == q and r["engine"] == "weir"]
-    f = [r for r in rows if r["query_name"] == q and r["engine"] == "flink"]
-    we, fe = med([r["events_per_second"] for r in w]), med([r["events_per_second"] for r in f])
-    wres = sorted(set(r["results"] for r in w)); fres = sorted(set(r["results"] for r in f))
-    if not w or not f:
-        check = "weir n/a" if not w else "flink n/a"
-    elif q == "q12":
-        check = "n/a (processing time)"
-    elif len(wres) == 1 and wres == fres:
-        check = "match"
-    else:
-        check = "**MISMATCH**"
-        mismatch.append("%s: weir %s, flink %s" % (q, wres, fres))
-    ratio = "%.2f×" % (we / fe) if we and fe else "–"
-    if we and fe and q != "gen":
-        ratios[q] = we / fe
-    if q in ("gen", "q0"):
-        base[q] = (we, fe)
-    wc = med([r.get("cpu_seconds", 0) for r in w]) if w else None
-    fc = med([r.get("cpu_seconds", 0) for r in f]) if f else None
-    def res(xs): return "–" if not xs else "/".join(str(x) for x in xs)
-    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        q + (" (generator only)" if q == "gen" else ""), fmt_eps(we), fmt_eps(fe), ratio, res(wres), res(fres), check,
-        "–" if wc is None else "%.2f" % wc,
-        "–" if fc is None else "%.2f" % fc,
-        "%.2f×" % (fc / wc) if wc and fc else "–",
-        fmt_mib(med([r.get("peak_rss_bytes", 0) for r in w])) if w else "–",
-        fmt_mib(med([r.get("peak_rss_bytes", 0) for r in f])) if f else "–"))
-section = []
-section.append("<!-- compare.sh:begin (written by bench/compare.sh; rerun it to refresh up to compare.sh:end) -->")
-section.append("")
-section.append("Nexmark queries on Weir (`weir nexmark`) and on Apache Flink %s (DataStream API, local MiniCluster, "
-               "`bench/flink`), same generator logic (identical events: same seed, ids, timestamps and strings), "
-               "same events, rate and parallelism, on the same machine. Medians of %d run(s) per engine and query, Weir and Flink alternating. "
-               "Time runs from the first event a source emits to the end of input at the last sink, so process, JVM and "
-               "MiniCluster start-up are excluded; Flink runs a warm-up of the same query (%s events) in the same JVM first. "
-               "Results are counted in a discarding sink on both sides." % (flink_version, runs, "{:,}".format(int(E["WARMUP_EVENTS"]))))
-section.append("")
-section.append("- Machine: %s cores (`nproc`), %s, %s; load average (1, 5, 15 min) %s before the runs, %s after" % (
-               E["CORES"], E["CPU_MODEL"], E["MEM"], E["LOAD_BEFORE"], E["LOAD_AFTER"]))
-section.append("- Versions: %s; %s; Flink %s; Weir %s%s" % (E["GO_VERSION"], E["JAVA_VERSION"], flink_version, E["COMMIT"], E["DIRTY"]))
-section.append("- Workload: %s events, rate %s events/s of event time, parallelism %s (= generators), seed %s; "
-               "Flink: hashmap state backend, object reuse on, no checkpoints, JVM flags `%s`" % (
-               "{:,}".format(int(E["EVENTS"])), E["RATE"], E["PARALLELISM"], E["SEED"], E["FLINK_JAVA_OPTS"]))
-section.append("- Generator check: " + E["GEN_STATUS"])
-section.append("- Command: `EVENTS=%s RUNS=%s QUERIES=\"%s\" PARALLELISM=%s RATE=%s bench/compare.sh` "
-               "(%d s in all; raw JSON per run in `bench/out/%s/`, not committed)" % (
-               E["EVENTS"], E["RUNS"], E["QUERIES"], E["PARALLELISM"], E["RATE"],
-               int(E["T1"]) - int(E["T0"]), E["STAMP"]))
-section.append("")
-section.extend(lines)
-section.append("")
-if ratios:
-    import math
-    geo = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios))
-    short = [q for q, v in ratios.items() if v < 5]
-    section.append("Weir / Flink events/s: geometric mean %.2f× over %d queries; at least 5× on %d of %d%s." % (
-        geo, len(ratios), len(ratios) - len(short), len(ratios),
-        (" (below 5×: " + ", ".join(short) + ")") if short else ""))
-    section.append("")
-if "gen" in base:
-    (wg, fg) = base["gen"]
-    line = "`gen` is each engine's generator alone into the discarding sink (not a query; not in the mean): Weir %s, Flink %s events/s" % (fmt_eps(wg), fmt_eps(fg))
-    if "q0" in base and all(base["q0"]) and wg and fg:
-        line += "; q0 runs at %.0f%% of its engine's generator rate on Weir, %.0f%% on Flink" % (100 * base["q0"][0] / wg, 100 * base["q0"][1] / fg)
-    section.append(line + ".")
-    section.append("")
-if mismatch:
-    section.append("**Result counts differ:** " + "; ".join(mismatch))
-    section.append("")
-text = open(out_path).read() if os.path.exists(out_path) else "# Benchmarks\n"
-section.append("<!-- compare.sh:end -->")
-block = "\n".join(section)
-m = re.search(r"<!-- compare\.sh:begin.*?<!-- compare\.sh:end -->", text, flags=re.S)
-if m:
-    text = text[:m.start()] + block + text[m.end():]
-else:
-    if not text.endswith("\n"): text += "\n"
-    text += "\n## Weir vs Flink\n\n" + block + "\n"
-open(out_path, "w").write(text)
-print("\n".join(lines))
-if mismatch:
-    print("\n!!! RESULT COUNTS DIFFER: " + "; ".join(mismatch), file=sys.stderr)
-    sys.exit(1)
-PY
+export QUERIES RUNS EVENTS RATE PARALLELISM SEED SOURCE WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE \
+  LOAD_AFTER GO_VERSION JAVA_VERSION CPU_MODEL CORES MEM COMMIT DIRTY
+python3 "$ROOT/bench/table.py" "$RESULTS" "$OUT"
 TABLE_RC=$?
 set -e
 log "wrote the Weir vs Flink section of $OUT (raw results: $WORK)"

@@ -311,22 +311,47 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestSourceMatchesGenerators runs the source in a job: it produces exactly
-// the generators' events, with their timestamps, and ends.
+// TestSourceMatchesGenerators runs the source, and the memory source
+// twice over the same Memory, in a job: each produces exactly the
+// generators' events, with their timestamps, and ends.
 func TestSourceMatchesGenerators(t *testing.T) {
 	cfg := Config{Events: 30_000, Seed: 3}
-	env := weir.NewEnvironment(weir.WithParallelism(2))
-	got := weir.Collect(Events(env, cfg))
-	if err := env.Execute(context.Background(), "nexmark-source"); err != nil {
+	mem, err := NewMemory(cfg, 2)
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, src := range []string{"generator", "memory", "memory again"} {
+		env := weir.NewEnvironment(weir.WithParallelism(2))
+		var ms *MemorySource
+		var events weir.DataStream[Event]
+		if src == "generator" {
+			events = Events(env, cfg)
+		} else {
+			ms = mem.Source()
+			events = ms.Events(env)
+		}
+		got := weir.Collect(events)
+		if err := env.Execute(context.Background(), "nexmark-source"); err != nil {
+			t.Fatal(err)
+		}
+		if ms != nil {
+			if _, read := ms.FirstRead(); !read {
+				t.Errorf("%s: no first read time", src)
+			}
+		}
+		sameEvents(t, src, cfg, got.Records())
+	}
+}
+
+func sameEvents(t *testing.T, what string, cfg Config, got []weir.Record[Event]) {
+	t.Helper()
 	key := func(r weir.Record[Event]) string {
 		h := fnv.New64a()
 		hashEvent(h, &r.Value, r.TS)
 		return string(h.Sum(nil))
 	}
 	var gotKeys, wantKeys []string
-	for _, r := range got.Records() {
+	for _, r := range got {
 		gotKeys = append(gotKeys, key(r))
 	}
 	var e Event
@@ -339,7 +364,7 @@ func TestSourceMatchesGenerators(t *testing.T) {
 	slices.Sort(gotKeys)
 	slices.Sort(wantKeys)
 	if !slices.Equal(gotKeys, wantKeys) {
-		t.Fatalf("source produced %d events, generators %d; contents differ", len(gotKeys), len(wantKeys))
+		t.Fatalf("%s: source produced %d events, generators %d; contents differ", what, len(gotKeys), len(wantKeys))
 	}
 }
 
@@ -430,5 +455,43 @@ func TestPow10(t *testing.T) {
 	}
 	if diff > 2 {
 		t.Fatalf("%d of 1e6 prices round differently from math.Pow", diff)
+	}
+}
+
+// The memory checksum is pinned: bench/flink's MemoryStoreTest pins the
+// same values for its Java port, so both engines hash the same events the
+// same way (compare.sh compares the checksums each run reports).
+func TestMemoryChecksum(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		n    int
+		want uint64
+	}{
+		{Config{Events: 200_000}, 2, 0xf4575f4f18c423d3},
+		{Config{Events: 50_000, Seed: 7, Rate: 1_000_000}, 3, 0x0c8bd3220601f40a},
+	} {
+		m, err := NewMemory(c.cfg, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Checksum(); got != c.want {
+			t.Errorf("%+v x%d: checksum %#x, want %#x", c.cfg, c.n, got, c.want)
+		}
+		if m.Len() != c.cfg.Events || m.Generators() != c.n {
+			t.Errorf("%d events in %d generators", m.Len(), m.Generators())
+		}
+		// Any changed field changes the checksum.
+		e := m.splits[0][len(m.splits[0])-1].Value
+		for i := len(m.splits[0]) - 2; e.Type != BidEvent; i-- {
+			e = m.splits[0][i].Value
+		}
+		base := EventChecksum(ChecksumSeed, &e)
+		e.Bid.Extra += "x"
+		if EventChecksum(ChecksumSeed, &e) == base {
+			t.Error("a longer extra keeps the checksum")
+		}
+	}
+	if _, err := NewMemory(Config{}, 2); err == nil {
+		t.Error("an unbounded memory source was accepted")
 	}
 }

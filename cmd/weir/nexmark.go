@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,12 +28,23 @@ import (
 const nexmarkUsage = `usage: weir nexmark [flags]
 
 Runs a Nexmark query on the built-in event generator (one generator per
-source subtask) into a discarding sink and prints a summary: events, wall
-seconds, events/s, CPU seconds, peak RSS, result count.
+source subtask) into a discarding sink (q10: into partitioned files) and
+prints a summary: events, wall seconds, events/s, CPU seconds, peak RSS,
+result count.
 
 flags:
-  --query NAME        query to run: %s; gen (the generator alone,
+  --query NAME        query to run: %s; gen (the source alone,
                       the baseline); or all (gen, then every query) (default q0)
+  --source KIND       generator: the generators run inside the source, as part of the
+                      measurement (default); memory: every generator's events are generated
+                      into memory first, then replayed as fast as the job takes them, timed
+                      from the first event read to the end of the job (engine only);
+                      kafka: the events are read from a Kafka topic (one partition per
+                      generator, written once when the topic does not exist yet, one text
+                      line per event), timed from the first record decoded to the end
+  --kafka-bootstrap H:P  the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)
+  --topic NAME        the topic of --source kafka (default: weir-nexmark-e<events>-p<P>-
+                      r<rate>-s<seed>, so that runs with the same flags share it)
   --events N          events to generate, over all generators (default 10000000)
   --parallelism P     parallelism of every operator and number of generators (default: CPUs)
   --rate N            event rate in events per second of event time (default %d); it spaces
@@ -39,6 +52,10 @@ flags:
   --seed N            generator seed (default 0); runs with the same flags see the same events
   --double-bidder-offset
                       reproduce the Flink generator's bidder id (+1000 twice)
+  --output-dir DIR    where q10 writes its files (default: a temporary directory,
+                      removed after the run; a given one is kept)
+  --side-input FILE   q13's side input, lines "key,value" (default: Nexmark's
+                      10,000 lines "i,i" in a temporary file)
   --json              print one JSON object on stdout instead of the text summary
   --rest ADDR         serve the REST API, metrics and dashboard on ADDR while it runs
   --key-sampling N    keyBy key-sketch stride (default 1024; 0 turns the sketches off)
@@ -56,6 +73,10 @@ type nexmarkRun struct {
 	CPUSeconds      float64 `json:"cpu_seconds"`
 	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
 	Results         int64   `json:"results"`
+	Source          string  `json:"source"`
+	// EventsChecksum is the memory source's nexmark.Memory.Checksum, in
+	// hex (memory source only).
+	EventsChecksum string `json:"events_checksum,omitempty"`
 }
 
 type nexmarkOptions struct {
@@ -69,6 +90,11 @@ type nexmarkOptions struct {
 	rest        string // --rest: serve the REST API while the query runs
 	keySample   int    // --key-sampling
 	scrape      time.Duration
+	source      string
+	outputDir   string
+	sideInput   string
+	bootstrap   string
+	topic       string
 }
 
 func nexmarkMain(args []string, stdout, stderr io.Writer) int {
@@ -85,6 +111,11 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.rest, "rest", "", "")
 	fs.IntVar(&o.keySample, "key-sampling", -1, "")
 	fs.DurationVar(&o.scrape, "scrape", 0, "")
+	fs.StringVar(&o.source, "source", "generator", "")
+	fs.StringVar(&o.outputDir, "output-dir", "", "")
+	fs.StringVar(&o.sideInput, "side-input", "", "")
+	fs.StringVar(&o.bootstrap, "kafka-bootstrap", os.Getenv("WEIR_KAFKA_BOOTSTRAP"), "")
+	fs.StringVar(&o.topic, "topic", "", "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,6 +146,12 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	if !(o.rate > 0) {
 		bad = append(bad, fmt.Sprintf("--rate must be positive, got %v", o.rate))
 	}
+	if o.source != "generator" && o.source != "memory" && o.source != "kafka" {
+		bad = append(bad, fmt.Sprintf("--source must be generator, memory or kafka, got %q", o.source))
+	}
+	if o.source == "kafka" && o.bootstrap == "" {
+		bad = append(bad, "--source kafka needs --kafka-bootstrap or WEIR_KAFKA_BOOTSTRAP")
+	}
 	if len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(stderr, "weir nexmark: %s\n", b)
@@ -128,9 +165,15 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		progress = stderr
 	}
+	env, cleanup, err := newNexmarkEnv(ctx, o, qs)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir nexmark: %v\n", err)
+		return 1
+	}
+	defer cleanup()
 	var runs []nexmarkRun
 	for _, q := range qs {
-		r, err := runNexmark(ctx, q, o, progress)
+		r, err := runNexmark(ctx, q, o, env, progress)
 		if err != nil {
 			fmt.Fprintf(stderr, "weir nexmark: %s: %v\n", q.Name, err)
 			return 1
@@ -145,8 +188,9 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 				Events      int64        `json:"events"`
 				Parallelism int          `json:"parallelism"`
 				Rate        float64      `json:"rate"`
+				Source      string       `json:"source"`
 				Runs        []nexmarkRun `json:"runs"`
-			}{"all", o.events, o.parallelism, o.rate, runs})
+			}{"all", o.events, o.parallelism, o.rate, o.source, runs})
 		} else {
 			enc.Encode(runs[0])
 		}
@@ -160,23 +204,99 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// nexmarkEnv is what the runs of one invocation share: the events in
+// memory (memory source), q13's side input and q10's output directory.
+type nexmarkEnv struct {
+	cfg       nexmark.Config
+	memory    *nexmark.Memory
+	checksum  string
+	opts      queries.Options
+	keepOut   bool // the output directory was given: keep it
+	outParent string
+	brokers   []string // --source kafka
+	topic     string
+}
+
+// newNexmarkEnv prepares the runs of qs: the memory source's events, a
+// side input and an output directory when a query needs them. cleanup
+// removes what it created.
+func newNexmarkEnv(ctx context.Context, o nexmarkOptions, qs []queries.Query) (*nexmarkEnv, func(), error) {
+	e := &nexmarkEnv{cfg: nexmark.Config{Events: o.events, Rate: o.rate, Seed: o.seed, DoubleBidderOffset: o.quirk},
+		opts: queries.Options{OutputDir: o.outputDir, SideInput: o.sideInput}, keepOut: o.outputDir != ""}
+	var tmp string
+	cleanup := func() {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	}
+	needs := func(name string) bool {
+		return slices.ContainsFunc(qs, func(q queries.Query) bool { return q.Name == name })
+	}
+	if (needs("q10") && !e.keepOut) || (needs("q13") && e.opts.SideInput == "") {
+		var err error
+		if tmp, err = os.MkdirTemp("", "weir-nexmark-"); err != nil {
+			return nil, cleanup, err
+		}
+	}
+	if needs("q13") && e.opts.SideInput == "" {
+		e.opts.SideInput = filepath.Join(tmp, "side_input.txt")
+		if err := queries.WriteSideInput(e.opts.SideInput, queries.SideInputRows); err != nil {
+			return nil, cleanup, err
+		}
+	}
+	if needs("q10") && !e.keepOut {
+		e.outParent = tmp
+	}
+	if o.source == "kafka" {
+		e.brokers, e.topic = strings.Split(o.bootstrap, ","), kafkaTopic(o)
+		if _, err := produceEvents(ctx, e.brokers, e.topic, e.cfg, o.parallelism); err != nil {
+			return nil, cleanup, err
+		}
+	}
+	if o.source == "memory" {
+		m, err := nexmark.NewMemory(e.cfg, o.parallelism)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		e.memory, e.checksum = m, fmt.Sprintf("%016x", m.Checksum())
+	}
+	return e, cleanup, nil
+}
+
 // runNexmark runs one query and measures it: wall time from job start to
-// end (the job's set-up is a few ms), process CPU time over the same span,
-// and the peak RSS (reset before the run where Linux allows, after
-// returning freed memory to the OS; it includes the process's baseline).
-func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, progress io.Writer) (nexmarkRun, error) {
-	debug.FreeOSMemory() // so the peak RSS below is this run's
-	resetPeakRSS()
-	opts := []weir.Option{weir.WithParallelism(o.parallelism)}
+// end (the job's set-up is a few ms), or with the memory source from the
+// first event read to the end of the job; process CPU time from job start
+// to end; and the peak RSS (reset before the run where Linux allows, after
+// returning freed memory to the OS; it includes the process's baseline and,
+// with the memory source, the events held in memory).
+func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexmarkEnv, progress io.Writer) (nexmarkRun, error) {
+	opts := ne.opts
+	if q.Name == "q10" && ne.outParent != "" {
+		opts.OutputDir = filepath.Join(ne.outParent, "q10")
+		defer os.RemoveAll(opts.OutputDir)
+	}
+	envOpts := []weir.Option{weir.WithParallelism(o.parallelism)}
 	if o.rest != "" {
-		opts = append(opts, weir.WithRESTAddress(o.rest))
+		envOpts = append(envOpts, weir.WithRESTAddress(o.rest))
 	}
 	if o.keySample >= 0 {
-		opts = append(opts, weir.WithKeySampling(o.keySample))
+		envOpts = append(envOpts, weir.WithKeySampling(o.keySample))
 	}
-	env := weir.NewEnvironment(opts...)
-	cfg := nexmark.Config{Events: o.events, Rate: o.rate, Seed: o.seed, DoubleBidderOffset: o.quirk}
-	q.Build(nexmark.Events(env, cfg))
+	env := weir.NewEnvironment(envOpts...)
+	var mem *nexmark.MemorySource
+	var first *firstRead
+	switch {
+	case ne.memory != nil:
+		mem = ne.memory.Source()
+		q.Build(mem.Events(env), opts)
+	case ne.topic != "":
+		first = new(firstRead)
+		q.Build(kafkaEvents(env, ne.brokers, ne.topic, ne.cfg, first), opts)
+	default:
+		q.Build(nexmark.Events(env, ne.cfg), opts)
+	}
+	debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's
+	resetPeakRSS()
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
@@ -206,16 +326,40 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, progress
 		fmt.Fprint(progress, "\r\033[K")
 	}
 	err = h.Wait()
-	secs := time.Since(start).Seconds()
+	end := time.Now()
 	cpu := cpuSeconds() - cpu0
 	if err != nil {
 		return nexmarkRun{}, err
 	}
-	return nexmarkRun{
+	if mem != nil {
+		if first, ok := mem.FirstRead(); ok {
+			start = first
+		}
+	}
+	if first != nil {
+		first.once.Do(func() {}) // the job has ended: at is set or stays zero
+		if !first.at.IsZero() {
+			start = first.at
+		}
+	}
+	secs := end.Sub(start).Seconds()
+	r := nexmarkRun{
 		Query: q.Name, Events: o.events, Parallelism: o.parallelism, Rate: o.rate,
 		Seconds: secs, EventsPerSecond: float64(o.events) / secs, CPUSeconds: cpu,
-		PeakRSSBytes: peakRSS(), Results: queries.Results(h),
-	}, nil
+		PeakRSSBytes: peakRSS(), Results: queries.Results(h), Source: o.source, EventsChecksum: ne.checksum,
+	}
+	if q.Name == "q10" {
+		// The results are the committed rows, which must be every row the
+		// sink received.
+		n, err := queries.CommittedRows(opts.OutputDir)
+		if err != nil {
+			return nexmarkRun{}, err
+		}
+		if n != r.Results {
+			return nexmarkRun{}, fmt.Errorf("the file sink received %d rows but %d are committed in %s", r.Results, n, opts.OutputDir)
+		}
+	}
+	return r, nil
 }
 
 // sourceEvents is the number of events the source has emitted so far.

@@ -51,24 +51,46 @@ type checked[T any] struct {
 
 func (c checked[T]) Validate(context.Context) error { return c.err }
 
-// Txn is a transaction of the exactly-once file sink: one part file.
+// Txn is a transaction of the exactly-once file sink: one part file per
+// bucket it wrote to.
 type Txn = textio.FileTxn
 
+// SinkOption configures Sink.
+type SinkOption[T any] func(*sinkOptions[T])
+
+type sinkOptions[T any] struct{ bucket func(v T, ts int64) string }
+
+// Buckets assigns each record to a bucket, a directory under the sink's
+// directory given by a relative, slash-separated path (such as
+// "dt=2015-07-15/hm=00:05"), as Flink's BucketAssigner and the partitions
+// of its file system SQL sink: each transaction writes one part file per
+// bucket it received records for, and they are committed together. ts is
+// the record's timestamp. A bucket that is not a local relative path
+// (absolute, or leaving the directory with "..") fails the job, naming it.
+func Buckets[T any](bucket func(v T, ts int64) string) SinkOption[T] {
+	return func(o *sinkOptions[T]) { o.bucket = bucket }
+}
+
 // Sink writes each record of ds as a line (format's bytes plus a newline)
-// to part files in dir, exactly once: a part file appears under its final
-// name ("part-<subtask>-<n>") only when the checkpoint covering it has
+// to part files in dir (or in bucket directories under it, Buckets),
+// exactly once: a part file appears under its final name
+// ("part-<subtask>-<n>") only when the checkpoint covering it has
 // completed (or the bounded job ended); until then it is ".inprogress-" or
 // ".pending-" and its name. Files of failed attempts are removed or
 // overwritten. Give the sink a UID (.UID("...")): its pending
 // transactions are state.
-func Sink[T any](ds weir.DataStream[T], dir string, format func(T) []byte) weir.Sink {
+func Sink[T any](ds weir.DataStream[T], dir string, format func(T) []byte, opts ...SinkOption[T]) weir.Sink {
+	var o sinkOptions[T]
+	for _, f := range opts {
+		f(&o)
+	}
 	var err error
 	if format == nil {
 		err = errors.New("sink \"FileSink\": the format function is nil")
 	} else if merr := os.MkdirAll(dir, 0o755); merr != nil {
 		err = fmt.Errorf("sink %q: %w", "FileSink", merr)
 	}
-	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, checkedSink[T]{textio.NewFileSink(dir, format), err}).Name("FileSink")
+	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, checkedSink[T]{textio.NewFileSink(dir, format, o.bucket), err}).Name("FileSink")
 }
 
 type checkedSink[T any] struct {
@@ -79,5 +101,5 @@ type checkedSink[T any] struct {
 func (c checkedSink[T]) Validate(context.Context) error { return c.err }
 
 // ReadCommittedLines returns the lines of every committed part file in dir
-// (names not starting with "."), part files in name order.
+// and its bucket directories (names not starting with "."), in path order.
 func ReadCommittedLines(dir string) ([]string, error) { return textio.ReadCommittedLines(dir) }

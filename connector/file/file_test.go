@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,5 +171,76 @@ func TestFileSinkNilFormat(t *testing.T) {
 	file.Sink[string](weir.FromSlice(env, []string{"a"}), t.TempDir(), nil)
 	if err := env.Execute(context.Background(), "nil"); err == nil || !strings.Contains(err.Error(), "format function is nil") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestFileSinkBuckets writes records into bucket directories through a
+// failure and a restart: every record is committed exactly once, in its
+// bucket; a bucket outside the directory fails the job, naming it.
+func TestFileSinkBuckets(t *testing.T) {
+	dir := t.TempDir()
+	const n = 20000
+	store := weir.NewMemoryCheckpointStore()
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(64), jobtest.Quiet(),
+		weir.WithRestartStrategy(weir.FixedDelayRestart(2, time.Millisecond)))
+	env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store))
+	var seen, failed atomic.Int64
+	fail := func(v int64) int64 {
+		// Once, after half the records and a completed checkpoint: the
+		// restart restores it and the sink's pending transactions.
+		if seen.Add(1) > n/2 && failed.Load() == 0 {
+			if latest, _ := store.Latest(t.Context()); latest != nil {
+				failed.Store(1)
+				panic("fail after a checkpoint")
+			}
+		}
+		return v
+	}
+	m := weir.Map(weir.Generate(env, n, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()), fail)
+	bucket := func(v int64, _ int64) string { return fmt.Sprintf("mod=%d/half=%d", v%3, v*2/n) }
+	file.Sink(weir.Rebalance(m), dir, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) },
+		file.Buckets(bucket)).UID("buckets")
+	jobtest.MustRun(t, env)
+	if failed.Load() == 0 {
+		t.Fatal("no checkpoint completed before the end of the input; the restart was not tested")
+	}
+	count := make([]int, n)
+	all, err := file.ReadCommittedLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		v, _ := strconv.Atoi(l)
+		count[v]++
+	}
+	for v, c := range count {
+		if c != 1 {
+			t.Fatalf("record %d committed %d times", v, c)
+		}
+	}
+	inBuckets := 0
+	for b := range 3 {
+		for h := range 2 {
+			lines, err := file.ReadCommittedLines(filepath.Join(dir, fmt.Sprintf("mod=%d/half=%d", b, h)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range lines {
+				if v, _ := strconv.Atoi(l); v%3 != b || v*2/n != h {
+					t.Fatalf("record %d in bucket mod=%d/half=%d", v, b, h)
+				}
+			}
+			inBuckets += len(lines)
+		}
+	}
+	if inBuckets != n {
+		t.Fatalf("%d records in the six buckets, want %d", inBuckets, n)
+	}
+
+	env = weir.NewEnvironment(weir.WithParallelism(1), jobtest.Quiet())
+	file.Sink(weir.FromSlice(env, []int{1}), t.TempDir(), func(int) []byte { return nil },
+		file.Buckets(func(int, int64) string { return "../escape" }))
+	if err := jobtest.Run(t, env); err == nil || !strings.Contains(err.Error(), `bucket "../escape"`) {
+		t.Fatalf("a bucket outside the directory: %v", err)
 	}
 }

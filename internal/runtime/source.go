@@ -405,7 +405,9 @@ type srcMsg[T any] struct {
 
 func (m *srcMsg[T]) process() error {
 	defer func() {
-		<-m.credit
+		// The buffer goes back before the credit, so that the reader,
+		// which may be waiting for the credit, finds it instead of
+		// allocating another.
 		if m.recs != nil {
 			clearRecords(m.recs, m.s.ptrs)
 			select {
@@ -413,6 +415,7 @@ func (m *srcMsg[T]) process() error {
 			default:
 			}
 		}
+		<-m.credit
 	}()
 	if m.err != nil {
 		var oe *OperatorError

@@ -1,6 +1,9 @@
 package queries
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/state"
@@ -193,5 +196,97 @@ func (c *categoryAverage[T]) ProcessElement(v T, ctx weir.KeyedContext[int64], o
 }
 
 func (c *categoryAverage[T]) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[Q4Result]) error {
+	return nil
+}
+
+// Q6Result is a seller's average selling price over their last closed
+// auctions.
+type Q6Result struct {
+	Seller int64
+	Avg    int64 // sum / count, truncated (AVG on BIGINT)
+}
+
+// Q6Window is the number of closed auctions Q6 averages over: the current
+// one and the 10 before (ROWS BETWEEN 10 PRECEDING AND CURRENT ROW).
+const Q6Window = 11
+
+// Q6 is the average selling price by seller: for each closed auction, the
+// average winning price of its seller's last 11 closed auctions (this one
+// and the 10 before):
+//
+//	SELECT Q.seller, AVG(Q.price) OVER (PARTITION BY Q.seller ORDER BY Q.dateTime
+//	  ROWS BETWEEN 10 PRECEDING AND CURRENT ROW)
+//	FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY A.id, A.seller ORDER BY B.price DESC) AS rownum
+//	  FROM (SELECT A.id, A.seller, B.price, B.dateTime FROM auction AS A, bid AS B
+//	        WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires)
+//	  WHERE rownum <= 1) AS Q
+//
+// Flink's SQL cannot run it: the OVER window would read the retracting
+// Top-1 result (FLINK-19059). Here the winning bids are those of Q9, each
+// final when its auction expires and emitted at that time; keyed by
+// seller, they are ordered by that time (then auction id) as an event-time
+// OVER window orders its rows: each waits in state until the watermark
+// passes it, then the rows due are averaged in order over a window of the
+// last 11 per seller.
+func Q6(events weir.DataStream[nexmark.Event]) weir.DataStream[Q6Result] {
+	winners := weir.Map(WinningBids(events, DefaultClosedRetention), func(r Q9Result) sale {
+		return sale{Seller: r.Auction.Seller, Auction: r.Auction.ID, Price: r.Bid.Price, Closed: r.Auction.Expires}
+	}).Name("Q6 sale")
+	return weir.Process(weir.KeyBy(winners, func(s sale) int64 { return s.Seller }), &sellerAverage{}).Name("Q6 average")
+}
+
+// sale is a closed auction's winning price.
+type sale struct{ Seller, Auction, Price, Closed int64 }
+
+// sellerState is a seller's OVER window: the prices of its last Q6Window
+// sales (a ring) and the sales waiting for the watermark.
+type sellerState struct {
+	Prices  [Q6Window]int64
+	N       int // sales so far
+	Pending []sale
+}
+
+type sellerAverage struct{ st state.ValueState[sellerState] }
+
+func (s *sellerAverage) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
+	s.st, err = weir.GetValueState(ctx, state.Value[sellerState]("over-window"))
+	return err
+}
+
+func (s *sellerAverage) ProcessElement(v sale, ctx weir.KeyedContext[int64], _ weir.Collector[Q6Result]) error {
+	st, _ := s.st.Value()
+	st.Pending = append(st.Pending, v)
+	s.st.Update(st)
+	ctx.TimerService().RegisterEventTimeTimer(v.Closed)
+	return nil
+}
+
+func (s *sellerAverage) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir.Collector[Q6Result]) error {
+	st, _ := s.st.Value()
+	due := st.Pending[:0:0]
+	keep := st.Pending[:0]
+	for _, v := range st.Pending {
+		if v.Closed <= ts {
+			due = append(due, v)
+		} else {
+			keep = append(keep, v)
+		}
+	}
+	slices.SortFunc(due, func(a, b sale) int { return cmp.Or(cmp.Compare(a.Closed, b.Closed), cmp.Compare(a.Auction, b.Auction)) })
+	for _, v := range due {
+		st.Prices[st.N%Q6Window] = v.Price
+		st.N++
+		n := min(st.N, Q6Window)
+		var sum int64
+		for _, p := range st.Prices[:n] {
+			sum += p
+		}
+		out.Collect(Q6Result{Seller: ctx.CurrentKey(), Avg: sum / int64(n)})
+	}
+	st.Pending = keep
+	if len(keep) == 0 {
+		st.Pending = nil
+	}
+	s.st.Update(st)
 	return nil
 }

@@ -87,6 +87,10 @@ final class Generator {
         return count < maxEvents;
     }
 
+    long remaining() {
+        return maxEvents - count;
+    }
+
     /** Skips n events (restoring a split): generates and drops them, so the RNG state matches. */
     void skip(long n) {
         for (long i = 0; i < n && hasNext(); i++) {

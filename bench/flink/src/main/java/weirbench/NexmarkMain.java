@@ -1,8 +1,13 @@
 package weirbench;
 
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.Locale;
+import java.util.stream.Stream;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.configuration.Configuration;
@@ -20,8 +25,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  *
  * <p>Measurement: a warm-up run of the same query first (same JVM, so the JIT has compiled the
  * hot paths), then the measured run, timed from the first event a source emits to the end of
- * input at the last sink subtask: JVM and MiniCluster start-up, job deployment and teardown are
- * not counted. CPU seconds are the process's CPU time over the same interval; the peak RSS is the
+ * input at the last sink subtask (q10: to the last commit of its file sink): JVM and MiniCluster
+ * start-up, job deployment and teardown are not counted. With {@code --source memory} the
+ * events of each run are generated into memory before it (MemoryStore) and replayed. CPU seconds are the process's CPU time over the same interval; the peak RSS is the
  * process's VmHWM, reset before the measured run.
  */
 public final class NexmarkMain {
@@ -31,6 +37,16 @@ public final class NexmarkMain {
             "usage: weir-nexmark-flink --query QUERY --events N --parallelism P [--rate R] [--json]",
             "",
             "  --query QUERY        " + String.join(", ", Queries.NAMES),
+            "  --source KIND        generator (the generators run in the source, default) or memory",
+            "                       (each split's events generated into memory before the run, then",
+            "                       replayed; engine only), or kafka (the events of --topic, written",
+            "                       by weir nexmark --source kafka, read with Flink's KafkaSource;",
+            "                       the warm-up run reads the same topic)",
+            "  --kafka-bootstrap H:P the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)",
+            "  --topic NAME         the topic of --source kafka (required with it)",
+            "  --output-dir DIR     where q10 writes its files (default: a temporary directory, removed)",
+            "  --side-input FILE    q13's side input, lines key,value (default: Nexmark's 10,000 rows",
+            "                       i,i in a temporary file)",
             "  --events N           events to generate (> 0)",
             "  --parallelism P      parallelism and number of generators (>= 1; default 2)",
             "  --rate R             event rate in events per second of event time (default 10000)",
@@ -47,6 +63,11 @@ public final class NexmarkMain {
         long seed;
         long warmupEvents = -1;
         boolean json;
+        String source = "generator";
+        String outputDir;
+        String sideInput;
+        String bootstrap = System.getenv("WEIR_KAFKA_BOOTSTRAP");
+        String topic;
     }
 
     static final class UsageException extends Exception {
@@ -88,6 +109,11 @@ public final class NexmarkMain {
                     case "--rate": o.rate = Double.parseDouble(value); break;
                     case "--seed": o.seed = Long.parseUnsignedLong(value); break;
                     case "--warmup-events": o.warmupEvents = Long.parseLong(value); break;
+                    case "--source": o.source = value; break;
+                    case "--output-dir": o.outputDir = value; break;
+                    case "--side-input": o.sideInput = value; break;
+                    case "--kafka-bootstrap": o.bootstrap = value; break;
+                    case "--topic": o.topic = value; break;
                     default: throw new UsageException("unknown flag " + a);
                 }
             } catch (NumberFormatException e) {
@@ -110,8 +136,14 @@ public final class NexmarkMain {
         if (!(o.rate > 0) || Double.isInfinite(o.rate)) {
             throw new UsageException("--rate must be > 0");
         }
-        if (o.warmupEvents < 0) {
-            o.warmupEvents = o.events;
+        if (!o.source.equals("generator") && !o.source.equals("memory") && !o.source.equals("kafka")) {
+            throw new UsageException("--source must be generator, memory or kafka, got \"" + o.source + "\"");
+        }
+        if (o.source.equals("kafka") && (o.bootstrap == null || o.bootstrap.isEmpty() || o.topic == null)) {
+            throw new UsageException("--source kafka needs --kafka-bootstrap (or WEIR_KAFKA_BOOTSTRAP) and --topic");
+        }
+        if (o.warmupEvents < 0 || (o.source.equals("kafka") && o.warmupEvents > 0)) {
+            o.warmupEvents = o.events; // kafka: the topic holds --events events
         }
         return o;
     }
@@ -130,15 +162,41 @@ public final class NexmarkMain {
             System.exit(2);
             return;
         }
-        if (o.warmupEvents > 0) {
-            run(o, o.warmupEvents);
-            if (!o.json) {
-                System.err.printf(Locale.ROOT, "warm-up: %d events in %.3f s%n", o.warmupEvents, RunStats.seconds());
+        Path tmp = null;
+        try {
+            if ((o.query.equals("q10") && o.outputDir == null) || (o.query.equals("q13") && o.sideInput == null)) {
+                tmp = Files.createTempDirectory("weir-nexmark-flink-");
+            }
+            if (o.query.equals("q13") && o.sideInput == null) {
+                o.sideInput = tmp.resolve("side_input.txt").toString();
+                Queries.writeSideInput(Path.of(o.sideInput), Queries.SIDE_INPUT_ROWS);
+            }
+            Path out = o.outputDir != null ? Path.of(o.outputDir) : tmp == null ? null : tmp.resolve("q10");
+            if (o.warmupEvents > 0) {
+                run(o, o.warmupEvents, out == null ? null : out.resolveSibling(out.getFileName() + "-warmup"));
+                if (!o.json) {
+                    System.err.printf(Locale.ROOT, "warm-up: %d events in %.3f s%n", o.warmupEvents, RunStats.seconds());
+                }
+            }
+            run(o, o.events, out);
+            report(o, System.out);
+        } finally {
+            if (tmp != null) {
+                deleteTree(tmp);
             }
         }
-        run(o, o.events);
-        report(o, System.out);
         System.exit(0);
+    }
+
+    static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
     }
 
     static NexmarkConfig config(Options o, long events) {
@@ -150,9 +208,23 @@ public final class NexmarkMain {
         return cfg;
     }
 
-    /** Runs the query once over the given number of events in a fresh local MiniCluster. */
-    static void run(Options o, long events) throws Exception {
+    /**
+     * Runs the query once over the given number of events in a fresh local MiniCluster; q10 writes
+     * into out (emptied first, removed after a warm-up).
+     */
+    static void run(Options o, long events, Path out) throws Exception {
         NexmarkConfig cfg = config(o, events);
+        boolean memory = o.source.equals("memory");
+        eventsChecksum = null;
+        if (memory) {
+            MemoryStore.clear();
+            System.gc();
+            MemoryStore.generate(cfg);
+            eventsChecksum = String.format(Locale.ROOT, "%016x", MemoryStore.checksum());
+        }
+        if (out != null) {
+            deleteTree(out);
+        }
         Configuration conf = new Configuration();
         conf.set(StateBackendOptions.STATE_BACKEND, "hashmap");
         conf.set(PipelineOptions.OBJECT_REUSE, true);
@@ -160,10 +232,14 @@ public final class NexmarkMain {
         conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
         conf.set(RestOptions.ADDRESS, "127.0.0.1");
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(o.parallelism, conf);
-        DataStream<Event> events0 = env.fromSource(new NexmarkSource(cfg),
-                WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs)),
-                "Nexmark");
-        sinkAll(Queries.build(o.query, events0));
+        WatermarkStrategy<Event> wm = WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs));
+        DataStream<Event> events0 = o.source.equals("kafka")
+                ? env.fromSource(KafkaEvents.source(o.bootstrap, o.topic), wm, "Nexmark")
+                : env.fromSource(new NexmarkSource(cfg, memory), wm, "Nexmark");
+        DataStream<?> results = Queries.build(o.query, events0, new Queries.Options(out, o.sideInput));
+        if (results != null) {
+            sinkAll(results);
+        }
         System.gc();
         RunStats.resetPeakRss();
         RunStats.reset();
@@ -172,7 +248,18 @@ public final class NexmarkMain {
         if (emitted != events) {
             throw new IllegalStateException("sources emitted " + emitted + " events, want " + events);
         }
+        if (results == null) {
+            // q10: the results are the committed rows; the run ends with the last commit, a rename
+            // into a partition directory, whose time the directory keeps.
+            long[] committed = Queries.committedRows(out);
+            RunStats.results.add(committed[0]);
+            RunStats.endAtWallClock(committed[1]);
+        }
+        MemoryStore.clear();
     }
+
+    /** The memory source's events checksum of the last run (null with the generator source). */
+    static String eventsChecksum;
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static void sinkAll(DataStream<?> results) {
@@ -190,9 +277,10 @@ public final class NexmarkMain {
             out.printf(Locale.ROOT,
                     "{\"engine\":\"flink\",\"flink_version\":\"%s\",\"query\":\"%s\",\"events\":%d,\"parallelism\":%d,"
                             + "\"rate\":%s,\"seconds\":%.6f,\"events_per_second\":%.1f,\"results\":%d,"
-                            + "\"cpu_seconds\":%.3f,\"peak_rss_bytes\":%d,\"warmup_events\":%d}%n",
+                            + "\"cpu_seconds\":%.3f,\"peak_rss_bytes\":%d,\"warmup_events\":%d,\"source\":\"%s\"%s}%n",
                     flink, o.query, o.events, o.parallelism, num(o.rate), seconds, eps, results, cpu, rss,
-                    o.warmupEvents);
+                    o.warmupEvents, o.source,
+                    eventsChecksum == null ? "" : ",\"events_checksum\":\"" + eventsChecksum + "\"");
         } else {
             out.printf(Locale.ROOT, "flink %s  %s  parallelism %d  rate %s%n", flink, o.query, o.parallelism, num(o.rate));
             out.printf(Locale.ROOT, "  events        %d%n", o.events);

@@ -26,16 +26,23 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
  * The Nexmark generator as a bounded FLIP-27 source: one split per generator (split i = generator
  * i of n, as nexmark-flink's NexmarkSource), split i assigned to subtask i mod parallelism. Each
  * reader emits up to {@link #BATCH} events per pollNext call, then yields to the mailbox (timers,
- * watermarks) and comes back.
+ * watermarks) and comes back. With {@code memory} set, a split's events are not generated but
+ * replayed from {@link MemoryStore}, where they were generated before the job started.
  */
 final class NexmarkSource implements Source<Event, NexmarkSource.GenSplit, Collection<NexmarkSource.GenSplit>> {
     private static final long serialVersionUID = 1L;
     static final int BATCH = 256;
 
     private final NexmarkConfig config;
+    private final boolean memory;
 
     NexmarkSource(NexmarkConfig config) {
+        this(config, false);
+    }
+
+    NexmarkSource(NexmarkConfig config, boolean memory) {
         this.config = config;
+        this.memory = memory;
     }
 
     @Override
@@ -70,7 +77,7 @@ final class NexmarkSource implements Source<Event, NexmarkSource.GenSplit, Colle
 
     @Override
     public SourceReader<Event, GenSplit> createReader(SourceReaderContext readerContext) {
-        return new Reader(config);
+        return memory ? new MemoryReader() : new Reader(config);
     }
 
     /** Generator index and how many events it has already emitted. */
@@ -203,6 +210,87 @@ final class NexmarkSource implements Source<Event, NexmarkSource.GenSplit, Colle
                 Generator g = new Generator(config, s.index);
                 g.skip(s.emitted);
                 generators.add(g);
+            }
+            available.complete(null);
+        }
+
+        @Override
+        public void notifyNoMoreSplits() {
+            noMoreSplits = true;
+            available.complete(null);
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    /** Replays splits' events from MemoryStore, up to BATCH per pollNext call. */
+    private static final class MemoryReader implements SourceReader<Event, GenSplit> {
+        private final List<GenSplit> splits = new ArrayList<>();
+        private final List<Event[]> events = new ArrayList<>();
+        private final List<Integer> positions = new ArrayList<>();
+        private int current;
+        private int pos;
+        private boolean noMoreSplits;
+        private boolean started;
+        private CompletableFuture<Void> available = new CompletableFuture<>();
+
+        @Override
+        public void start() {}
+
+        @Override
+        public InputStatus pollNext(ReaderOutput<Event> output) {
+            while (current < events.size()) {
+                Event[] es = events.get(current);
+                if (pos >= es.length) {
+                    positions.set(current, pos);
+                    current++;
+                    pos = current < events.size() ? positions.get(current) : 0;
+                    continue;
+                }
+                if (!started) {
+                    started = true;
+                    RunStats.sourceStarted();
+                }
+                int end = Math.min(es.length, pos + BATCH);
+                for (int i = pos; i < end; i++) {
+                    Event e = es[i];
+                    output.collect(e, e.timestamp());
+                }
+                RunStats.eventsEmitted.add(end - pos);
+                pos = end;
+                return InputStatus.MORE_AVAILABLE;
+            }
+            if (noMoreSplits) {
+                return InputStatus.END_OF_INPUT;
+            }
+            available = new CompletableFuture<>();
+            return InputStatus.NOTHING_AVAILABLE;
+        }
+
+        @Override
+        public List<GenSplit> snapshotState(long checkpointId) {
+            List<GenSplit> out = new ArrayList<>();
+            for (int i = 0; i < splits.size(); i++) {
+                out.add(new GenSplit(splits.get(i).index, i == current ? pos : positions.get(i)));
+            }
+            return out;
+        }
+
+        @Override
+        public CompletableFuture<Void> isAvailable() {
+            return available;
+        }
+
+        @Override
+        public void addSplits(List<GenSplit> added) {
+            for (GenSplit s : added) {
+                splits.add(s);
+                events.add(MemoryStore.split(s.index));
+                positions.add((int) s.emitted);
+                if (events.size() == current + 1) {
+                    pos = (int) s.emitted;
+                }
             }
             available.complete(null);
         }

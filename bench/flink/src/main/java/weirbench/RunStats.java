@@ -37,13 +37,27 @@ final class RunStats {
         eventsEmitted.reset();
     }
 
+    /** The wall clock (ns since the epoch) when firstEventNanos was taken. */
+    static final AtomicLong firstEventWallNanos = new AtomicLong();
+
     /** Called by each source reader right before it emits its first event. */
     static synchronized void sourceStarted() {
         long now = System.nanoTime();
         if (now < firstEventNanos.get()) {
             firstEventNanos.set(now);
+            java.time.Instant w = java.time.Instant.now();
+            firstEventWallNanos.set(w.getEpochSecond() * 1_000_000_000L + w.getNano());
             cpuAtFirstEvent.set(OS.getProcessCpuTime());
         }
+    }
+
+    /**
+     * Sets the end of the run to a wall-clock time (ns since the epoch) taken by the file system,
+     * for a sink whose end is known from its files (q10); CPU time is taken now.
+     */
+    static synchronized void endAtWallClock(long wallNanos) {
+        lastEndNanos.set(firstEventNanos.get() + (wallNanos - firstEventWallNanos.get()));
+        cpuAtLastEnd.set(OS.getProcessCpuTime());
     }
 
     /** Called by each sink writer at its end of input. */

@@ -1,0 +1,196 @@
+package nexmark
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// Memory holds the events of a run generated in advance, one slice per
+// generator, so that a job can replay them from memory as fast as it takes
+// them: the engine-only mode of `weir nexmark --source memory`, where the
+// generators' cost stays out of the measurement. The events are those the
+// generator source would produce with the same config and number of
+// generators.
+type Memory struct {
+	cfg    Config
+	splits [][]weir.Record[Event]
+	total  int64
+}
+
+// NewMemory generates every event of cfg's n generators (n > 0) into
+// memory. It takes about as long as running the generators; the events
+// (about 110 bytes each plus their strings, most of which are shared) stay
+// until the Memory is dropped.
+func NewMemory(cfg Config, n int) (*Memory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Events <= 0 {
+		return nil, errors.New("nexmark: the memory source needs a bounded number of events (Config.Events > 0)")
+	}
+	m := &Memory{cfg: cfg}
+	for _, g := range NewGenerators(cfg, n) {
+		recs := make([]weir.Record[Event], g.Remaining())
+		for i := range recs {
+			recs[i].TS = g.Next(&recs[i].Value)
+		}
+		m.splits = append(m.splits, recs)
+		m.total += int64(len(recs))
+	}
+	return m, nil
+}
+
+// Len returns the number of events held.
+func (m *Memory) Len() int64 { return m.total }
+
+// Generators returns the number of generators (splits).
+func (m *Memory) Generators() int { return len(m.splits) }
+
+// Checksum hashes every field of every event, generator 0 first, with
+// EventChecksum; the Flink module computes the same value over its own
+// events, so equal checksums mean both engines replay the same events.
+func (m *Memory) Checksum() uint64 {
+	h := ChecksumSeed
+	for _, recs := range m.splits {
+		for i := range recs {
+			h = EventChecksum(h, &recs[i].Value)
+		}
+	}
+	return h
+}
+
+// Source returns a source replaying the events: split i is generator i's
+// events, in generation order, with their timestamps. Each call returns a
+// new source with its own FirstRead; the events are copied out, never
+// changed, so a Memory can be replayed by any number of jobs.
+func (m *Memory) Source() *MemorySource { return &MemorySource{m: m} }
+
+// MemorySource is a source replaying a Memory (see Memory.Source).
+type MemorySource struct {
+	m     *Memory
+	first atomic.Int64 // unix nanos of the first Read, 0 before
+}
+
+// Events adds the source with the Nexmark watermark strategy to env.
+func (s *MemorySource) Events(env *weir.Environment) weir.DataStream[Event] {
+	return weir.FromSource(env, weir.Source[Event](s), Watermarks(s.m.cfg), "Nexmark")
+}
+
+// FirstRead returns when a reader was first asked for events (false
+// before): where an engine-only measurement starts.
+func (s *MemorySource) FirstRead() (time.Time, bool) {
+	n := s.first.Load()
+	if n == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, n), true
+}
+
+// Splits returns one split per generator, whatever the parallelism (split
+// i goes to subtask i mod parallelism).
+func (s *MemorySource) Splits(int) ([]weir.Split, error) {
+	out := make([]weir.Split, len(s.m.splits))
+	for i := range out {
+		out[i] = split{index: i, of: len(out)}
+	}
+	return out, nil
+}
+
+// Reader returns a reader of split sp's events.
+func (s *MemorySource) Reader(sp weir.Split) (weir.SplitReader[Event], error) {
+	return &memoryReader{s: s, recs: s.m.splits[sp.(split).index]}, nil
+}
+
+type memoryReader struct {
+	s    *MemorySource
+	recs []weir.Record[Event] // what is left to read
+}
+
+// Read copies up to buf's free capacity (at least 1024) of the next events
+// into buf, as a connector decodes into the batch it is given.
+func (r *memoryReader) Read(ctx context.Context, buf []weir.Record[Event]) ([]weir.Record[Event], error) {
+	if r.s.first.Load() == 0 {
+		r.s.first.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	n := cap(buf) - len(buf)
+	if n <= 0 {
+		n = 1024
+	}
+	n = min(n, len(r.recs))
+	buf = append(buf, r.recs[:n]...)
+	r.recs = r.recs[n:]
+	if len(r.recs) == 0 {
+		return buf, io.EOF
+	}
+	return buf, ctx.Err()
+}
+
+func (r *memoryReader) Close() error { return nil }
+
+// ChecksumSeed is the initial value of an EventChecksum chain.
+const ChecksumSeed uint64 = 14695981039346656037
+
+const checksumPrime = 1099511628211
+
+func mixWord(h, w uint64) uint64 { return (h ^ w) * checksumPrime }
+
+func mixString(h uint64, s string) uint64 {
+	h = mixWord(h, uint64(len(s)))
+	for len(s) >= 8 {
+		h = mixWord(h, uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16|uint64(s[3])<<24|
+			uint64(s[4])<<32|uint64(s[5])<<40|uint64(s[6])<<48|uint64(s[7])<<56)
+		s = s[8:]
+	}
+	var w uint64
+	for i := range len(s) {
+		w |= uint64(s[i]) << (8 * i)
+	}
+	return mixWord(h, w)
+}
+
+// EventChecksum folds e into the running checksum h: the event type, then
+// every field in the order of the generator check's line format, integers
+// as 64-bit words and strings as their length then their bytes, 8 at a
+// time little-endian (the last word zero-padded), each word mixed in as
+// h = (h ^ word) * 1099511628211. weirbench.Checksum in bench/flink is the
+// same function.
+func EventChecksum(h uint64, e *Event) uint64 {
+	h = mixWord(h, uint64(e.Type))
+	switch e.Type {
+	case PersonEvent:
+		p := e.Person
+		h = mixWord(h, uint64(p.ID))
+		h = mixString(h, p.Name)
+		h = mixString(h, p.EmailAddress)
+		h = mixString(h, p.CreditCard)
+		h = mixString(h, p.City)
+		h = mixString(h, p.State)
+		h = mixWord(h, uint64(p.DateTime))
+		return mixString(h, p.Extra)
+	case AuctionEvent:
+		a := e.Auction
+		h = mixWord(h, uint64(a.ID))
+		h = mixString(h, a.ItemName)
+		h = mixString(h, a.Description)
+		h = mixWord(h, uint64(a.InitialBid))
+		h = mixWord(h, uint64(a.Reserve))
+		h = mixWord(h, uint64(a.DateTime))
+		h = mixWord(h, uint64(a.Expires))
+		h = mixWord(h, uint64(a.Seller))
+		h = mixWord(h, uint64(a.Category))
+		return mixString(h, a.Extra)
+	}
+	b := &e.Bid
+	h = mixWord(h, uint64(b.Auction))
+	h = mixWord(h, uint64(b.Bidder))
+	h = mixWord(h, uint64(b.Price))
+	h = mixString(h, b.Channel)
+	h = mixString(h, b.URL)
+	h = mixWord(h, uint64(b.DateTime))
+	return mixString(h, b.Extra)
+}
