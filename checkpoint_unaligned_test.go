@@ -110,6 +110,9 @@ func unalignedJob(t *testing.T, dir string, n int64, keys int64, timeout time.Du
 		// co-process: rebalanced input, and o.mid channels per co-process
 		// input.
 		id := func(v int64) int64 { return v }
+		if o.midPart != nil {
+			left, right = o.midPart(left), o.midPart(right)
+		}
 		left = weir.Map(left, id).SetParallelism(o.mid).UID("left-map")
 		right = weir.Map(right, id).SetParallelism(o.mid).UID("right-map")
 	}
@@ -134,8 +137,11 @@ func unalignedJob(t *testing.T, dir string, n int64, keys int64, timeout time.Du
 }
 
 type jobOpts struct {
-	p        int
-	mid      int // parallelism of a map before the co-process (0: none)
+	p   int
+	mid int // parallelism of a map before the co-process (0: none)
+	// midPart partitions the generators' output into that map (nil: the
+	// default, rebalance or forward).
+	midPart  func(weir.DataStream[int64]) weir.DataStream[int64]
 	restarts int
 	store    weir.CheckpointStore
 	// failAfter says which completed checkpoint the injected failure
@@ -299,16 +305,28 @@ func TestUnalignedCheckpointsNeedEncodableRecords(t *testing.T) {
 // key now.
 func TestUnalignedRescale(t *testing.T) {
 	const n, keys = 2500, 20
+	maps := []string{"left-map", "right-map"}
 	for _, c := range []struct {
 		name           string
 		p1, p2         int
 		mid1, mid2     int
 		wantInFlightAt []string // UIDs one of which must have channel state in the checkpoint
+		midPart        func(weir.DataStream[int64]) weir.DataStream[int64]
 	}{
-		{"keyed 2->3", 2, 3, 0, 0, nil},
-		{"keyed 3->1", 3, 1, 0, 0, nil},
-		{"upstream 3->1, keyed 2->3", 2, 3, 3, 1, []string{"left-map", "right-map"}},
-		{"upstream 1->3, keyed 3->2", 3, 2, 1, 3, nil},
+		{"keyed 2->3", 2, 3, 0, 0, nil, nil},
+		{"keyed 3->1", 3, 1, 0, 0, nil, nil},
+		{"upstream 3->1, keyed 2->3", 2, 3, 3, 1, maps, nil},
+		{"upstream 1->3, keyed 3->2", 3, 2, 1, 3, nil, nil},
+		// The generators (parallelism 2) feed the maps through the
+		// partitionings of Rescale, Shuffle and PartitionCustom. A map
+		// with one input channel records no in-flight data, so a rescale
+		// edge's first run has one map reading both generators.
+		{"rescale into the maps 1->3", 2, 3, 1, 3, maps, weir.Rescale[int64]},
+		{"rescale into the maps 1->2", 2, 2, 1, 2, maps, weir.Rescale[int64]},
+		{"shuffle into the maps 3->2", 2, 2, 3, 2, maps, weir.Shuffle[int64]},
+		{"custom into the maps 2->3", 2, 2, 2, 3, maps, func(ds weir.DataStream[int64]) weir.DataStream[int64] {
+			return weir.PartitionCustom(ds, func(k int64, n int) int { return int(k % int64(n)) }, func(v int64) int64 { return v })
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for attempt := 1; ; attempt++ {
@@ -324,7 +342,7 @@ func TestUnalignedRescale(t *testing.T) {
 					return slices.ContainsFunc(c.wantInFlightAt, func(uid string) bool { return opHasChannelState(cp, uid) })
 				}
 				first := func(o *jobOpts) {
-					o.store, o.restarts, o.p, o.mid, o.failAfter = st, 0, c.p1, c.mid1, wanted
+					o.store, o.restarts, o.p, o.mid, o.failAfter, o.midPart = st, 0, c.p1, c.mid1, wanted, c.midPart
 				}
 				env, failed, _ := unalignedJob(t, dir, n, keys, 0, true, first)
 				if err := env.Execute(t.Context(), "first"); err == nil || !failed.Load() {
@@ -345,7 +363,7 @@ func TestUnalignedRescale(t *testing.T) {
 					t.Logf("attempt %d ended on a checkpoint without the wanted in-flight data; running again", attempt)
 					continue
 				}
-				second := func(o *jobOpts) { o.store, o.p, o.mid = st, c.p2, c.mid2 }
+				second := func(o *jobOpts) { o.store, o.p, o.mid, o.midPart = st, c.p2, c.mid2, c.midPart }
 				env, _, _ = unalignedJob(t, dir, n, keys, 0, false, second)
 				if err := env.Execute(t.Context(), "rescaled"); err != nil {
 					t.Fatal(err)

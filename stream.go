@@ -22,6 +22,8 @@ type origin[T any] struct {
 	hash func(*T) int32 // PartitionHash: the key's hash code, of a record passed by pointer
 	// keyStr renders the key of a record for the key sketch (PartitionHash).
 	keyStr func(*T) string
+	// PartitionCustom: the consumer index of a record among n consumers
+	custom func(v *T, n int) int
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -88,7 +90,7 @@ func (ds DataStream[T]) Parallelism() int {
 func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
-		o.part, o.hash, o.keyStr = p, hash, nil
+		o.part, o.hash, o.keyStr, o.custom = p, hash, nil, nil
 		out.origins[i] = o
 	}
 	return out
@@ -97,6 +99,10 @@ func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int3
 // connect adds edges from every origin of ds to input of n.
 func (ds DataStream[T]) connect(n *runtime.Node, input int) {
 	for _, o := range ds.origins {
+		if o.part == runtime.PartitionCustom {
+			runtime.NewCustomEdge[T](o.node, o.tag, n, input, o.custom)
+			continue
+		}
 		e := runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
 		if o.keyStr != nil {
 			runtime.SetKeyString(e, o.keyStr)
@@ -123,6 +129,51 @@ func BroadcastPartition[T any](ds DataStream[T]) DataStream[T] {
 // Global sends every record to the first subtask of the next operator.
 func Global[T any](ds DataStream[T]) DataStream[T] {
 	return ds.withPartition(runtime.PartitionGlobal, nil)
+}
+
+// Shuffle sends each record to a subtask of the next operator chosen
+// uniformly at random (Flink's DataStream.shuffle).
+func Shuffle[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionShuffle, nil)
+}
+
+// Rescale distributes records round robin to a subset of the next
+// operator's subtasks, as Flink's DataStream.rescale: the edge is
+// pointwise, so each subtask exchanges records with few others instead of
+// all. With p upstream and n downstream subtasks, as Flink's POINTWISE
+// pattern: for p = n, subtask i sends to subtask i; for p > n, downstream
+// subtask j reads upstream subtasks [j*p/n, (j+1)*p/n); for p < n,
+// upstream subtask i sends round robin to [ceil(i*n/p), ceil((i+1)*n/p)),
+// starting with the first. When p and n are not multiples of each other,
+// subtasks get unequal shares. Unlike Forward the parallelisms may differ,
+// and unlike Rebalance watermarks only flow along the pointwise channels.
+func Rescale[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionRescale, nil)
+}
+
+// PartitionCustom sends each record to the subtask of the next operator
+// that partition chooses for the record's key: partition(key,
+// numPartitions) must return an index in [0, numPartitions), where
+// numPartitions is the next operator's parallelism (Flink's
+// DataStream.partitionCustom(partitioner, keySelector)). An index out of
+// range fails the job with a message naming it and the record. Unlike
+// KeyBy the result is not a keyed stream: it has no keyed state.
+//
+// partition must be deterministic (a function of its arguments): a restore
+// of an unaligned checkpoint at another parallelism replays in-flight
+// records to the subtask partition picks then, as for KeyBy (Flink refuses
+// unaligned checkpoints on such edges instead).
+func PartitionCustom[K, T any](ds DataStream[T], partition func(key K, numPartitions int) int, key func(T) K) DataStream[T] {
+	if partition == nil || key == nil {
+		ds.env.fail(fmt.Errorf("PartitionCustom: %w", nilFnError("partitioner or key function")))
+		return ds
+	}
+	out := ds.withPartition(runtime.PartitionCustom, nil)
+	route := func(v *T, n int) int { return partition(key(*v), n) }
+	for i := range out.origins {
+		out.origins[i].custom = route
+	}
+	return out
 }
 
 // Union merges streams of one type; the next operator reads them as one
