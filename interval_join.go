@@ -176,18 +176,8 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		return o, o, nil
 	})
 	// The late-data tags are side outputs of the join.
-	if n := ds.single(name); n != nil {
-		for _, tt := range [][2]string{{cfg.lateLeft, cfg.lateLeftType}, {cfg.lateRight, cfg.lateRightType}} {
-			if tt[0] == "" {
-				continue
-			}
-			key := fmt.Sprintf("%d/%s", n.ID, tt[0])
-			if prev, ok := env.tagTypes[key]; ok && prev != tt[1] {
-				env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", name, tt[0], prev, tt[1]))
-			}
-			env.tagTypes[key] = tt[1]
-		}
-	}
+	registerSideType(ds, cfg.lateLeft, cfg.lateLeftType)
+	registerSideType(ds, cfg.lateRight, cfg.lateRightType)
 	return ds
 }
 

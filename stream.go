@@ -274,11 +274,23 @@ func SideOutput[T, X any](ds DataStream[X], tag OutputTag[T]) DataStream[T] {
 	if tag.id == "" {
 		ds.env.fail(fmt.Errorf("operator %q: side output tag id must not be empty", n.Name))
 	}
-	typ := fmt.Sprintf("%T", *new(T))
-	key := fmt.Sprintf("%d/%s", n.ID, tag.id)
+	registerSideType(ds, tag.id, fmt.Sprintf("%T", *new(T)))
+	return DataStream[T]{env: ds.env, origins: []origin[T]{{node: n, tag: tag.id}}}
+}
+
+// registerSideType records that ds's operator emits values of type typ to
+// the side output id, so that SideOutput with another type fails the build.
+func registerSideType[T any](ds DataStream[T], id, typ string) {
+	if id == "" {
+		return
+	}
+	n := ds.single("side output")
+	if n == nil {
+		return
+	}
+	key := fmt.Sprintf("%d/%s", n.ID, id)
 	if prev, ok := ds.env.tagTypes[key]; ok && prev != typ {
-		ds.env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", n.Name, tag.id, prev, typ))
+		ds.env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", n.Name, id, prev, typ))
 	}
 	ds.env.tagTypes[key] = typ
-	return DataStream[T]{env: ds.env, origins: []origin[T]{{node: n, tag: tag.id}}}
 }
