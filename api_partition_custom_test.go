@@ -68,7 +68,7 @@ func TestRescaleWatermarksArePointwise(t *testing.T) {
 	src := newChanSource[string](2)
 	in := weir.FromSource(env, src, punctuatedStrategy[string](), "src")
 	ch := make(chan seenWM, 16)
-	weir.Collect(weir.ProcessStream(weir.Rescale(in), weir.ProcessFunction[string, string](observeWM(ch))))
+	weir.Collect(weir.ProcessStreamFunc(weir.Rescale(in), observeWM(ch)))
 	h := start(t, env)
 	src.send(t, h, 0, rec("a", 100))
 	if got := recv(t, h, ch); got.V != "a" || got.WM != math.MinInt64 {

@@ -131,7 +131,7 @@ func unalignedJob(t *testing.T, dir string, n int64, keys int64, timeout time.Du
 		}
 	}
 	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(left, key), weir.KeyBy(right, key)),
-		weir.KeyedCoProcessFunction[int64, int64, int64, string](fn))
+		fn)
 	weir.FileSink(out, dir, func(s string) []byte { return []byte(s) })
 	return env, &failed, store
 }

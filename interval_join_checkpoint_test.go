@@ -25,7 +25,7 @@ type ckRec struct {
 // appends "key left right @ts" (-1 for an absent side) to *got.
 func newTestJoin(t interface{ Fatal(...any) }, lower, upper int64, kind OuterJoinKind, first, last int, kgs map[int][]byte) (*intervalJoinOp[string, ckRec, ckRec, string], *[]string) {
 	got := new([]string)
-	fn := OuterJoinFunc[ckRec, ckRec, string](func(l, r *ckRec, ctx JoinContext, _ Collector[string]) error {
+	fn := outerJoinFunc[ckRec, ckRec, string](func(l, r *ckRec, ctx JoinContext, _ Collector[string]) error {
 		k, lid, rid := "", -1, -1
 		if l != nil {
 			k, lid = l.Key, l.ID
@@ -243,7 +243,7 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 		}, strategy).SetParallelism(2)
 		k := func(r rec) int64 { return r.K }
 		return IntervalOuterJoin(KeyBy(left, k), KeyBy(right, k), Between(0, 3*time.Millisecond), FullOuter,
-			OuterJoinFunc[rec, rec, string](func(l, r *rec, ctx JoinContext, out Collector[string]) error {
+			outerJoinFunc[rec, rec, string](func(l, r *rec, ctx JoinContext, out Collector[string]) error {
 				s := "l"
 				if l != nil {
 					s += fmt.Sprint(l.ID)

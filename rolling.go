@@ -141,7 +141,7 @@ func javaCompare[F cmp.Ordered](a, b F) int {
 
 // rolling adds the keyed operator of a rolling aggregation.
 func rolling[K comparable, T any](ks KeyedStream[K, T], name string, f func(acc, v T) T) DataStream[T] {
-	return Process(ks, KeyedProcessFunction[K, T, T](&rollingFn[K, T]{f: f})).Name(name)
+	return Process(ks, &rollingFn[K, T]{f: f}).Name(name)
 }
 
 // rollingFn is the function of a rolling aggregation: the running value of
