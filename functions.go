@@ -23,6 +23,7 @@ const (
 	ProcessingTime
 )
 
+// String returns Flink's name of the domain: EVENT_TIME or PROCESSING_TIME.
 func (d TimeDomain) String() string {
 	if d == ProcessingTime {
 		return "PROCESSING_TIME"

@@ -2,16 +2,24 @@ package weir
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// Record is a stream element with its event timestamp (NoTimestamp if none).
-type Record[T any] = runtime.Record[T]
+// Record is a stream element with its event timestamp in ms (NoTimestamp
+// if it has none): what sources read, FromRecords takes, and Collect and
+// the test harness return.
+type Record[T any] struct {
+	// Value is the element.
+	Value T
+	// TS is its event timestamp in ms, or NoTimestamp.
+	TS int64
+}
 
 // NoTimestamp marks a record without an event timestamp.
-const NoTimestamp = runtime.NoTimestamp
+const NoTimestamp int64 = math.MinInt64
 
 // origin is one upstream of a stream: an operator's main or side output,
 // with the partitioning the next edge uses.
@@ -204,9 +212,19 @@ func (ks KeyedStream[K, T]) Stream() DataStream[T] { return ks.ds }
 // KeySelector returns the key function.
 func (ks KeyedStream[K, T]) KeySelector() func(T) K { return ks.key }
 
+// Hashable lets a key type supply its own Java-style hash code (for
+// example the hashCode of the Java class the key mirrors), which KeyBy
+// then uses instead of its built-in rules. HashCode must be declared on
+// the value type (a value receiver), be deterministic, and return equal
+// codes for equal keys.
+type Hashable interface {
+	// HashCode returns the key's Java-style hash code.
+	HashCode() int32
+}
+
 // KeyBy partitions ds by key. Key types: strings, integers, floats, bools,
-// arrays and structs of those, or types implementing keygroup.Hashable; they
-// hash as Java's hashCode does, so keys map to the same key groups as in
+// arrays and structs of those, or types implementing Hashable; they hash
+// as Java's hashCode does, so keys map to the same key groups as in
 // Flink.
 func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, T] {
 	if key == nil {
