@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/runtime"
 )
 
 // TestPublicAPIDocumented: in the packages a user reads (weir, window,
@@ -99,12 +100,10 @@ func exportedRecv(r *ast.FieldList) bool {
 // which the source adapter relies on to hand a reader the runtime's buffer
 // without copying (source_api.go).
 func TestRecordLayout(t *testing.T) {
-	type rt struct {
-		Value [3]int16
-		TS    int64
-	}
 	var r weir.Record[[3]int16]
-	if unsafe.Sizeof(r) != unsafe.Sizeof(rt{}) || unsafe.Offsetof(r.TS) != unsafe.Offsetof(rt{}.TS) {
-		t.Fatal("Record's layout differs from a struct of Value and TS")
+	var rr runtime.Record[[3]int16]
+	if unsafe.Sizeof(r) != unsafe.Sizeof(rr) || unsafe.Offsetof(r.TS) != unsafe.Offsetof(rr.TS) || unsafe.Alignof(r) != unsafe.Alignof(rr) {
+		t.Fatal("Record's layout differs from the runtime's record type")
 	}
+	_ = runtime.Record[int](weir.Record[int]{}) // identical underlying types, or this does not compile
 }
