@@ -1,15 +1,30 @@
 // Package weir is a stream processing engine with Apache Flink's DataStream
-// semantics: event time with watermarks, keyed state, timers, two-input
-// operators, side outputs, in a Go library.
+// semantics: event time with watermarks, keyed state, timers, windows,
+// two-input operators, side outputs, checkpoints and savepoints, in a Go
+// library.
 //
 // Type-changing operations are package functions, since Go methods cannot
-// take type parameters:
+// take type parameters. A word count with a running count per word (the
+// package's Example, which runs in the test suite):
 //
-//	env := weir.NewEnvironment(weir.WithParallelism(2))
-//	words := weir.FromSlice(env, []string{"a", "b", "a"})
-//	counts := weir.Process(weir.KeyBy(words, func(w string) string { return w }), &counter{})
+//	type WordCount struct {
+//		Word string
+//		N    int
+//	}
+//
+//	env := weir.NewEnvironment(weir.WithParallelism(1))
+//	words := weir.FromSlice(env, []string{"a", "b", "a", "c", "a"})
+//	ones := weir.Map(words, func(w string) WordCount { return WordCount{Word: w, N: 1} })
+//	counts := weir.Sum(weir.KeyBy(ones, func(c WordCount) string { return c.Word }),
+//		func(c WordCount) int { return c.N }, func(c *WordCount, n int) { c.N = n })
 //	weir.Print(counts)
-//	err := env.Execute(ctx, "wordcount")
+//	if err := env.Execute(context.Background(), "wordcount"); err != nil {
+//		log.Fatal(err)
+//	}
+//
+// The README's getting-started section and docs/ (concepts, coming from
+// Flink, operations) explain the rest; every main entry point has a
+// runnable example.
 package weir
 
 import (
