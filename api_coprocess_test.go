@@ -95,7 +95,7 @@ func TestKeyedCoProcessTimersFollowCombinedWatermark(t *testing.T) {
 	key := func(v kv) string { return v.K }
 	ch := make(chan string, 1000)
 	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(a, key), weir.KeyBy(b, key)),
-		weir.KeyedCoProcessFunction[string, kv, kv, string](&coEvents{ch: ch}))
+		&coEvents{ch: ch})
 	res := weir.Collect(out)
 	h := start(t, env)
 
@@ -170,7 +170,7 @@ func TestKeyedCoProcessParallel(t *testing.T) {
 	ch := make(chan string, 1000)
 	key := func(v kv) string { return v.K }
 	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(gen("left"), key), weir.KeyBy(gen("right"), key)),
-		weir.KeyedCoProcessFunction[string, kv, kv, string](&coEvents{ch: ch}))
+		&coEvents{ch: ch})
 	res := weir.Collect(out)
 	mustRun(t, env)
 	// Key k = i%30 has elements at k, k+30, ..., k+270 on both inputs, so
@@ -204,7 +204,7 @@ func TestCoProcessNonKeyed(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	a := weir.FromRecords(env, []weir.Record[string]{rec("a", 1), rec("b", 2)}, weir.NoWatermarks[string]())
 	b := weir.FromSlice(env, []int{7, 8, 9})
-	out := weir.CoProcess(weir.Connect(a, b), weir.CoProcessFunction[string, int, string](coFn{}))
+	out := weir.CoProcess(weir.Connect(a, b), coFn{})
 	res := weir.Collect(out)
 	mustRun(t, env)
 	got := sortRecords(res.Records())
@@ -255,7 +255,7 @@ func TestKeyedCoProcessUnionAndSameSource(t *testing.T) {
 		src := weir.Generate(env, 10, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 		first := weir.KeyBy(weir.Union(src, weir.Map(src, func(v int64) int64 { return v + 100 })), func(v int64) int64 { return v % 3 })
 		second := weir.KeyBy(src, func(v int64) int64 { return v % 3 })
-		res := weir.Collect(weir.KeyedCoProcess(weir.ConnectKeyed(first, second), weir.KeyedCoProcessFunction[int64, int64, int64, string](tagInput{})))
+		res := weir.Collect(weir.KeyedCoProcess(weir.ConnectKeyed(first, second), tagInput{}))
 		mustRun(t, env)
 		var want []string
 		for i := range 10 {

@@ -48,7 +48,7 @@ func keyedFailJob(f keyedFail) *weir.Environment {
 	env := weir.NewEnvironment(weir.WithParallelism(2), quiet())
 	strat := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v })
 	src := weir.Generate(env, 1000, 0, func(i int64) int64 { return i % 50 }, strat)
-	weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), weir.KeyedProcessFunction[int64, int64, int64](f)).Name("exploder"))
+	weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), f).Name("exploder"))
 	return env
 }
 
@@ -135,7 +135,7 @@ func (failOpen) Open(weir.KeyedRuntimeContext[int64]) error { return errUser }
 func TestErrorFromOpen(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(2), quiet())
 	src := weir.FromSlice(env, []int64{1})
-	weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), weir.KeyedProcessFunction[int64, int64, int64](failOpen{})).Name("unopenable"))
+	weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), failOpen{}).Name("unopenable"))
 	err := run(t, env)
 	if !errors.Is(err, errUser) || !strings.Contains(err.Error(), `"unopenable"`) {
 		t.Fatalf("got %v", err)
@@ -151,7 +151,7 @@ func TestPanicInKeySelectorFailsJob(t *testing.T) {
 		}
 		return v
 	})
-	weir.Collect(weir.Process(ks, weir.KeyedProcessFunction[int64, int64, int64](keyedFail{key: -1})))
+	weir.Collect(weir.Process(ks, keyedFail{key: -1}))
 	err := run(t, env)
 	if err == nil || !contains(err.Error(), "panicked", "no key for 77") {
 		t.Fatalf("got %v", err)
@@ -196,7 +196,7 @@ func TestPanicInProcessingTimeTimerFailsJob(t *testing.T) {
 	src := newChanSource[int64](1)
 	in := weir.FromSource[int64](env, src, weir.NoWatermarks[int64](), "in")
 	registered := make(chan int64, 1)
-	weir.Collect(weir.Process(weir.KeyBy(in, func(v int64) int64 { return v }), weir.KeyedProcessFunction[int64, int64, int64](ptPanic{registered})).Name("pt-panic"))
+	weir.Collect(weir.Process(weir.KeyBy(in, func(v int64) int64 { return v }), ptPanic{registered}).Name("pt-panic"))
 	h := start(t, env)
 	src.send(t, h, 0, rec[int64](1, weir.NoTimestamp))
 	clk.Set(recv(t, h, registered))

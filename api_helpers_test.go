@@ -162,7 +162,7 @@ type At[T any] struct {
 
 // tagSubtasks applies subtaskOf at parallelism p.
 func tagSubtasks[T any](ds weir.DataStream[T], p int) weir.DataStream[At[T]] {
-	return weir.ProcessStream(ds, weir.ProcessFunction[T, At[T]](&subtaskOf[T]{})).SetParallelism(p)
+	return weir.ProcessStream(ds, &subtaskOf[T]{}).SetParallelism(p)
 }
 
 // quiet is an option that drops the job's log (for jobs meant to fail).

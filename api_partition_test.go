@@ -85,7 +85,7 @@ type seenWM struct {
 
 // observeWM passes records on and reports each with the operator's current
 // watermark on ch.
-func observeWM(ch chan<- seenWM) weir.ProcessFunc[string, string] {
+func observeWM(ch chan<- seenWM) func(string, weir.Context, weir.Collector[string]) error {
 	return func(v string, ctx weir.Context, out weir.Collector[string]) error {
 		ts, _ := ctx.Timestamp()
 		ch <- seenWM{V: v, TS: ts, WM: ctx.CurrentWatermark()}
@@ -107,7 +107,7 @@ func TestUnionOneValveOverAllChannels(t *testing.T) {
 	a := weir.FromSource[string](env, srcA, punctuatedStrategy[string](), "A").SetParallelism(1)
 	b := weir.FromSource[string](env, srcB, punctuatedStrategy[string](), "B").SetParallelism(2)
 	ch := make(chan seenWM, 16)
-	weir.Collect(weir.ProcessStream(weir.Union(a, b), weir.ProcessFunction[string, string](observeWM(ch))))
+	weir.Collect(weir.ProcessStreamFunc(weir.Union(a, b), observeWM(ch)))
 	h := start(t, env)
 
 	type step struct {
@@ -216,11 +216,11 @@ func TestForwardKeepsSubtask(t *testing.T) {
 			src := weir.Generate(env, 300, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 			// Tag at the source's parallelism, then forward to a second tagger.
 			first := tagSubtasks(src, 3)
-			second := weir.ProcessStream(weir.Forward(first), weir.ProcessFunction[At[int64], [2]At[int64]](
-				weir.ProcessFunc[At[int64], [2]At[int64]](func(v At[int64], _ weir.Context, out weir.Collector[[2]At[int64]]) error {
+			second := weir.ProcessStreamFunc(weir.Forward(first),
+				func(v At[int64], _ weir.Context, out weir.Collector[[2]At[int64]]) error {
 					out.Collect([2]At[int64]{v, {}})
 					return nil
-				})))
+				})
 			tagged := weir.Collect(tagSubtasks(second, 3))
 			mustRun(t, env)
 			got := tagged.Values()
@@ -293,7 +293,7 @@ func TestKeyByRoutesByKeyGroup(t *testing.T) {
 	for p, subs := range want {
 		env := weir.NewEnvironment(weir.WithParallelism(p))
 		src := weir.FromSlice(env, keys)
-		res := weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), weir.KeyedProcessFunction[int64, int64, At[int64]](&keySubtask{})))
+		res := weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &keySubtask{}))
 		mustRun(t, env)
 		got := map[int64]int{}
 		for _, r := range res.Values() {

@@ -65,7 +65,7 @@ func TestProcessingTimeTimersWithManualClock(t *testing.T) {
 	src := newChanSource[ptCmd](1)
 	in := weir.FromSource[ptCmd](env, src, weir.NoWatermarks[ptCmd](), "cmds")
 	ch := make(chan string, 100)
-	out := weir.Process(weir.KeyBy(in, func(c ptCmd) string { return c.Key }), weir.KeyedProcessFunction[string, ptCmd, string](ptTimers{ch}))
+	out := weir.Process(weir.KeyBy(in, func(c ptCmd) string { return c.Key }), ptTimers{ch})
 	mainRes := weir.Collect(out)
 	sideRes := weir.Collect(weir.SideOutput(out, ptTag))
 	h := start(t, env)
@@ -148,7 +148,7 @@ func TestBoundedJobEndsWithPendingProcessingTimers(t *testing.T) {
 	src := weir.FromSlice(env, []string{"a", "b", "c"})
 	cmds := weir.Map(src, func(k string) ptCmd { return ptCmd{Key: k, Op: "reg", At: time.Hour.Milliseconds()} })
 	ch := make(chan string, 10)
-	res := weir.Collect(weir.Process(weir.KeyBy(cmds, func(c ptCmd) string { return c.Key }), weir.KeyedProcessFunction[string, ptCmd, string](ptTimers{ch})))
+	res := weir.Collect(weir.Process(weir.KeyBy(cmds, func(c ptCmd) string { return c.Key }), ptTimers{ch}))
 	mustRun(t, env)
 	if res.Len() != 0 || len(ch) != 3 {
 		t.Fatalf("%d timers fired, %d elements seen; want 0 and 3", res.Len(), len(ch))

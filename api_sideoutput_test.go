@@ -34,7 +34,7 @@ func TestSideOutputFromProcessStream(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	src := weir.FromRecords(env, []weir.Record[int64]{rec[int64](1, 10), rec[int64](2, 20), rec[int64](3, 30), rec[int64](4, 40), rec[int64](101, 50), rec[int64](102, 60)},
 		weir.NoWatermarks[int64]())
-	main := weir.ProcessStream(src, weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven))).SetParallelism(1)
+	main := weir.ProcessStreamFunc(src, splitOddEven).SetParallelism(1)
 	mainRes := weir.Collect(main)
 	odd := weir.SideOutput(main, oddTag)
 	oddRes := weir.Collect(odd)                                                       // chained, parallelism 2 vs 1: network
@@ -63,7 +63,7 @@ func sortRecords[T any](r []weir.Record[T]) []weir.Record[T] {
 func TestSideOutputWithoutConsumerIsDropped(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := weir.FromSlice(env, []int64{1, 2, 3, 4})
-	main := weir.ProcessStream(src, weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven)))
+	main := weir.ProcessStreamFunc(src, splitOddEven)
 	res := weir.Collect(main)
 	mustRun(t, env)
 	if got := sorted(res.Values()); !slices.Equal(got, []int64{20, 40}) {
@@ -74,7 +74,7 @@ func TestSideOutputWithoutConsumerIsDropped(t *testing.T) {
 func TestSideOutputRecordWithoutTimestamp(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := weir.FromSlice(env, []int64{1})
-	main := weir.ProcessStream(src, weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven)))
+	main := weir.ProcessStreamFunc(src, splitOddEven)
 	res := weir.Collect(weir.SideOutput(main, oddTag))
 	mustRun(t, env)
 	if got := res.Records(); len(got) != 1 || got[0].TS != weir.NoTimestamp {
@@ -111,7 +111,7 @@ func TestSideOutputFromKeyedProcess(t *testing.T) {
 	recs := []weir.Record[string]{rec("a", 10), rec("a", 3), rec("a", 20), rec("a", 20)}
 	src := weir.FromRecords(env, recs, punctuatedStrategy[string]())
 	ks := weir.KeyBy(src, func(v string) string { return v })
-	main := weir.Process(ks, weir.KeyedProcessFunction[string, string, string](lateSplitter{}))
+	main := weir.Process(ks, lateSplitter{})
 	mainRes := weir.Collect(main)
 	side := weir.Collect(weir.SideOutput(main, lateTag))
 	mustRun(t, env)
@@ -131,11 +131,11 @@ func TestSideOutputWrongTypeFailsJob(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1), quiet())
 	src := weir.FromSlice(env, []int64{1, 2})
 	wrong := weir.NewOutputTag[int64]("odd") // same id as oddTag (string)
-	main := weir.ProcessStream(src, weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](
+	main := weir.ProcessStreamFunc(src,
 		func(v int64, ctx weir.Context, out weir.Collector[int64]) error {
 			ctx.Output(wrong, v)
 			return nil
-		}))).Name("mistyped")
+		}).Name("mistyped")
 	weir.Collect(weir.SideOutput(main, oddTag))
 	err := run(t, env)
 	if err == nil {
@@ -151,7 +151,7 @@ func TestSideOutputWrongTypeFailsJob(t *testing.T) {
 func TestSideOutputTagWithTwoTypesFailsAtBuild(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := weir.FromSlice(env, []int64{1})
-	main := weir.ProcessStream(src, weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven))).Name("twotypes")
+	main := weir.ProcessStreamFunc(src, splitOddEven).Name("twotypes")
 	weir.Collect(weir.SideOutput(main, oddTag))
 	weir.Collect(weir.SideOutput(main, weir.NewOutputTag[int]("odd")))
 	err := run(t, env)
@@ -159,7 +159,7 @@ func TestSideOutputTagWithTwoTypesFailsAtBuild(t *testing.T) {
 		t.Fatalf("got %v, want a build error naming the operator and both types", err)
 	}
 	env = weir.NewEnvironment(weir.WithParallelism(1))
-	main = weir.ProcessStream(weir.FromSlice(env, []int64{1}), weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven)))
+	main = weir.ProcessStreamFunc(weir.FromSlice(env, []int64{1}), splitOddEven)
 	weir.Collect(weir.SideOutput(main, weir.NewOutputTag[string]("")))
 	if err := run(t, env); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty tag id: got %v", err)
@@ -176,20 +176,20 @@ func TestSideOutputCarriesWatermarks(t *testing.T) {
 			env := weir.NewEnvironment(weir.WithParallelism(1))
 			recs := []weir.Record[string]{rec("x", 10), rec("y", 20), rec("z", 30)}
 			src := weir.FromRecords(env, recs, punctuatedStrategy[string]())
-			all := weir.ProcessStream(src, weir.ProcessFunction[string, string](weir.ProcessFunc[string, string](
+			all := weir.ProcessStreamFunc(src,
 				func(v string, ctx weir.Context, _ weir.Collector[string]) error {
 					ctx.Output(oddTag, v)
 					return nil
-				})))
+				})
 			side := weir.SideOutput(all, oddTag) // chained at parallelism 1
 			if p > 1 {
 				side = weir.Rebalance(side)
 			}
-			seen := weir.ProcessStream(side, weir.ProcessFunction[string, string](weir.ProcessFunc[string, string](
+			seen := weir.ProcessStreamFunc(side,
 				func(v string, ctx weir.Context, out weir.Collector[string]) error {
 					out.Collect(fmt.Sprintf("%s wm=%d", v, ctx.CurrentWatermark()))
 					return nil
-				}))).SetParallelism(p)
+				}).SetParallelism(p)
 			res := weir.Collect(seen)
 			mustRun(t, env)
 			got := sorted(res.Values())
@@ -208,7 +208,7 @@ func TestSideOutputCarriesWatermarks(t *testing.T) {
 func TestUnionOfMainAndSideOutput(t *testing.T) {
 	for _, p := range []int{1, 2} {
 		env := weir.NewEnvironment(weir.WithParallelism(p))
-		main := weir.ProcessStream(weir.FromSlice(env, []int64{1, 2, 3, 4}), weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven)))
+		main := weir.ProcessStreamFunc(weir.FromSlice(env, []int64{1, 2, 3, 4}), splitOddEven)
 		odd := weir.Map(weir.SideOutput(main, oddTag), func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return -n })
 		both := weir.Collect(weir.Union(main, odd))
 		mainOnly := weir.Collect(main)

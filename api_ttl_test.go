@@ -105,7 +105,7 @@ func TestStateTTLWithManualClock(t *testing.T) {
 			in := weir.FromSource[ttlOp](env, src, weir.NoWatermarks[ttlOp](), "ops")
 			ch := make(chan string, 10)
 			weir.Collect(weir.Process(weir.KeyBy(in, func(ttlOp) string { return "k" }),
-				weir.KeyedProcessFunction[string, ttlOp, string](&ttlFn{cfg: c.cfg, ch: ch})))
+				&ttlFn{cfg: c.cfg, ch: ch}))
 			h := start(t, env)
 			for _, op := range c.ops {
 				clk.Set(op.At)
@@ -127,7 +127,7 @@ func TestStateTTLInvalidConfigFailsJob(t *testing.T) {
 	in := weir.FromSlice(env, []ttlOp{{Op: "value"}})
 	ch := make(chan string, 10)
 	weir.Collect(weir.Process(weir.KeyBy(in, func(ttlOp) string { return "k" }),
-		weir.KeyedProcessFunction[string, ttlOp, string](&ttlFn{cfg: state.TTL(time.Microsecond), ch: ch})).Name("badttl"))
+		&ttlFn{cfg: state.TTL(time.Microsecond), ch: ch}).Name("badttl"))
 	err := run(t, env)
 	if err == nil || !contains(err.Error(), "badttl", "ttl", "1ms") {
 		t.Fatalf("got %v, want an error naming the operator and the TTL problem", err)

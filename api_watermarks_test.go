@@ -54,7 +54,7 @@ func TestBoundedOutOfOrdernessPeriodic(t *testing.T) {
 	src := newChanSource[string](1)
 	in := weir.FromSource[string](env, src, weir.ForBoundedOutOfOrderness[string](3*time.Millisecond), "events")
 	ch := make(chan seenWM, 16)
-	weir.Collect(weir.ProcessStream(in, weir.ProcessFunction[string, string](observeWM(ch))))
+	weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
 	h := start(t, env)
 	p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch}
 
@@ -104,7 +104,7 @@ func TestBoundedOutOfOrdernessLastWatermark(t *testing.T) {
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithAutoWatermarkInterval(0))
 		recs := []weir.Record[int64]{rec[int64](0, 10), rec[int64](0, 7), rec[int64](0, 15), rec[int64](0, 12)}
 		src := weir.FromRecords(env, recs, weir.ForBoundedOutOfOrderness[int64](3*time.Millisecond))
-		res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), weir.KeyedProcessFunction[int64, int64, string](wmTimers{})))
+		res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), wmTimers{}))
 		mustRun(t, env)
 		if got, want := res.Values(), []string{"7@11", "10@11", "12@MAX", "15@MAX"}; !slices.Equal(got, want) {
 			t.Fatalf("p=%d: timers fired %v, want %v", p, got, want)
@@ -118,7 +118,7 @@ func TestMonotonousTimestampsWithAssigner(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithAutoWatermarkInterval(0))
 	strat := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v })
 	src := weir.FromSource[int64](env, sliceSrc([]int64{3, 5, 9}), strat, "values")
-	res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), weir.KeyedProcessFunction[int64, int64, string](wmTimers{})))
+	res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), wmTimers{}))
 	mustRun(t, env)
 	if got, want := res.Values(), []string{"3@8", "5@8", "9@MAX"}; !slices.Equal(got, want) {
 		t.Fatalf("timers fired %v, want %v", got, want)
@@ -171,7 +171,7 @@ func TestWithIdlenessIdleSplit(t *testing.T) {
 			}
 			in := weir.FromSource[string](env, src, strat, "events")
 			ch := make(chan seenWM, 16)
-			weir.Collect(weir.ProcessStream(in, weir.ProcessFunction[string, string](observeWM(ch))))
+			weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
 			h := start(t, env)
 			p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch, split: 0}
 
@@ -223,14 +223,14 @@ func TestAssignTimestampsAndWatermarksMidPipeline(t *testing.T) {
 	up := weir.FromRecords(env, recs, punctuatedStrategy[int64]()) // watermarks 100, 200, 300 upstream
 	assigned := weir.AssignTimestampsAndWatermarks(up,
 		weir.ForBoundedOutOfOrderness[int64](0).WithTimestampAssigner(func(v int64, ts int64) int64 { return v*10 + ts/100 }))
-	seen := weir.ProcessStream(assigned, weir.ProcessFunction[int64, string](weir.ProcessFunc[int64, string](
+	seen := weir.ProcessStreamFunc(assigned,
 		func(v int64, ctx weir.Context, out weir.Collector[string]) error {
 			ts, _ := ctx.Timestamp()
 			out.Collect(fmt.Sprintf("%d@%d wm=%d", v, ts, ctx.CurrentWatermark()))
 			return nil
-		})))
+		})
 	res := weir.Collect(seen)
-	timers := weir.Collect(weir.Process(weir.KeyBy(assigned, func(int64) int64 { return 0 }), weir.KeyedProcessFunction[int64, int64, string](wmTimers{})))
+	timers := weir.Collect(weir.Process(weir.KeyBy(assigned, func(int64) int64 { return 0 }), wmTimers{}))
 	mustRun(t, env)
 	min := weir.MinWatermark
 	want := []string{fmt.Sprintf("1@11 wm=%d", min), fmt.Sprintf("2@22 wm=%d", min), fmt.Sprintf("30@303 wm=%d", min)}

@@ -107,11 +107,11 @@ func TestAsyncWaitOrder(t *testing.T) {
 			} else {
 				out = weir.UnorderedWait[int64, int64](src, svc, 0, 16)
 			}
-			got := weir.Collect(weir.ProcessStream(out, weir.ProcessFunc[int64, seen](func(v int64, ctx weir.Context, c weir.Collector[seen]) error {
+			got := weir.Collect(weir.ProcessStreamFunc(out, func(v int64, ctx weir.Context, c weir.Collector[seen]) error {
 				ts, _ := ctx.Timestamp()
 				c.Collect(seen{v, ts, ctx.CurrentWatermark()})
 				return nil
-			})))
+			}))
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			go func() { // answer what has arrived, newest first

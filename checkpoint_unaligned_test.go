@@ -234,6 +234,9 @@ func newUnalignedRun(t *testing.T, dir string, n, keys int64, timeout time.Durat
 			// A map at another parallelism between the sources and the
 			// co-process: rebalanced input, and o.mid channels per
 			// co-process input.
+			if o.midPart != nil {
+				in[i] = o.midPart(in[i])
+			}
 			in[i] = weir.Map(in[i], func(v int64) int64 { return v }).SetParallelism(o.mid).UID([]string{"left-map", "right-map"}[i])
 		}
 	}
@@ -247,8 +250,7 @@ func newUnalignedRun(t *testing.T, dir string, n, keys int64, timeout time.Durat
 			}
 		}
 	}
-	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(in[0], key), weir.KeyBy(in[1], key)),
-		weir.KeyedCoProcessFunction[int64, int64, int64, string](fn))
+	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(in[0], key), weir.KeyBy(in[1], key)), fn)
 	weir.FileSink(out, dir, func(s string) []byte { return []byte(s) })
 	return r
 }
@@ -292,8 +294,11 @@ func (r *unalignedRun) execute(t *testing.T, name string) error {
 func (r *unalignedRun) n() int64 { return r.limit.Load() }
 
 type jobOpts struct {
-	p        int
-	mid      int // parallelism of a map before the co-process (0: none)
+	p   int
+	mid int // parallelism of a map before the co-process (0: none)
+	// midPart partitions the generators' output into that map (nil: the
+	// default, rebalance or forward).
+	midPart  func(weir.DataStream[int64]) weir.DataStream[int64]
 	restarts int
 	store    weir.CheckpointStore
 	// failAfter says which completed checkpoint the injected failure
@@ -457,16 +462,28 @@ func TestUnalignedCheckpointsNeedEncodableRecords(t *testing.T) {
 // key now.
 func TestUnalignedRescale(t *testing.T) {
 	const n, keys = 2500, 20
+	maps := []string{"left-map", "right-map"}
 	for _, c := range []struct {
 		name           string
 		p1, p2         int
 		mid1, mid2     int
 		wantInFlightAt []string // UIDs one of which must have channel state in the checkpoint
+		midPart        func(weir.DataStream[int64]) weir.DataStream[int64]
 	}{
-		{"keyed 2->3", 2, 3, 0, 0, nil},
-		{"keyed 3->1", 3, 1, 0, 0, nil},
-		{"upstream 3->1, keyed 2->3", 2, 3, 3, 1, []string{"left-map", "right-map"}},
-		{"upstream 1->3, keyed 3->2", 3, 2, 1, 3, nil},
+		{"keyed 2->3", 2, 3, 0, 0, nil, nil},
+		{"keyed 3->1", 3, 1, 0, 0, nil, nil},
+		{"upstream 3->1, keyed 2->3", 2, 3, 3, 1, maps, nil},
+		{"upstream 1->3, keyed 3->2", 3, 2, 1, 3, nil, nil},
+		// The generators (parallelism 2) feed the maps through the
+		// partitionings of Rescale, Shuffle and PartitionCustom. A map
+		// with one input channel records no in-flight data, so a rescale
+		// edge's first run has one map reading both generators.
+		{"rescale into the maps 1->3", 2, 3, 1, 3, maps, weir.Rescale[int64]},
+		{"rescale into the maps 1->2", 2, 2, 1, 2, maps, weir.Rescale[int64]},
+		{"shuffle into the maps 3->2", 2, 2, 3, 2, maps, weir.Shuffle[int64]},
+		{"custom into the maps 2->3", 2, 2, 2, 3, maps, func(ds weir.DataStream[int64]) weir.DataStream[int64] {
+			return weir.PartitionCustom(ds, func(k int64, n int) int { return int(k % int64(n)) }, func(v int64) int64 { return v })
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, err := weir.NewDirCheckpointStore(t.TempDir())
@@ -481,7 +498,7 @@ func TestUnalignedRescale(t *testing.T) {
 				return slices.ContainsFunc(c.wantInFlightAt, func(uid string) bool { return opHasChannelState(cp, uid) })
 			}
 			first := newUnalignedRun(t, dir, 0, keys, 0, true, func(o *jobOpts) {
-				o.store, o.restarts, o.p, o.mid, o.failAfter = st, 0, c.p1, c.mid1, wanted
+				o.store, o.restarts, o.p, o.mid, o.failAfter, o.midPart = st, 0, c.p1, c.mid1, wanted, c.midPart
 			})
 			if err := first.execute(t, "first"); err == nil || !first.failed.Load() {
 				t.Fatalf("the first run should fail after a checkpoint with channel state (err %v)", err)
@@ -494,7 +511,7 @@ func TestUnalignedRescale(t *testing.T) {
 				t.Fatalf("the latest checkpoint is %v, want %d, the one with the wanted in-flight data", latest, first.failAt.Load())
 			}
 			n := first.n()
-			second := newUnalignedRun(t, dir, n, keys, 0, false, func(o *jobOpts) { o.store, o.p, o.mid = st, c.p2, c.mid2 })
+			second := newUnalignedRun(t, dir, n, keys, 0, false, func(o *jobOpts) { o.store, o.p, o.mid, o.midPart = st, c.p2, c.mid2, c.midPart })
 			if err := second.execute(t, "rescaled"); err != nil {
 				t.Fatal(err)
 			}

@@ -139,8 +139,49 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	e.checkpoint = c
 }
 
-// OperatorSnapshot is one operator's state in one subtask at a checkpoint.
-type OperatorSnapshot = runtime.OperatorSnapshot
+// OperatorSnapshot is one operator's state in one subtask at a
+// checkpoint, as a CheckpointStore keeps it. Its parts are opaque bytes
+// written by the operator (see internal/state/FORMAT.md and
+// internal/checkpoint/store/FORMAT.md for their layout).
+type OperatorSnapshot struct {
+	// UID is the operator's state id (its UID, or one derived from the
+	// job graph).
+	UID string
+	// Kind and Name are the operator's kind and name, recorded so that a
+	// restore gives state only to an operator of the same kind and names
+	// what it cannot place; empty in checkpoints written before they were
+	// recorded.
+	Kind, Name string
+	// KeyGroups holds keyed state and timers, one snapshot per key group,
+	// so that a restore at another parallelism can move them.
+	KeyGroups map[int][]byte
+	// State is operator (non-keyed) state: source positions, broadcast
+	// state, the pending transactions of exactly-once sinks.
+	State []byte
+	// ChannelState is the in-flight input data of an unaligned checkpoint,
+	// on the snapshot of a task's first operator.
+	ChannelState []byte
+	// KeyedFiles is keyed state a state backend keeps as files (the Pebble
+	// backend's incremental checkpoints); only the checkpoint store and
+	// the operator read it.
+	KeyedFiles any
+}
+
+// runtimeSnapshots converts a checkpoint's snapshots for the runtime.
+func runtimeSnapshots(ops map[string][]OperatorSnapshot) map[string][]runtime.OperatorSnapshot {
+	if ops == nil {
+		return nil
+	}
+	out := make(map[string][]runtime.OperatorSnapshot, len(ops))
+	for uid, subs := range ops {
+		rs := make([]runtime.OperatorSnapshot, len(subs))
+		for i, s := range subs {
+			rs[i] = runtime.OperatorSnapshot(s)
+		}
+		out[uid] = rs
+	}
+	return out
+}
 
 // Checkpoint is a completed checkpoint: every operator's snapshot by
 // subtask.
@@ -291,9 +332,9 @@ func (e *Environment) assemble(id int64, acks []runtime.TaskAck) *Checkpoint {
 			op.Kind, op.Name = kind, name
 			subs := cp.Operators[op.UID]
 			for len(subs) <= a.Subtask {
-				subs = append(subs, runtime.OperatorSnapshot{UID: op.UID, Kind: kind, Name: name})
+				subs = append(subs, OperatorSnapshot{UID: op.UID, Kind: kind, Name: name})
 			}
-			subs[a.Subtask] = op
+			subs[a.Subtask] = OperatorSnapshot(op)
 			cp.Operators[op.UID] = subs
 		}
 	}

@@ -1,15 +1,30 @@
 // Package weir is a stream processing engine with Apache Flink's DataStream
-// semantics: event time with watermarks, keyed state, timers, two-input
-// operators, side outputs, in a Go library.
+// semantics: event time with watermarks, keyed state, timers, windows,
+// two-input operators, side outputs, checkpoints and savepoints, in a Go
+// library.
 //
 // Type-changing operations are package functions, since Go methods cannot
-// take type parameters:
+// take type parameters. A word count with a running count per word (the
+// package's Example, which runs in the test suite):
 //
-//	env := weir.NewEnvironment(weir.WithParallelism(2))
-//	words := weir.FromSlice(env, []string{"a", "b", "a"})
-//	counts := weir.Process(weir.KeyBy(words, func(w string) string { return w }), &counter{})
+//	type WordCount struct {
+//		Word string
+//		N    int
+//	}
+//
+//	env := weir.NewEnvironment(weir.WithParallelism(1))
+//	words := weir.FromSlice(env, []string{"a", "b", "a", "c", "a"})
+//	ones := weir.Map(words, func(w string) WordCount { return WordCount{Word: w, N: 1} })
+//	counts := weir.Sum(weir.KeyBy(ones, func(c WordCount) string { return c.Word }),
+//		func(c WordCount) int { return c.N }, func(c *WordCount, n int) { c.N = n })
 //	weir.Print(counts)
-//	err := env.Execute(ctx, "wordcount")
+//	if err := env.Execute(context.Background(), "wordcount"); err != nil {
+//		log.Fatal(err)
+//	}
+//
+// The README's getting-started section and docs/ (concepts, coming from
+// Flink, operations) explain the rest; every main entry point has a
+// runnable example.
 package weir
 
 import (
@@ -30,18 +45,53 @@ import (
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// Clock is the processing-time source: wall clock by default, a
-// ManualClock in tests.
-type Clock = clock.Clock
+// Clock is the processing-time source of a job: the wall clock
+// (SystemClock) by default, a ManualClock in tests. Processing-time timers
+// and windows, periodic watermarks, idleness, state TTL and source rate
+// limits all read it.
+type Clock interface {
+	// NowMillis returns the current processing time in milliseconds.
+	NowMillis() int64
+	// AfterFunc calls f, on a goroutine of the clock's choosing, once the
+	// clock has reached at (milliseconds). The returned function cancels the
+	// call if it has not happened yet and reports whether it did cancel it.
+	AfterFunc(at int64, f func()) (stop func() bool)
+}
 
-// ManualClock is a clock that moves only when told to.
-type ManualClock = clock.Manual
+// ManualClock is a Clock that moves only when told to, for tests that must
+// not depend on timing: give it to a job with WithClock, then Set or
+// Advance it to fire processing-time timers and periodic watermarks. It is
+// safe for concurrent use.
+type ManualClock struct{ m *clock.Manual }
 
 // NewManualClock returns a manual clock standing at start ms.
-func NewManualClock(start int64) *ManualClock { return clock.NewManual(start) }
+func NewManualClock(start int64) *ManualClock { return &ManualClock{m: clock.NewManual(start)} }
 
-// SystemClock is the wall clock.
-type SystemClock = clock.System
+// NowMillis returns the clock's time in ms.
+func (c *ManualClock) NowMillis() int64 { return c.m.NowMillis() }
+
+// AfterFunc implements Clock: f runs once the clock reaches at, on the
+// goroutine that moves it there (on a new goroutine if at has passed).
+func (c *ManualClock) AfterFunc(at int64, f func()) (stop func() bool) { return c.m.AfterFunc(at, f) }
+
+// Set moves the clock to t ms (never backwards) and runs, in order of
+// their times, the callbacks that are then due, before it returns.
+func (c *ManualClock) Set(t int64) { c.m.Set(t) }
+
+// Advance moves the clock d ms forward, as Set(NowMillis() + d).
+func (c *ManualClock) Advance(d int64) { c.m.Advance(d) }
+
+// SystemClock is the wall clock: Unix time in ms, callbacks on
+// time.AfterFunc.
+type SystemClock struct{}
+
+// NowMillis returns the Unix time in ms.
+func (SystemClock) NowMillis() int64 { return clock.System{}.NowMillis() }
+
+// AfterFunc implements Clock with time.AfterFunc.
+func (SystemClock) AfterFunc(at int64, f func()) (stop func() bool) {
+	return clock.System{}.AfterFunc(at, f)
+}
 
 type config struct {
 	parallelism    int
@@ -462,7 +512,7 @@ func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.P
 		if cp.MaxParallelism != 0 && cp.MaxParallelism != e.cfg.maxParallelism {
 			return nil, fmt.Errorf("weir: checkpoint %d was taken with max parallelism %d, the job has %d; key groups cannot be remapped", cp.ID, cp.MaxParallelism, e.cfg.maxParallelism)
 		}
-		cfg.Restore = cp.Operators
+		cfg.Restore = runtimeSnapshots(cp.Operators)
 		first = cp.ID
 	}
 	if e.checkpoint != nil {

@@ -153,12 +153,12 @@ func runFaultJob(t *testing.T, p int, in *ftInjector) []string {
 	src = weir.Map(src, hook[ftEv](in, 0))
 	win := weir.Map(weir.Aggregate(weir.Window(weir.KeyBy(src, ftKey), window.TumblingEventTime(50*time.Millisecond)), ftSum{}), ftWindowLine)
 	win = weir.Map(win, hook[string](in, 1))
-	joined := weir.IntervalJoin(weir.KeyBy(weir.Filter(src, ftOdd), ftKey), weir.KeyBy(weir.Filter(src, ftEven), ftKey),
+	joined := weir.IntervalJoinFunc(weir.KeyBy(weir.Filter(src, ftOdd), ftKey), weir.KeyBy(weir.Filter(src, ftEven), ftKey),
 		weir.Between(-2*time.Millisecond, 3*time.Millisecond),
-		weir.ProcessJoinFunc[ftEv, ftEv, string](func(l, r ftEv, _ weir.JoinContext, out weir.Collector[string]) error {
+		func(l, r ftEv, _ weir.JoinContext, out weir.Collector[string]) error {
 			out.Collect(ftPair(l, r))
 			return nil
-		}))
+		})
 	joined = weir.Map(joined, hook[string](in, 2))
 	co := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(weir.Filter(src, ftOdd), ftKey), weir.KeyBy(weir.Filter(src, ftEven), ftKey)), &ftBuckets{})
 	co = weir.Map(co, hook[string](in, 3))

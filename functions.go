@@ -23,6 +23,7 @@ const (
 	ProcessingTime
 )
 
+// String returns Flink's name of the domain: EVENT_TIME or PROCESSING_TIME.
 func (d TimeDomain) String() string {
 	if d == ProcessingTime {
 		return "PROCESSING_TIME"
@@ -76,11 +77,10 @@ type ProcessFunction[IN, OUT any] interface {
 	ProcessElement(v IN, ctx Context, out Collector[OUT]) error
 }
 
-// ProcessFunc adapts a function to a ProcessFunction.
-type ProcessFunc[IN, OUT any] func(v IN, ctx Context, out Collector[OUT]) error
+// processFunc adapts a function to a ProcessFunction (ProcessStreamFunc).
+type processFunc[IN, OUT any] func(v IN, ctx Context, out Collector[OUT]) error
 
-// ProcessElement calls f.
-func (f ProcessFunc[IN, OUT]) ProcessElement(v IN, ctx Context, out Collector[OUT]) error {
+func (f processFunc[IN, OUT]) ProcessElement(v IN, ctx Context, out Collector[OUT]) error {
 	return f(v, ctx, out)
 }
 
@@ -91,16 +91,15 @@ type KeyedProcessFunction[K comparable, IN, OUT any] interface {
 	OnTimer(ts int64, ctx OnTimerContext[K], out Collector[OUT]) error
 }
 
-// KeyedProcessFunc adapts a function to a KeyedProcessFunction without timers.
-type KeyedProcessFunc[K comparable, IN, OUT any] func(v IN, ctx KeyedContext[K], out Collector[OUT]) error
+// keyedProcessFunc adapts a function to a KeyedProcessFunction whose
+// OnTimer does nothing (ProcessFunc).
+type keyedProcessFunc[K comparable, IN, OUT any] func(v IN, ctx KeyedContext[K], out Collector[OUT]) error
 
-// ProcessElement calls f.
-func (f KeyedProcessFunc[K, IN, OUT]) ProcessElement(v IN, ctx KeyedContext[K], out Collector[OUT]) error {
+func (f keyedProcessFunc[K, IN, OUT]) ProcessElement(v IN, ctx KeyedContext[K], out Collector[OUT]) error {
 	return f(v, ctx, out)
 }
 
-// OnTimer does nothing.
-func (f KeyedProcessFunc[K, IN, OUT]) OnTimer(int64, OnTimerContext[K], Collector[OUT]) error {
+func (f keyedProcessFunc[K, IN, OUT]) OnTimer(int64, OnTimerContext[K], Collector[OUT]) error {
 	return nil
 }
 

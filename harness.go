@@ -30,6 +30,8 @@ type HarnessEvent struct {
 	Idle  bool  // status
 }
 
+// String formats the event as the harness tests compare it: "side TAG
+// v@ts", "v@ts", "wm N", "status idle" or "status active".
 func (e HarnessEvent) String() string {
 	switch e.Kind {
 	case HarnessSide:

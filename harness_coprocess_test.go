@@ -53,7 +53,7 @@ func newJoinHarness(t *testing.T, opts ...weir.HarnessOption) *weir.TwoInputHarn
 	t.Helper()
 	key := func(v hv) string { return v.K }
 	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[hv]) weir.DataStream[string] {
-		return weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(a, key), weir.KeyBy(b, key)), weir.KeyedCoProcessFunction[string, hv, hv, string](&joinFn{}))
+		return weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(a, key), weir.KeyBy(b, key)), &joinFn{})
 	}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func (wmCo) ProcessElement2(v string, ctx weir.Context, out weir.Collector[strin
 // minimum of its inputs' watermarks.
 func TestHarnessCoProcessWatermark(t *testing.T) {
 	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[string]) weir.DataStream[string] {
-		return weir.CoProcess(weir.Connect(a, b), weir.CoProcessFunction[string, string, string](wmCo{}))
+		return weir.CoProcess(weir.Connect(a, b), wmCo{})
 	})
 	ok(t, err)
 	defer h.Close()

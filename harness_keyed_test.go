@@ -59,7 +59,7 @@ func (f *collectFn) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.
 func newCollectHarness(t *testing.T, opts ...weir.HarnessOption) *weir.OneInputHarness[hv, string] {
 	t.Helper()
 	h, err := weir.NewOneInputHarness(func(in weir.DataStream[hv]) weir.DataStream[string] {
-		return weir.Process(weir.KeyBy(in, func(v hv) string { return v.K }), weir.KeyedProcessFunction[string, hv, string](&collectFn{}))
+		return weir.Process(weir.KeyBy(in, func(v hv) string { return v.K }), &collectFn{})
 	}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestHarnessChannelsValve(t *testing.T) {
 // TestHarnessProcessStream drives a non-keyed process function.
 func TestHarnessProcessStream(t *testing.T) {
 	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
-		return weir.ProcessStream(in, weir.ProcessFunction[int64, int64](weir.ProcessFunc[int64, int64](splitOddEven)))
+		return weir.ProcessStreamFunc(in, splitOddEven)
 	}, weir.HarnessSideOutputs(oddTag))
 	ok(t, err)
 	defer h.Close()
@@ -216,11 +216,11 @@ func TestHarnessProcessStream(t *testing.T) {
 func TestHarnessRunsMultiTaskPlans(t *testing.T) {
 	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
 		doubled := weir.Map(weir.Rebalance(weir.Map(in, func(v int64) int64 { return v })), func(v int64) int64 { return 2 * v })
-		return weir.Process(weir.KeyBy(doubled, func(v int64) int64 { return v % 2 }),
-			weir.KeyedProcessFunc[int64, int64, int64](func(v int64, _ weir.KeyedContext[int64], out weir.Collector[int64]) error {
+		return weir.ProcessFunc(weir.KeyBy(doubled, func(v int64) int64 { return v % 2 }),
+			func(v int64, _ weir.KeyedContext[int64], out weir.Collector[int64]) error {
 				out.Collect(v + 1)
 				return nil
-			}))
+			})
 	})
 	ok(t, err)
 	defer h.Close()
@@ -262,7 +262,7 @@ func (timerOps) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Coll
 func newTimerOpsHarness(t *testing.T) *weir.OneInputHarness[hv, string] {
 	t.Helper()
 	h, err := weir.NewOneInputHarness(func(in weir.DataStream[hv]) weir.DataStream[string] {
-		return weir.Process(weir.KeyBy(in, func(v hv) string { return v.K }), weir.KeyedProcessFunction[string, hv, string](timerOps{}))
+		return weir.Process(weir.KeyBy(in, func(v hv) string { return v.K }), timerOps{})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -30,11 +30,11 @@ type ProcessJoinFunction[L, R, OUT any] interface {
 	ProcessElement(left L, right R, ctx JoinContext, out Collector[OUT]) error
 }
 
-// ProcessJoinFunc adapts a function to a ProcessJoinFunction.
-type ProcessJoinFunc[L, R, OUT any] func(left L, right R, ctx JoinContext, out Collector[OUT]) error
+// processJoinFunc adapts a function to a ProcessJoinFunction
+// (IntervalJoinFunc).
+type processJoinFunc[L, R, OUT any] func(left L, right R, ctx JoinContext, out Collector[OUT]) error
 
-// ProcessElement calls f.
-func (f ProcessJoinFunc[L, R, OUT]) ProcessElement(left L, right R, ctx JoinContext, out Collector[OUT]) error {
+func (f processJoinFunc[L, R, OUT]) ProcessElement(left L, right R, ctx JoinContext, out Collector[OUT]) error {
 	return f(left, right, ctx, out)
 }
 
@@ -45,11 +45,11 @@ type OuterJoinFunction[L, R, OUT any] interface {
 	ProcessElement(left *L, right *R, ctx JoinContext, out Collector[OUT]) error
 }
 
-// OuterJoinFunc adapts a function to an OuterJoinFunction.
-type OuterJoinFunc[L, R, OUT any] func(left *L, right *R, ctx JoinContext, out Collector[OUT]) error
+// outerJoinFunc adapts a function to an OuterJoinFunction
+// (IntervalOuterJoinFunc).
+type outerJoinFunc[L, R, OUT any] func(left *L, right *R, ctx JoinContext, out Collector[OUT]) error
 
-// ProcessElement calls f.
-func (f OuterJoinFunc[L, R, OUT]) ProcessElement(left *L, right *R, ctx JoinContext, out Collector[OUT]) error {
+func (f outerJoinFunc[L, R, OUT]) ProcessElement(left *L, right *R, ctx JoinContext, out Collector[OUT]) error {
 	return f(left, right, ctx, out)
 }
 
@@ -127,7 +127,7 @@ func IntervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	// Each subtask gets its own copy of the user's function, then wrapped.
 	perSubtask := func() (OuterJoinFunction[L, R, OUT], any) {
 		u := cloneFunction(fn)
-		return OuterJoinFunc[L, R, OUT](func(l *L, r *R, ctx JoinContext, out Collector[OUT]) error {
+		return outerJoinFunc[L, R, OUT](func(l *L, r *R, ctx JoinContext, out Collector[OUT]) error {
 			return u.ProcessElement(*l, *r, ctx, out)
 		}), u
 	}
@@ -177,18 +177,8 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		return o, o, nil
 	})
 	// The late-data tags are side outputs of the join.
-	if n := ds.single(name); n != nil {
-		for _, tt := range [][2]string{{cfg.lateLeft, cfg.lateLeftType}, {cfg.lateRight, cfg.lateRightType}} {
-			if tt[0] == "" {
-				continue
-			}
-			key := fmt.Sprintf("%d/%s", n.ID, tt[0])
-			if prev, ok := env.tagTypes[key]; ok && prev != tt[1] {
-				env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", name, tt[0], prev, tt[1]))
-			}
-			env.tagTypes[key] = tt[1]
-		}
-	}
+	registerSideType(ds, cfg.lateLeft, cfg.lateLeftType)
+	registerSideType(ds, cfg.lateRight, cfg.lateRightType)
 	return ds
 }
 

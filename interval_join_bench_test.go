@@ -27,7 +27,7 @@ func BenchmarkIntervalJoinProbe(b *testing.B) {
 				h, err := NewTwoInputHarness(func(l, r DataStream[benchRec]) DataStream[int] {
 					k := func(v benchRec) int64 { return v.K }
 					return IntervalJoin(KeyBy(l, k), KeyBy(r, k), Between(0, time.Millisecond),
-						ProcessJoinFunc[benchRec, benchRec, int](func(benchRec, benchRec, JoinContext, Collector[int]) error {
+						processJoinFunc[benchRec, benchRec, int](func(benchRec, benchRec, JoinContext, Collector[int]) error {
 							matches++
 							return nil
 						}), opts...)

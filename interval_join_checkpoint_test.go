@@ -22,7 +22,7 @@ type ckRec struct {
 // appends "key left right @ts" (-1 for an absent side) to *got.
 func newTestJoin(t interface{ Fatal(...any) }, lower, upper int64, kind OuterJoinKind, first, last int, kgs map[int][]byte) (*intervalJoinOp[string, ckRec, ckRec, string], *[]string) {
 	got := new([]string)
-	fn := OuterJoinFunc[ckRec, ckRec, string](func(l, r *ckRec, ctx JoinContext, _ Collector[string]) error {
+	fn := outerJoinFunc[ckRec, ckRec, string](func(l, r *ckRec, ctx JoinContext, _ Collector[string]) error {
 		k, lid, rid := "", -1, -1
 		if l != nil {
 			k, lid = l.Key, l.ID

@@ -32,8 +32,8 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 			return rec{i % 50, -i, i/4 + 2}
 		}, gate, strategy).SetParallelism(2)
 		k := func(r rec) int64 { return r.K }
-		return weir.IntervalOuterJoin(weir.KeyBy(left, k), weir.KeyBy(right, k), weir.Between(0, 3*time.Millisecond), weir.FullOuter,
-			weir.OuterJoinFunc[rec, rec, string](func(l, r *rec, ctx weir.JoinContext, out weir.Collector[string]) error {
+		return weir.IntervalOuterJoinFunc(weir.KeyBy(left, k), weir.KeyBy(right, k), weir.Between(0, 3*time.Millisecond), weir.FullOuter,
+			func(l, r *rec, ctx weir.JoinContext, out weir.Collector[string]) error {
 				s := "l"
 				if l != nil {
 					s += fmt.Sprint(l.ID)
@@ -44,7 +44,7 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 				}
 				out.Collect(fmt.Sprintf("%s @%d", s, ctx.Timestamp()))
 				return nil
-			}))
+			})
 	}
 	ref := weir.NewEnvironment(weir.WithParallelism(1))
 	want := weir.Collect(job(ref, nil))

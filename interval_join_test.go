@@ -55,7 +55,7 @@ func TestIntervalJoinAgainstOracle(t *testing.T) {
 		}
 		lateL, lateR := weir.NewOutputTag[jrec]("late-l"), weir.NewOutputTag[jrec]("late-r")
 		opts = append(opts, weir.SideOutputLeftLateData(lateL), weir.SideOutputRightLateData(lateR))
-		fn := weir.OuterJoinFunc[jrec, jrec, jout](func(l, r *jrec, ctx weir.JoinContext, out weir.Collector[jout]) error {
+		fn := func(l, r *jrec, ctx weir.JoinContext, out weir.Collector[jout]) error {
 			o := jout{L: -1, R: -1, TS: ctx.Timestamp()}
 			if l != nil {
 				o.L = l.ID
@@ -65,17 +65,17 @@ func TestIntervalJoinAgainstOracle(t *testing.T) {
 			}
 			out.Collect(o)
 			return nil
-		})
+		}
 		bounds := weir.Between(time.Duration(lower)*time.Millisecond, time.Duration(upper)*time.Millisecond)
 		h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[jrec]) weir.DataStream[jout] {
 			k := func(r jrec) string { return r.Key }
 			if kind == 0 {
-				return weir.IntervalJoin(weir.KeyBy(a, k), weir.KeyBy(b, k), bounds,
-					weir.ProcessJoinFunc[jrec, jrec, jout](func(l, r jrec, ctx weir.JoinContext, out weir.Collector[jout]) error {
+				return weir.IntervalJoinFunc(weir.KeyBy(a, k), weir.KeyBy(b, k), bounds,
+					func(l, r jrec, ctx weir.JoinContext, out weir.Collector[jout]) error {
 						return fn(&l, &r, ctx, out)
-					}), opts...)
+					}, opts...)
 			}
-			return weir.IntervalOuterJoin(weir.KeyBy(a, k), weir.KeyBy(b, k), bounds, kind, fn, opts...)
+			return weir.IntervalOuterJoinFunc(weir.KeyBy(a, k), weir.KeyBy(b, k), bounds, kind, fn, opts...)
 		}, weir.HarnessSideOutputs(lateL, lateR))
 		if err != nil {
 			t.Fatal(err)
@@ -198,8 +198,8 @@ func TestIntervalJoinInvertedBoundsFailAtBuild(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	a := weir.KeyBy(weir.FromSlice(env, []int{1}), func(v int) int { return v })
 	b := weir.KeyBy(weir.FromSlice(env, []int{1}), func(v int) int { return v })
-	j := weir.IntervalJoin(a, b, weir.Between(10*time.Minute, 0),
-		weir.ProcessJoinFunc[int, int, int](func(l, r int, _ weir.JoinContext, out weir.Collector[int]) error { return nil }))
+	j := weir.IntervalJoinFunc(a, b, weir.Between(10*time.Minute, 0),
+		func(l, r int, _ weir.JoinContext, out weir.Collector[int]) error { return nil })
 	weir.Discard(j)
 	err := env.Execute(t.Context(), "inverted")
 	if err == nil || !strings.Contains(err.Error(), "IntervalJoin") || !strings.Contains(err.Error(), "lower bound") {
@@ -220,11 +220,11 @@ func TestIntervalJoinOrdersPayments(t *testing.T) {
 	orders := weir.FromRecords(env, []weir.Record[ev]{{Value: ev{1, 0}}, {Value: ev{2, 0}}, {Value: ev{3, 0}}}, strategy)
 	payments := weir.FromRecords(env, []weir.Record[ev]{{Value: ev{1, 5 * min}}, {Value: ev{2, 11 * min}}, {Value: ev{3, -1 * min}}}, strategy)
 	k := func(e ev) int { return e.Order }
-	res := weir.Collect(weir.IntervalJoin(weir.KeyBy(orders, k), weir.KeyBy(payments, k), weir.Between(0, 10*time.Minute),
-		weir.ProcessJoinFunc[ev, ev, int](func(o, p ev, _ weir.JoinContext, out weir.Collector[int]) error {
+	res := weir.Collect(weir.IntervalJoinFunc(weir.KeyBy(orders, k), weir.KeyBy(payments, k), weir.Between(0, 10*time.Minute),
+		func(o, p ev, _ weir.JoinContext, out weir.Collector[int]) error {
 			out.Collect(o.Order)
 			return nil
-		})))
+		}))
 	if err := env.Execute(t.Context(), "payments"); err != nil {
 		t.Fatal(err)
 	}

@@ -62,11 +62,11 @@ func ijtJob(env *weir.Environment, n int64) weir.DataStream[int64] {
 	strategy := weir.ForMonotonousTimestamps[ijtRec]().WithTimestampAssigner(func(r ijtRec, _ int64) int64 { return r.TS })
 	left := weir.Generate(env, n/2, 0, ijtGen(n/2, 0), strategy)
 	right := weir.Generate(env, n-n/2, 0, ijtGen(n-n/2, ijtShift), strategy)
-	return weir.IntervalJoin(weir.KeyBy(left, ijtKey), weir.KeyBy(right, ijtKey), weir.Between(0, 10*time.Millisecond),
-		weir.ProcessJoinFunc[ijtRec, ijtRec, int64](func(l, _ ijtRec, _ weir.JoinContext, out weir.Collector[int64]) error {
+	return weir.IntervalJoinFunc(weir.KeyBy(left, ijtKey), weir.KeyBy(right, ijtKey), weir.Between(0, 10*time.Millisecond),
+		func(l, _ ijtRec, _ weir.JoinContext, out weir.Collector[int64]) error {
 			out.Collect(l.K)
 			return nil
-		}))
+		})
 }
 
 // BenchmarkIntervalJoinThroughput runs the job above over b.N input records
@@ -111,11 +111,11 @@ var ijtMem struct {
 // bucket of the cleanup queue).
 func ijtBufferBytes(b *testing.B, perKey int) float64 {
 	h, err := weir.NewTwoInputHarness(func(l, r weir.DataStream[ijtRec]) weir.DataStream[int64] {
-		return weir.IntervalJoin(weir.KeyBy(l, ijtKey), weir.KeyBy(r, ijtKey), weir.Between(0, 10*time.Millisecond),
-			weir.ProcessJoinFunc[ijtRec, ijtRec, int64](func(l, _ ijtRec, _ weir.JoinContext, out weir.Collector[int64]) error {
+		return weir.IntervalJoinFunc(weir.KeyBy(l, ijtKey), weir.KeyBy(r, ijtKey), weir.Between(0, 10*time.Millisecond),
+			func(l, _ ijtRec, _ weir.JoinContext, out weir.Collector[int64]) error {
 				out.Collect(l.K)
 				return nil
-			}))
+			})
 	})
 	if err != nil {
 		b.Fatal(err)

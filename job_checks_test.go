@@ -31,10 +31,10 @@ func TestKeySelectorPanicNamesKeyBy(t *testing.T) {
 		if name != "" {
 			keyed, want = keyed.Name(name), `"by word"`
 		}
-		weir.Discard(weir.Process(keyed, weir.KeyedProcessFunc[string, string, string](func(w string, _ weir.KeyedContext[string], out weir.Collector[string]) error {
+		weir.Discard(weir.ProcessFunc(keyed, func(w string, _ weir.KeyedContext[string], out weir.Collector[string]) error {
 			out.Collect(w)
 			return nil
-		})))
+		}))
 		h, err := env.ExecuteAsync(t.Context(), "keys")
 		if err != nil {
 			t.Fatal(err)
@@ -95,11 +95,11 @@ func TestStreamsOfTwoEnvironmentsRefused(t *testing.T) {
 			sink(weir.KeyedCoProcess(weir.KeyByConnected(weir.Connect(a, b), id, id), keyedCoPass{}))
 		},
 		"IntervalJoin": func(a, b weir.DataStream[int64]) {
-			sink(weir.IntervalJoin(weir.KeyBy(a, id), weir.KeyBy(b, id), weir.Between(0, time.Second),
-				weir.ProcessJoinFunc[int64, int64, int64](func(l, _ int64, _ weir.JoinContext, out weir.Collector[int64]) error {
+			sink(weir.IntervalJoinFunc(weir.KeyBy(a, id), weir.KeyBy(b, id), weir.Between(0, time.Second),
+				func(l, _ int64, _ weir.JoinContext, out weir.Collector[int64]) error {
 					out.Collect(l)
 					return nil
-				})))
+				}))
 		},
 		"WindowJoin": func(a, b weir.DataStream[int64]) {
 			sink(weir.Join(weir.WindowJoin(weir.KeyBy(a, id), weir.KeyBy(b, id), tumbling), func(l, _ int64) int64 { return l }))
@@ -225,8 +225,8 @@ func TestSubMillisecondDurations(t *testing.T) {
 		}},
 		"interval join bound": {build: func(env *weir.Environment) {
 			k := keyed(env)
-			weir.Discard(weir.IntervalJoin(k, k, weir.Between(-tiny, time.Second),
-				weir.ProcessJoinFunc[int64, int64, int64](func(l, _ int64, _ weir.JoinContext, out weir.Collector[int64]) error { return nil })))
+			weir.Discard(weir.IntervalJoinFunc(k, k, weir.Between(-tiny, time.Second),
+				func(l, _ int64, _ weir.JoinContext, out weir.Collector[int64]) error { return nil }))
 		}},
 		"checkpoint interval": {build: func(env *weir.Environment) {
 			env.EnableCheckpointing(tiny)

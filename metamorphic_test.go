@@ -212,13 +212,13 @@ func newMetaPipeline(seed uint64) *metaPipeline {
 				l, r := metaKeyed(s), metaKeyed(metaOther(s))
 				b := weir.Between(time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond)
 				if kind == 0 {
-					return weir.IntervalJoin(l, r, b, weir.ProcessJoinFunc[mev, mev, mev](func(l, r mev, _ weir.JoinContext, out weir.Collector[mev]) error {
+					return weir.IntervalJoinFunc(l, r, b, func(l, r mev, _ weir.JoinContext, out weir.Collector[mev]) error {
 						out.Collect(mev{K: l.K, TS: max(l.TS, r.TS), V: (l.V*3 + r.V) % 1_000_003})
 						return nil
-					}))
+					})
 				}
 				outer := []weir.OuterJoinKind{0, weir.LeftOuter, weir.RightOuter, weir.FullOuter}[kind]
-				return weir.IntervalOuterJoin(l, r, b, outer, weir.OuterJoinFunc[mev, mev, mev](func(l, r *mev, ctx weir.JoinContext, out weir.Collector[mev]) error {
+				return weir.IntervalOuterJoinFunc(l, r, b, outer, func(l, r *mev, ctx weir.JoinContext, out weir.Collector[mev]) error {
 					e := mev{TS: ctx.Timestamp(), V: 1}
 					if l != nil {
 						e.K, e.V = l.K, e.V*3+l.V
@@ -228,7 +228,7 @@ func newMetaPipeline(seed uint64) *metaPipeline {
 					}
 					out.Collect(e)
 					return nil
-				}))
+				})
 			})
 		case k == 9 && !joined:
 			joined = true
@@ -239,7 +239,7 @@ func newMetaPipeline(seed uint64) *metaPipeline {
 				name = "coGroup"
 			}
 			p.add(fmt.Sprintf("%s(self, filtered copy, tumbling %d ms)", name, size), func(s weir.DataStream[mev]) weir.DataStream[mev] {
-				j := weir.WindowJoin(metaKeyed(s), metaKeyed(metaOther(s)), window.Assigner[window.TimeWindow](window.TumblingEventTime(time.Duration(size)*time.Millisecond)))
+				j := weir.WindowJoin(metaKeyed(s), metaKeyed(metaOther(s)), window.TumblingEventTime(time.Duration(size)*time.Millisecond))
 				if co {
 					return weir.CoGroup(j, weir.CoGroupFunction[int64, mev, mev, mev, window.TimeWindow](func(k int64, w window.TimeWindow, ls, rs []mev, out weir.Collector[mev]) error {
 						var sum int64
@@ -417,11 +417,11 @@ func (p *metaPipeline) build(env *weir.Environment, fail func(mev) mev, gate *ck
 	for _, st := range p.stages {
 		s = st(s)
 	}
-	return weir.ProcessStream(s, weir.ProcessFunc[mev, string](func(e mev, ctx weir.Context, out weir.Collector[string]) error {
+	return weir.ProcessStreamFunc(s, func(e mev, ctx weir.Context, out weir.Collector[string]) error {
 		ts, _ := ctx.Timestamp()
 		out.Collect(fmt.Sprintf("%d %d %d @%d", e.K, e.TS, e.V, ts))
 		return nil
-	}))
+	})
 }
 
 // metaDiff describes how two sorted outputs differ, or returns "".

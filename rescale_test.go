@@ -147,11 +147,11 @@ func rescaleJob(env *weir.Environment, src *gatedSource, sums, joins, processUID
 	weir.FileSink(summed, sums, func(s string) []byte { return []byte(s) })
 	even := weir.Filter(in, func(e evt) bool { return e.V%2 == 0 })
 	odd := weir.Filter(in, func(e evt) bool { return e.V%2 == 1 })
-	joined := weir.IntervalJoin(weir.KeyBy(even, byKey), weir.KeyBy(odd, byKey), weir.Between(-400*time.Millisecond, 400*time.Millisecond),
-		weir.ProcessJoinFunc[evt, evt, string](func(l, r evt, ctx weir.JoinContext, out weir.Collector[string]) error {
+	joined := weir.IntervalJoinFunc(weir.KeyBy(even, byKey), weir.KeyBy(odd, byKey), weir.Between(-400*time.Millisecond, 400*time.Millisecond),
+		func(l, r evt, ctx weir.JoinContext, out weir.Collector[string]) error {
 			out.Collect(fmt.Sprintf("%d:%d+%d@%d", l.Key, l.V, r.V, ctx.Timestamp()))
 			return nil
-		})).UID("join").Name("join")
+		}).UID("join").Name("join")
 	weir.FileSink(joined, joins, func(s string) []byte { return []byte(s) })
 }
 

@@ -31,11 +31,11 @@ func startJoinJob(t *testing.T, opts ...weir.Option) (*weir.JobHandle, string) {
 	orders := weir.Generate(env, -1, 20_000, func(i int64) restEvent { return restEvent{Key: i % 50, TS: 1_000_000 + i} }, strategy).Name("orders")
 	payments := weir.Generate(env, -1, 20_000, func(i int64) restEvent { return restEvent{Key: i % 50, TS: 970_000 + i} }, strategy).Name("payments")
 	key := func(e restEvent) int64 { return e.Key }
-	joined := weir.IntervalJoin(weir.KeyBy(orders, key), weir.KeyBy(payments, key), weir.Between(0, 10*time.Millisecond),
-		weir.ProcessJoinFunc[restEvent, restEvent, int64](func(l, r restEvent, _ weir.JoinContext, out weir.Collector[int64]) error {
+	joined := weir.IntervalJoinFunc(weir.KeyBy(orders, key), weir.KeyBy(payments, key), weir.Between(0, 10*time.Millisecond),
+		func(l, r restEvent, _ weir.JoinContext, out weir.Collector[int64]) error {
 			out.Collect(l.Key)
 			return nil
-		})).Name("join").UID("join")
+		}).Name("join").UID("join")
 	weir.Discard(joined)
 	h, err := env.ExecuteAsync(context.Background(), "rest-e2e")
 	if err != nil {

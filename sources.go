@@ -10,44 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/textio"
 )
-
-// Split is one independently readable part of a source: a file, a
-// partition, a range of a generator.
-type Split = runtime.Split
-
-// Source is what connectors implement: it divides itself into splits and
-// reads each split. Split i goes to source subtask i mod parallelism; each
-// subtask tracks a watermark per split and combines them (minimum over
-// non-idle splits).
-type Source[T any] = runtime.Source[T]
-
-// SplitReader reads one split; see runtime.SplitReader.
-type SplitReader[T any] = runtime.SplitReader[T]
-
-// DynamicSource is a Source whose subtasks discover their splits while
-// the job runs (Kafka's partitions); see runtime.DynamicSource.
-type DynamicSource[T any] = runtime.DynamicSource[T]
-
-// SubtaskReader reads all the splits of one subtask of a DynamicSource.
-type SubtaskReader[T any] = runtime.SubtaskReader[T]
-
-// SubtaskInfo tells a SubtaskReader which subtask it serves.
-type SubtaskInfo = runtime.SubtaskInfo
-
-// SplitBatch is the part of a SubtaskReader's fetch that belongs to one split.
-type SplitBatch[T any] = runtime.SplitBatch[T]
-
-// SideRecord is a record a source emits to a side output (dead letters).
-type SideRecord = runtime.SideRecord
-
-// PositionCommitter is implemented by SubtaskReaders that publish the
-// positions of completed checkpoints (Kafka's consumer-group commits).
-type PositionCommitter = runtime.PositionCommitter
 
 // Validator is implemented by sources and sinks that check their settings
 // (and the services they use) when the job is built: Execute returns its
@@ -65,6 +33,16 @@ func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrate
 	if v, ok := any(src).(Validator); ok {
 		env.validators = append(env.validators, v.Validate)
 	}
+	var rs runtime.Source[T]
+	if src != nil {
+		rs = runtimeSource(src)
+	}
+	return addSource(env, rs, strategy, name)
+}
+
+// addSource adds a source of the runtime's own types (FromSource adapts a
+// Source to one).
+func addSource[T any](env *Environment, src runtime.Source[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
 	n := newNode[T](env, name, runtime.KindSource, env.cfg.parallelism,
 		func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Built, error) {
 			op, err := runtime.NewSourceOperator(bc, src, strategy.runtime(env), out)
@@ -131,7 +109,7 @@ func (r *sliceReader[T]) Read(_ context.Context, buf []Record[T]) ([]Record[T], 
 }
 func (r *sliceReader[T]) Close() error { return nil }
 
-// Position implements runtime.PositionedReader: the index of the next record.
+// Position implements PositionedReader: the index of the next record.
 func (r *sliceReader[T]) Position() ([]byte, error) {
 	return binary.AppendVarint(nil, int64(r.pos)), nil
 }
@@ -263,7 +241,7 @@ func (r *genReader[T]) Read(ctx context.Context, buf []Record[T]) ([]Record[T], 
 
 func (r *genReader[T]) Close() error { return nil }
 
-// Position implements runtime.PositionedReader: the next index.
+// Position implements PositionedReader: the next index.
 func (r *genReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
 
 // ReaderAt resumes a split of the generator at an index.
@@ -310,13 +288,20 @@ func ReadTextFile(env *Environment, pattern string) DataStream[string] {
 	if err != nil {
 		env.fail(fmt.Errorf("source %q: %w", "TextFile", err))
 	}
-	return FromSource[string](env, textio.NewFileSource(paths), NoWatermarks[string](), "TextFile")
+	return addSource[string](env, textio.NewFileSource(paths), NoWatermarks[string](), "TextFile")
 }
 
-// SocketOptions configures a socket text source: MaxRetries (0: the
-// stream ends when the server closes the connection; -1: reconnect
-// forever) and RetryDelay (default 500 ms).
-type SocketOptions = textio.SocketOptions
+// SocketOptions configures SocketTextStream.
+//
+// Deprecated: use socket.Options (package
+// github.com/weirstream/weir/connector/socket).
+type SocketOptions struct {
+	// MaxRetries is how often to reconnect after the server closes the
+	// connection: 0 (default) ends the stream then; -1 retries forever.
+	MaxRetries int
+	// RetryDelay is the pause before a reconnect (default 500 ms).
+	RetryDelay time.Duration
+}
 
 // SocketTextStream reads newline-delimited text from a TCP server
 // (parallelism 1).
@@ -328,5 +313,5 @@ func SocketTextStream(env *Environment, host string, port int, opts SocketOption
 		env.fail(fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port))
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	return FromSource[string](env, textio.NewSocketSource(addr, opts, env.cfg.clock), NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
+	return addSource[string](env, textio.NewSocketSource(addr, textio.SocketOptions(opts), env.cfg.clock), NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
 }

@@ -2,16 +2,24 @@ package weir
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// Record is a stream element with its event timestamp (NoTimestamp if none).
-type Record[T any] = runtime.Record[T]
+// Record is a stream element with its event timestamp in ms (NoTimestamp
+// if it has none): what sources read, FromRecords takes, and Collect and
+// the test harness return.
+type Record[T any] struct {
+	// Value is the element.
+	Value T
+	// TS is its event timestamp in ms, or NoTimestamp.
+	TS int64
+}
 
 // NoTimestamp marks a record without an event timestamp.
-const NoTimestamp = runtime.NoTimestamp
+const NoTimestamp int64 = math.MinInt64
 
 // origin is one upstream of a stream: an operator's main or side output,
 // with the partitioning the next edge uses.
@@ -23,6 +31,8 @@ type origin[T any] struct {
 	// keyStr renders the key of a record for the key sketch (PartitionHash).
 	keyStr func(*T) string
 	key    string // PartitionHash: the keyBy's name, for errors
+	// PartitionCustom: the consumer index of a record among n consumers
+	custom func(v *T, n int) int
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -89,7 +99,7 @@ func (ds DataStream[T]) Parallelism() int {
 func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
-		o.part, o.hash, o.keyStr, o.key = p, hash, nil, ""
+		o.part, o.hash, o.keyStr, o.key, o.custom = p, hash, nil, "", nil
 		out.origins[i] = o
 	}
 	return out
@@ -103,6 +113,10 @@ func (ds DataStream[T]) connect(n *runtime.Node, input int) {
 		ds.env.fail(fmt.Errorf("operator %q of another environment reads this environment's stream; streams of two environments cannot be combined (build the whole job on one Environment)", n.Name))
 	}
 	for _, o := range ds.origins {
+		if o.part == runtime.PartitionCustom {
+			runtime.NewCustomEdge[T](o.node, o.tag, n, input, o.custom)
+			continue
+		}
 		e := runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
 		e.KeyName = o.key
 		if o.keyStr != nil {
@@ -130,6 +144,51 @@ func BroadcastPartition[T any](ds DataStream[T]) DataStream[T] {
 // Global sends every record to the first subtask of the next operator.
 func Global[T any](ds DataStream[T]) DataStream[T] {
 	return ds.withPartition(runtime.PartitionGlobal, nil)
+}
+
+// Shuffle sends each record to a subtask of the next operator chosen
+// uniformly at random (Flink's DataStream.shuffle).
+func Shuffle[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionShuffle, nil)
+}
+
+// Rescale distributes records round robin to a subset of the next
+// operator's subtasks, as Flink's DataStream.rescale: the edge is
+// pointwise, so each subtask exchanges records with few others instead of
+// all. With p upstream and n downstream subtasks, as Flink's POINTWISE
+// pattern: for p = n, subtask i sends to subtask i; for p > n, downstream
+// subtask j reads upstream subtasks [j*p/n, (j+1)*p/n); for p < n,
+// upstream subtask i sends round robin to [ceil(i*n/p), ceil((i+1)*n/p)),
+// starting with the first. When p and n are not multiples of each other,
+// subtasks get unequal shares. Unlike Forward the parallelisms may differ,
+// and unlike Rebalance watermarks only flow along the pointwise channels.
+func Rescale[T any](ds DataStream[T]) DataStream[T] {
+	return ds.withPartition(runtime.PartitionRescale, nil)
+}
+
+// PartitionCustom sends each record to the subtask of the next operator
+// that partition chooses for the record's key: partition(key,
+// numPartitions) must return an index in [0, numPartitions), where
+// numPartitions is the next operator's parallelism (Flink's
+// DataStream.partitionCustom(partitioner, keySelector)). An index out of
+// range fails the job with a message naming it and the record. Unlike
+// KeyBy the result is not a keyed stream: it has no keyed state.
+//
+// partition must be deterministic (a function of its arguments): a restore
+// of an unaligned checkpoint at another parallelism replays in-flight
+// records to the subtask partition picks then, as for KeyBy (Flink refuses
+// unaligned checkpoints on such edges instead).
+func PartitionCustom[K, T any](ds DataStream[T], partition func(key K, numPartitions int) int, key func(T) K) DataStream[T] {
+	if partition == nil || key == nil {
+		ds.env.fail(fmt.Errorf("PartitionCustom: %w", nilFnError("partitioner or key function")))
+		return ds
+	}
+	out := ds.withPartition(runtime.PartitionCustom, nil)
+	route := func(v *T, n int) int { return partition(key(*v), n) }
+	for i := range out.origins {
+		out.origins[i].custom = route
+	}
+	return out
 }
 
 // Union merges streams of one type; the next operator reads them as one
@@ -174,9 +233,19 @@ func (ks KeyedStream[K, T]) Name(name string) KeyedStream[K, T] {
 	return ks
 }
 
+// Hashable lets a key type supply its own Java-style hash code (for
+// example the hashCode of the Java class the key mirrors), which KeyBy
+// then uses instead of its built-in rules. HashCode must be declared on
+// the value type (a value receiver), be deterministic, and return equal
+// codes for equal keys.
+type Hashable interface {
+	// HashCode returns the key's Java-style hash code.
+	HashCode() int32
+}
+
 // KeyBy partitions ds by key. Key types: strings, integers, floats, bools,
-// arrays and structs of those, or types implementing keygroup.Hashable; they
-// hash as Java's hashCode does, so keys map to the same key groups as in
+// arrays and structs of those, or types implementing Hashable; they hash
+// as Java's hashCode does, so keys map to the same key groups as in
 // Flink.
 func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, T] {
 	if key == nil {
@@ -246,11 +315,23 @@ func SideOutput[T, X any](ds DataStream[X], tag OutputTag[T]) DataStream[T] {
 	if tag.id == "" {
 		ds.env.fail(fmt.Errorf("operator %q: side output tag id must not be empty", n.Name))
 	}
-	typ := fmt.Sprintf("%T", *new(T))
-	key := fmt.Sprintf("%d/%s", n.ID, tag.id)
+	registerSideType(ds, tag.id, fmt.Sprintf("%T", *new(T)))
+	return DataStream[T]{env: ds.env, origins: []origin[T]{{node: n, tag: tag.id}}}
+}
+
+// registerSideType records that ds's operator emits values of type typ to
+// the side output id, so that SideOutput with another type fails the build.
+func registerSideType[T any](ds DataStream[T], id, typ string) {
+	if id == "" {
+		return
+	}
+	n := ds.single("side output")
+	if n == nil {
+		return
+	}
+	key := fmt.Sprintf("%d/%s", n.ID, id)
 	if prev, ok := ds.env.tagTypes[key]; ok && prev != typ {
-		ds.env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", n.Name, tag.id, prev, typ))
+		ds.env.fail(fmt.Errorf("operator %q: side output %q used with types %s and %s", n.Name, id, prev, typ))
 	}
 	ds.env.tagTypes[key] = typ
-	return DataStream[T]{env: ds.env, origins: []origin[T]{{node: n, tag: tag.id}}}
 }

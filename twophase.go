@@ -244,9 +244,6 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	return Sink{node: n, env: ds.env}
 }
 
-// FileTxn is a transaction of the exactly-once file sink: one part file.
-type FileTxn = textio.FileTxn
-
 // FileSink writes each record as a line (format's bytes plus a newline) to
 // part files in dir, exactly once: a part file appears under its final
 // name ("part-<subtask>-<n>") only when the checkpoint covering it has
@@ -262,7 +259,7 @@ func FileSink[T any](ds DataStream[T], dir string, format func(T) []byte) Sink {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", err))
 	}
-	return AddTwoPhaseCommitSink[T, *FileTxn](ds, textio.NewFileSink(dir, format, nil)).Name("FileSink")
+	return AddTwoPhaseCommitSink[T, *textio.FileTxn](ds, textio.NewFileSink(dir, format, nil)).Name("FileSink")
 }
 
 // ReadCommittedLines returns the lines of every committed part file in dir

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/weirstream/weir/internal/runtime"
@@ -9,22 +10,66 @@ import (
 )
 
 // WatermarkGenerator generates watermarks from events and on a periodic
-// tick, as Flink's WatermarkGenerator.
-type WatermarkGenerator[T any] = watermark.Generator[T]
+// tick, as Flink's WatermarkGenerator; ForGenerator makes a strategy of
+// one. A source runs one per split, AssignTimestampsAndWatermarks one per
+// subtask; the calls into one generator are serial.
+type WatermarkGenerator[T any] interface {
+	// OnEvent is called for every event with its timestamp (ms), after
+	// the timestamp assigner and after the event was emitted. A
+	// punctuated generator emits watermarks here.
+	OnEvent(event T, ts int64, out WatermarkOutput)
+	// OnPeriodicEmit is called every auto-watermark interval
+	// (WithAutoWatermarkInterval) and once at the end of a bounded input.
+	// A periodic generator emits its current watermark here.
+	OnPeriodicEmit(out WatermarkOutput)
+}
 
 // WatermarkOutput receives a generator's watermarks and idleness.
-type WatermarkOutput = watermark.Output
+type WatermarkOutput interface {
+	// EmitWatermark emits watermark wm; one that does not advance the
+	// output's last watermark is dropped.
+	EmitWatermark(wm int64)
+	// MarkIdle marks the output idle: downstream stops waiting for its
+	// watermarks until it emits an advancing watermark or is marked active.
+	MarkIdle()
+	// MarkActive marks the output active again.
+	MarkActive()
+}
 
 // MinWatermark is the watermark before any has been emitted.
-const MinWatermark = watermark.Min
+const MinWatermark int64 = math.MinInt64
 
 // MaxWatermark is the watermark that ends event time.
-const MaxWatermark = watermark.Max
+const MaxWatermark int64 = math.MaxInt64
+
+// generatorAdapter runs a user's WatermarkGenerator as the runtime's:
+// the runtime's output is handed over through out, one value per
+// generator, so that no call converts an interface.
+type generatorAdapter[T any] struct {
+	g   WatermarkGenerator[T]
+	out outputAdapter
+}
+
+type outputAdapter struct{ o watermark.Output }
+
+func (a *outputAdapter) EmitWatermark(wm int64) { a.o.EmitWatermark(wm) }
+func (a *outputAdapter) MarkIdle()              { a.o.MarkIdle() }
+func (a *outputAdapter) MarkActive()            { a.o.MarkActive() }
+
+func (a *generatorAdapter[T]) OnEvent(e T, ts int64, out watermark.Output) {
+	a.out.o = out
+	a.g.OnEvent(e, ts, &a.out)
+}
+
+func (a *generatorAdapter[T]) OnPeriodicEmit(out watermark.Output) {
+	a.out.o = out
+	a.g.OnPeriodicEmit(&a.out)
+}
 
 // WatermarkStrategy tells how to take timestamps from records and generate
 // watermarks, at a source or in AssignTimestampsAndWatermarks.
 type WatermarkStrategy[T any] struct {
-	gen  func() WatermarkGenerator[T]
+	gen  func() watermark.Generator[T]
 	ts   func(v T, recordTS int64) int64
 	idle time.Duration
 	err  error
@@ -34,7 +79,7 @@ type WatermarkStrategy[T any] struct {
 // ForBoundedOutOfOrderness emits watermark = max timestamp - d - 1 on each
 // periodic tick, as Flink. d must not be negative.
 func ForBoundedOutOfOrderness[T any](d time.Duration) WatermarkStrategy[T] {
-	s := WatermarkStrategy[T]{gen: func() WatermarkGenerator[T] { return watermark.BoundedOutOfOrderness[T](d) },
+	s := WatermarkStrategy[T]{gen: func() watermark.Generator[T] { return watermark.BoundedOutOfOrderness[T](d) },
 		durs: []durationSetting{{"bounded out-of-orderness", d}}}
 	if d < 0 {
 		s.err = fmt.Errorf("bounded out-of-orderness must not be negative, got %v", d)
@@ -44,7 +89,7 @@ func ForBoundedOutOfOrderness[T any](d time.Duration) WatermarkStrategy[T] {
 
 // ForMonotonousTimestamps emits watermark = max timestamp - 1.
 func ForMonotonousTimestamps[T any]() WatermarkStrategy[T] {
-	return WatermarkStrategy[T]{gen: func() WatermarkGenerator[T] { return watermark.Monotonous[T]() }}
+	return WatermarkStrategy[T]{gen: func() watermark.Generator[T] { return watermark.Monotonous[T]() }}
 }
 
 // NoWatermarks emits no watermarks (timestamps are still assigned).
@@ -53,11 +98,12 @@ func NoWatermarks[T any]() WatermarkStrategy[T] { return WatermarkStrategy[T]{} 
 // ForGenerator uses a custom generator; newGen is called once per source
 // split or subtask.
 func ForGenerator[T any](newGen func() WatermarkGenerator[T]) WatermarkStrategy[T] {
-	s := WatermarkStrategy[T]{gen: newGen}
 	if newGen == nil {
-		s.err = fmt.Errorf("watermark generator factory is nil")
+		return WatermarkStrategy[T]{err: fmt.Errorf("watermark generator factory is nil")}
 	}
-	return s
+	return WatermarkStrategy[T]{gen: func() watermark.Generator[T] {
+		return &generatorAdapter[T]{g: newGen()}
+	}}
 }
 
 // WithTimestampAssigner sets how to extract the event timestamp of a record
@@ -93,12 +139,12 @@ func (s WatermarkStrategy[T]) check(env *Environment, what string) {
 	}
 }
 
-func (s WatermarkStrategy[T]) factory(clk Clock) func() WatermarkGenerator[T] {
+func (s WatermarkStrategy[T]) factory(clk Clock) func() watermark.Generator[T] {
 	if s.gen == nil {
 		return nil
 	}
 	if s.idle > 0 {
-		return func() WatermarkGenerator[T] { return watermark.WithIdleness(s.gen(), s.idle, clk) }
+		return func() watermark.Generator[T] { return watermark.WithIdleness(s.gen(), s.idle, clk) }
 	}
 	return s.gen
 }
@@ -114,7 +160,7 @@ func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks
 type assignerOp[T any] struct {
 	opBase
 	out      *runtime.Output[T]
-	gen      WatermarkGenerator[T]
+	gen      watermark.Generator[T]
 	ts       func(T, int64) int64
 	emitter  *watermark.Emitter
 	pts      runtime.ProcessingTimeService

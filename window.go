@@ -51,7 +51,7 @@ func WindowAll[T any, W window.Window](ds DataStream[T], assigner window.Assigne
 // trigger firing every slide elements. Results carry the maximum
 // timestamp.
 func CountWindow[K comparable, T any](ks KeyedStream[K, T], size int64, slide ...int64) WindowedStream[K, T, window.GlobalWindow] {
-	ws := Window(ks, window.Assigner[window.GlobalWindow](window.Global()))
+	ws := Window(ks, window.Global())
 	if size <= 0 {
 		ws.errs = append(ws.errs, fmt.Errorf("count window size must be positive, got %d", size))
 	}
@@ -116,11 +116,10 @@ type WindowFunction[K comparable, IN, OUT any, W window.Window] interface {
 	Apply(key K, w W, elements []IN, out Collector[OUT]) error
 }
 
-// WindowFunc adapts a function to a WindowFunction.
-type WindowFunc[K comparable, IN, OUT any, W window.Window] func(key K, w W, elements []IN, out Collector[OUT]) error
+// windowFunc adapts a function to a WindowFunction (ApplyFunc).
+type windowFunc[K comparable, IN, OUT any, W window.Window] func(key K, w W, elements []IN, out Collector[OUT]) error
 
-// Apply calls f.
-func (f WindowFunc[K, IN, OUT, W]) Apply(key K, w W, elements []IN, out Collector[OUT]) error {
+func (f windowFunc[K, IN, OUT, W]) Apply(key K, w W, elements []IN, out Collector[OUT]) error {
 	return f(key, w, elements, out)
 }
 
@@ -154,10 +153,10 @@ type ProcessWindowClearer[W window.Window] interface {
 	Clear(ctx ProcessWindowContext[W]) error
 }
 
-// ProcessWindowFunc adapts a function to a ProcessWindowFunction.
-type ProcessWindowFunc[K comparable, IN, OUT any, W window.Window] func(key K, ctx ProcessWindowContext[W], elements []IN, out Collector[OUT]) error
+// processWindowFunc adapts a function to a ProcessWindowFunction
+// (ProcessWindowFunc and friends).
+type processWindowFunc[K comparable, IN, OUT any, W window.Window] func(key K, ctx ProcessWindowContext[W], elements []IN, out Collector[OUT]) error
 
-// Process calls f.
-func (f ProcessWindowFunc[K, IN, OUT, W]) Process(key K, ctx ProcessWindowContext[W], elements []IN, out Collector[OUT]) error {
+func (f processWindowFunc[K, IN, OUT, W]) Process(key K, ctx ProcessWindowContext[W], elements []IN, out Collector[OUT]) error {
 	return f(key, ctx, elements, out)
 }

@@ -72,7 +72,7 @@ func CoGroup[K comparable, A, B, OUT any, W window.Window](j JoinedWindows[K, A,
 	if fn == nil {
 		j.ws.ks.ds.env.fail(fmt.Errorf("operator %q: %w", "CoGroup", nilFnError("coGroup function")))
 	}
-	return Apply(j.ws, WindowFunc[K, Tagged[A, B], OUT, W](func(key K, w W, elems []Tagged[A, B], out Collector[OUT]) error {
+	return Apply(j.ws, windowFunc[K, Tagged[A, B], OUT, W](func(key K, w W, elems []Tagged[A, B], out Collector[OUT]) error {
 		var ls []A
 		var rs []B
 		for _, e := range elems {

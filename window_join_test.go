@@ -28,7 +28,7 @@ func TestWindowJoinAndCoGroupAgainstBatch(t *testing.T) {
 	a := weir.Generate(env, n, 0, mk(1), strategy)
 	b := weir.Generate(env, n, 0, mk(5), strategy)
 	user := func(c click) int { return c.User }
-	jw := weir.WindowJoin(weir.KeyBy(a, user), weir.KeyBy(b, user), window.Assigner[window.TimeWindow](window.TumblingEventTime(10*time.Millisecond)))
+	jw := weir.WindowJoin(weir.KeyBy(a, user), weir.KeyBy(b, user), window.TumblingEventTime(10*time.Millisecond))
 	pairs := weir.Collect(weir.Join(jw, func(x, y click) string { return fmt.Sprint(x, y) }))
 	groups := weir.Collect(weir.CoGroup(jw, weir.CoGroupFunction[int, click, click, string, window.TimeWindow](
 		func(k int, w window.TimeWindow, ls, rs []click, out weir.Collector[string]) error {

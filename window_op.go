@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/runtime"
@@ -428,10 +429,9 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 		if trigger == nil && len(ws.errs) == 0 {
 			trigger = ws.assigner.DefaultTrigger()
 		}
-		if typ, ok := window.NeedsElement(ws.assigner); ok {
+		if e, ok := ws.assigner.(interface{ ElementType() reflect.Type }); ok {
 			if _, ok := ws.assigner.(window.ElementAssigner[T, W]); !ok {
-				var zero T
-				fail(fmt.Errorf("the assigner reads elements of type %s, the stream carries %T", typ, zero))
+				fail(fmt.Errorf("the assigner reads elements of type %s, the stream carries %s", e.ElementType(), reflect.TypeFor[T]()))
 			}
 		}
 	}
@@ -441,14 +441,14 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 		}
 	}
 	if trigger != nil {
-		if err := window.ValidateTrigger(trigger); err != nil {
+		if err := validateWindowPart(trigger); err != nil {
 			fail(err)
 		} else if merging && !trigger.CanMerge() {
 			fail(fmt.Errorf("a merging window assigner cannot be used with a trigger that does not support merging (%v)", trigger))
 		}
 	}
 	if ws.evictor != nil {
-		if err := window.ValidateEvictor(ws.evictor); err != nil {
+		if err := validateWindowPart(ws.evictor); err != nil {
 			fail(err)
 		}
 	}
@@ -628,3 +628,11 @@ type evictorCtx[W window.Window] struct {
 func (c evictorCtx[W]) CurrentProcessingTime() int64 { return c.now() }
 func (c evictorCtx[W]) CurrentWatermark() int64      { return c.wm() }
 func (c evictorCtx[W]) Window() any                  { return c.w }
+
+// validateWindowPart returns a trigger's or evictor's own validation error.
+func validateWindowPart(v any) error {
+	if v, ok := v.(window.Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}

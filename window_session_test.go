@@ -186,7 +186,7 @@ func TestSessionWindowsAgainstModel(t *testing.T) {
 			h, err = weir.NewOneInputHarness(func(in weir.DataStream[sessEv]) weir.DataStream[string] {
 				ws := weir.Window(weir.KeyBy(in, keyOf), window.EventTimeSessions(wms(gap))).
 					AllowedLateness(wms(lateness)).SideOutputLateData(sessLateTag)
-				return weir.ProcessWindow(ws, weir.ProcessWindowFunc[string, sessEv, string, window.TimeWindow](sessListFn))
+				return weir.ProcessWindowFunc(ws, sessListFn)
 			}, weir.HarnessSideOutputs(sessLateTag))
 		} else {
 			h, err = weir.NewOneInputHarness(func(in weir.DataStream[sessEv]) weir.DataStream[sessSum] {

@@ -312,7 +312,7 @@ func TestCountWindows(t *testing.T) {
 	// countWindow(3, 2): evictor keeps the last 3, fires every 2.
 	h2, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.CountWindow(weir.KeyBy(in, func(e wev) string { return e.K }), 3, 2)
-		return weir.Apply(ws, weir.WindowFunc[string, wev, string, window.GlobalWindow](
+		return weir.ApplyFunc(ws,
 			func(k string, _ window.GlobalWindow, es []wev, out weir.Collector[string]) error {
 				var vs []string
 				for _, e := range es {
@@ -320,7 +320,7 @@ func TestCountWindows(t *testing.T) {
 				}
 				out.Collect(strings.Join(vs, ","))
 				return nil
-			}))
+			})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -355,11 +355,11 @@ func TestEvictorsAndCombinations(t *testing.T) {
 	// Reduce and Aggregate with a process function, on WindowAll.
 	h2, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.WindowAll(in, window.TumblingEventTime(wms(10)))
-		return weir.AggregateWithProcess(ws, avgAgg{}, weir.ProcessWindowFunc[weir.NoKey, string, string, window.TimeWindow](
+		return weir.AggregateWithProcessFunc(ws, avgAgg{},
 			func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], r []string, out weir.Collector[string]) error {
 				out.Collect(fmt.Sprintf("%v %s", ctx.Window(), r[0]))
 				return nil
-			}))
+			})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -372,14 +372,14 @@ func TestEvictorsAndCombinations(t *testing.T) {
 	}
 	h3, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }), window.EventTimeSessions(wms(3)))
-		return weir.ReduceWithProcess(ws, sumWev, weir.ProcessWindowFunc[string, wev, string, window.TimeWindow](
+		return weir.ReduceWithProcessFunc(ws, sumWev,
 			func(k string, ctx weir.ProcessWindowContext[window.TimeWindow], r []wev, out weir.Collector[string]) error {
 				if _, err := ctx.WindowState().Int64Reducing(state.Reducing("x", func(a, b int64) int64 { return a })); err == nil {
 					return fmt.Errorf("window state must be refused on merging windows")
 				}
 				out.Collect(fmt.Sprintf("%s %v %d", k, ctx.Window(), r[0].V))
 				return nil
-			}))
+			})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +425,7 @@ func TestWindowBuildErrors(t *testing.T) {
 			return weir.Reduce(weir.Window(ks, window.EventTimeSessions(wms(3))).Trigger(window.NeverTrigger()), sumWev)
 		}, "does not support merging"},
 		{"dynamic gap type", func(ks weir.KeyedStream[string, wev]) weir.DataStream[wev] {
-			return weir.Reduce(weir.Window(ks, window.Assigner[window.TimeWindow](window.DynamicEventTimeSessions(func(int) time.Duration { return time.Second }))), sumWev)
+			return weir.Reduce(weir.Window(ks, window.DynamicEventTimeSessions(func(int) time.Duration { return time.Second })), sumWev)
 		}, "reads elements of type int"},
 		{"count window size", func(ks weir.KeyedStream[string, wev]) weir.DataStream[wev] {
 			return weir.Reduce(weir.CountWindow(ks, 0), sumWev)

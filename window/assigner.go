@@ -49,22 +49,6 @@ type MergingAssigner[W Window] interface {
 	MergeWindows(windows []W, merge func(result W, merged []W))
 }
 
-// elementAssigner marks assigners that need the element; the operator
-// checks at build time that the stream's element type matches.
-type elementAssigner interface {
-	needsElement() string
-}
-
-// NeedsElement reports whether a is an assigner that reads the element
-// (such as a dynamic-gap session assigner) and, if so, the element type it
-// expects.
-func NeedsElement(a any) (string, bool) {
-	if e, ok := a.(elementAssigner); ok {
-		return e.needsElement(), true
-	}
-	return "", false
-}
-
 // Tumbling assigns each element to one window of a fixed size, aligned to
 // the epoch plus an offset (Flink's TumblingEventTimeWindows and
 // TumblingProcessingTimeWindows).
@@ -294,7 +278,9 @@ func DynamicProcessingTimeSessions[T any](gap func(v T) time.Duration) DynamicSe
 	return DynamicSessions[T]{gap: gap}
 }
 
-func (s DynamicSessions[T]) needsElement() string { return reflect.TypeFor[T]().String() }
+// ElementType returns T, the element type the gap extractor reads: the
+// window operator checks it against the stream's when the job is built.
+func (s DynamicSessions[T]) ElementType() reflect.Type { return reflect.TypeFor[T]() }
 
 // Validate checks that the gap extractor is set.
 func (s DynamicSessions[T]) Validate() error {

@@ -48,27 +48,27 @@ type Evictor interface {
 	EvictAfter(elems Elements, size int, ctx EvictorContext)
 }
 
-// CountEvictorT is the evictor returned by CountEvictor.
-type CountEvictorT struct {
+// countEvictor is the evictor returned by CountEvictor.
+type countEvictor struct {
 	max   int64
 	after bool
 }
 
 // CountEvictor keeps at most n elements, evicting from the front, before
 // the window function (or after it, with after = true).
-func CountEvictor(n int64, after ...bool) *CountEvictorT {
-	return &CountEvictorT{max: n, after: len(after) > 0 && after[0]}
+func CountEvictor(n int64, after ...bool) Evictor {
+	return &countEvictor{max: n, after: len(after) > 0 && after[0]}
 }
 
 // Validate checks n >= 0.
-func (c *CountEvictorT) Validate() error {
+func (c *countEvictor) Validate() error {
 	if c.max < 0 {
 		return errorf("count evictor needs n >= 0, got %d", c.max)
 	}
 	return nil
 }
 
-func (c *CountEvictorT) evict(elems Elements, size int) {
+func (c *countEvictor) evict(elems Elements, size int) {
 	if int64(size) <= c.max {
 		return
 	}
@@ -80,21 +80,21 @@ func (c *CountEvictorT) evict(elems Elements, size int) {
 }
 
 // EvictBefore implements Evictor.
-func (c *CountEvictorT) EvictBefore(elems Elements, size int, _ EvictorContext) {
+func (c *countEvictor) EvictBefore(elems Elements, size int, _ EvictorContext) {
 	if !c.after {
 		c.evict(elems, size)
 	}
 }
 
 // EvictAfter implements Evictor.
-func (c *CountEvictorT) EvictAfter(elems Elements, size int, _ EvictorContext) {
+func (c *countEvictor) EvictAfter(elems Elements, size int, _ EvictorContext) {
 	if c.after {
 		c.evict(elems, size)
 	}
 }
 
-// TimeEvictorT is the evictor returned by TimeEvictor.
-type TimeEvictorT struct {
+// timeEvictor is the evictor returned by TimeEvictor.
+type timeEvictor struct {
 	keep  int64
 	after bool
 	given
@@ -103,14 +103,14 @@ type TimeEvictorT struct {
 // TimeEvictor keeps the elements of the last keep: those with a timestamp
 // greater than the largest timestamp in the window minus keep. It does
 // nothing if the first element has no timestamp.
-func TimeEvictor(keep time.Duration, after ...bool) *TimeEvictorT {
-	return &TimeEvictorT{keep: millis(keep), after: len(after) > 0 && after[0], given: given{}.set("time evictor's keep", keep)}
+func TimeEvictor(keep time.Duration, after ...bool) Evictor {
+	return &timeEvictor{keep: millis(keep), after: len(after) > 0 && after[0], given: given{}.set("time evictor's keep", keep)}
 }
 
 // Validate checks that keep is not below 1 ms (unless 0).
-func (t *TimeEvictorT) Validate() error { return t.check() }
+func (t *timeEvictor) Validate() error { return t.check() }
 
-func (t *TimeEvictorT) evict(elems Elements) {
+func (t *timeEvictor) evict(elems Elements) {
 	if elems.Len() == 0 {
 		return
 	}
@@ -132,21 +132,21 @@ func (t *TimeEvictorT) evict(elems Elements) {
 }
 
 // EvictBefore implements Evictor.
-func (t *TimeEvictorT) EvictBefore(elems Elements, _ int, _ EvictorContext) {
+func (t *timeEvictor) EvictBefore(elems Elements, _ int, _ EvictorContext) {
 	if !t.after {
 		t.evict(elems)
 	}
 }
 
 // EvictAfter implements Evictor.
-func (t *TimeEvictorT) EvictAfter(elems Elements, _ int, _ EvictorContext) {
+func (t *timeEvictor) EvictAfter(elems Elements, _ int, _ EvictorContext) {
 	if t.after {
 		t.evict(elems)
 	}
 }
 
-// DeltaEvictorT is the evictor returned by DeltaEvictor.
-type DeltaEvictorT[T any] struct {
+// deltaEvictor is the evictor returned by DeltaEvictor.
+type deltaEvictor[T any] struct {
 	threshold float64
 	delta     func(a, b T) float64
 	after     bool
@@ -155,19 +155,19 @@ type DeltaEvictorT[T any] struct {
 // DeltaEvictor evicts every element whose delta to the last element is at
 // least threshold, before the window function (or after it, with after =
 // true).
-func DeltaEvictor[T any](threshold float64, delta func(a, b T) float64, after ...bool) *DeltaEvictorT[T] {
-	return &DeltaEvictorT[T]{threshold: threshold, delta: delta, after: len(after) > 0 && after[0]}
+func DeltaEvictor[T any](threshold float64, delta func(a, b T) float64, after ...bool) Evictor {
+	return &deltaEvictor[T]{threshold: threshold, delta: delta, after: len(after) > 0 && after[0]}
 }
 
 // Validate checks that the delta function is set.
-func (d *DeltaEvictorT[T]) Validate() error {
+func (d *deltaEvictor[T]) Validate() error {
 	if d.delta == nil {
 		return errorf("delta evictor: delta function is nil")
 	}
 	return nil
 }
 
-func (d *DeltaEvictorT[T]) evict(elems Elements) {
+func (d *deltaEvictor[T]) evict(elems Elements) {
 	te, ok := elems.(TypedElements[T])
 	if !ok || te.Len() == 0 {
 		return
@@ -181,24 +181,15 @@ func (d *DeltaEvictorT[T]) evict(elems Elements) {
 }
 
 // EvictBefore implements Evictor.
-func (d *DeltaEvictorT[T]) EvictBefore(elems Elements, _ int, _ EvictorContext) {
+func (d *deltaEvictor[T]) EvictBefore(elems Elements, _ int, _ EvictorContext) {
 	if !d.after {
 		d.evict(elems)
 	}
 }
 
 // EvictAfter implements Evictor.
-func (d *DeltaEvictorT[T]) EvictAfter(elems Elements, _ int, _ EvictorContext) {
+func (d *deltaEvictor[T]) EvictAfter(elems Elements, _ int, _ EvictorContext) {
 	if d.after {
 		d.evict(elems)
 	}
-}
-
-// ValidateEvictor returns the evictor's own validation error, if it has a
-// Validate method.
-func ValidateEvictor(e Evictor) error {
-	if v, ok := e.(interface{ Validate() error }); ok {
-		return v.Validate()
-	}
-	return nil
 }

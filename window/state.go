@@ -5,48 +5,17 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/weirstream/weir/internal/winstate"
 	"github.com/weirstream/weir/state"
 )
 
-// StateKind is the primitive of an ErasedDescriptor.
-type StateKind uint8
-
-const (
-	// ValueKind is a ValueState.
-	ValueKind StateKind = iota + 1
-	// ListKind is a ListState.
-	ListKind
-	// ReducingKind is a ReducingState.
-	ReducingKind
-)
-
-// ErasedDescriptor describes a state whose values are held as any. It is
-// the bridge between the typed getters (GetValueState, GetListState,
-// GetReducingState) and a StateStore; user code does not need it.
-type ErasedDescriptor struct {
-	// Kind is the state primitive.
-	Kind StateKind
-	// Name identifies the state in its operator.
-	Name string
-	// TTL is the state's time-to-live configuration.
-	TTL state.TTLConfig
-	// Type is the value type; a name registered with another type fails.
-	Type reflect.Type
-	// Reduce is the reduce function of a reducing state.
-	Reduce func(a, b any) any
-}
-
 // StateStore is keyed state scoped to the current key and, for trigger
-// state and a process-window function's window state, the current window.
-// Read it with GetValueState, GetListState and GetReducingState; the
-// window operator implements it.
+// state and a process-window function's window state, the current window
+// (TriggerContext.PartitionedState, ProcessWindowContext.WindowState and
+// GlobalState). The window operator implements it; read it with
+// GetValueState, GetListState and GetReducingState.
 type StateStore interface {
-	// Int64Reducing returns an int64 reducing state without boxing (the
-	// built-in triggers' counters and fire times).
-	Int64Reducing(d state.ReducingDescriptor[int64]) (state.ReducingState[int64], error)
-	// Erased returns a state.ValueState[any], state.ListState[any] or
-	// state.ReducingState[any] for d.
-	Erased(d ErasedDescriptor) (any, error)
+	winstate.Store
 }
 
 // GetReducingState returns the reducing state d of store, for the store's
@@ -63,7 +32,7 @@ func GetReducingState[V any](store StateStore, d state.ReducingDescriptor[V]) (s
 		return any(s).(state.ReducingState[V]), nil
 	}
 	reduce := d.Reduce
-	raw, err := store.Erased(ErasedDescriptor{Kind: ReducingKind, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V](),
+	raw, err := store.Erased(winstate.Descriptor{Kind: winstate.Reducing, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V](),
 		Reduce: func(a, b any) any { return reduce(a.(V), b.(V)) }})
 	if err != nil {
 		return nil, err
@@ -76,7 +45,7 @@ func GetValueState[V any](store StateStore, d state.ValueDescriptor[V]) (state.V
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	raw, err := store.Erased(ErasedDescriptor{Kind: ValueKind, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
+	raw, err := store.Erased(winstate.Descriptor{Kind: winstate.Value, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +57,7 @@ func GetListState[V any](store StateStore, d state.ListDescriptor[V]) (state.Lis
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	raw, err := store.Erased(ErasedDescriptor{Kind: ListKind, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
+	raw, err := store.Erased(winstate.Descriptor{Kind: winstate.List, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
 	if err != nil {
 		return nil, err
 	}

@@ -208,8 +208,8 @@ func (neverTrigger) OnMerge(OnMergeContext) error { return nil }
 func (neverTrigger) Clear(TriggerContext) error   { return nil }
 func (neverTrigger) String() string               { return "NeverTrigger()" }
 
-// CountTriggerT is the trigger returned by CountTrigger.
-type CountTriggerT struct {
+// countTrigger is the trigger returned by CountTrigger.
+type countTrigger struct {
 	n    int64
 	desc state.ReducingDescriptor[int64]
 }
@@ -217,12 +217,12 @@ type CountTriggerT struct {
 // CountTrigger fires when a window has received n elements since its last
 // firing (state "count", summed on merge; a merge never fires by itself).
 // n must be positive.
-func CountTrigger(n int64) *CountTriggerT {
-	return &CountTriggerT{n: n, desc: state.Reducing("count", sumInt64)}
+func CountTrigger(n int64) Trigger {
+	return &countTrigger{n: n, desc: state.Reducing("count", sumInt64)}
 }
 
 // Validate checks n > 0.
-func (c *CountTriggerT) Validate() error {
+func (c *countTrigger) Validate() error {
 	if c.n <= 0 {
 		return errorf("count trigger needs n > 0, got %d", c.n)
 	}
@@ -230,7 +230,7 @@ func (c *CountTriggerT) Validate() error {
 }
 
 // OnElement implements Trigger.
-func (c *CountTriggerT) OnElement(_ int64, ctx TriggerContext) (TriggerResult, error) {
+func (c *countTrigger) OnElement(_ int64, ctx TriggerContext) (TriggerResult, error) {
 	s, err := ctx.PartitionedState().Int64Reducing(c.desc)
 	if err != nil {
 		return Continue, err
@@ -244,25 +244,25 @@ func (c *CountTriggerT) OnElement(_ int64, ctx TriggerContext) (TriggerResult, e
 }
 
 // OnEventTime implements Trigger.
-func (c *CountTriggerT) OnEventTime(int64, TriggerContext) (TriggerResult, error) {
+func (c *countTrigger) OnEventTime(int64, TriggerContext) (TriggerResult, error) {
 	return Continue, nil
 }
 
 // OnProcessingTime implements Trigger.
-func (c *CountTriggerT) OnProcessingTime(int64, TriggerContext) (TriggerResult, error) {
+func (c *countTrigger) OnProcessingTime(int64, TriggerContext) (TriggerResult, error) {
 	return Continue, nil
 }
 
 // CanMerge implements Trigger.
-func (c *CountTriggerT) CanMerge() bool { return true }
+func (c *countTrigger) CanMerge() bool { return true }
 
 // OnMerge implements Trigger: the counts are summed.
-func (c *CountTriggerT) OnMerge(ctx OnMergeContext) error {
+func (c *countTrigger) OnMerge(ctx OnMergeContext) error {
 	return ctx.MergePartitionedState(c.desc.Name)
 }
 
 // Clear implements Trigger.
-func (c *CountTriggerT) Clear(ctx TriggerContext) error {
+func (c *countTrigger) Clear(ctx TriggerContext) error {
 	s, err := ctx.PartitionedState().Int64Reducing(c.desc)
 	if err != nil {
 		return err
@@ -272,26 +272,23 @@ func (c *CountTriggerT) Clear(ctx TriggerContext) error {
 }
 
 // String returns "CountTrigger(n)".
-func (c *CountTriggerT) String() string { return "CountTrigger(" + itoa(c.n) + ")" }
+func (c *countTrigger) String() string { return "CountTrigger(" + itoa(c.n) + ")" }
 
-// PurgingTriggerT is the trigger returned by PurgingTrigger.
-type PurgingTriggerT struct {
+// purgingTrigger is the trigger returned by PurgingTrigger.
+type purgingTrigger struct {
 	inner Trigger
 }
 
 // PurgingTrigger wraps inner so that every firing also purges: FIRE and
 // FIRE_AND_PURGE become FIRE_AND_PURGE, other results pass through.
-func PurgingTrigger(inner Trigger) *PurgingTriggerT { return &PurgingTriggerT{inner: inner} }
-
-// Inner returns the wrapped trigger.
-func (p *PurgingTriggerT) Inner() Trigger { return p.inner }
+func PurgingTrigger(inner Trigger) Trigger { return &purgingTrigger{inner: inner} }
 
 // Validate checks the wrapped trigger.
-func (p *PurgingTriggerT) Validate() error {
+func (p *purgingTrigger) Validate() error {
 	if p.inner == nil {
 		return errorf("purging trigger wraps a nil trigger")
 	}
-	return ValidateTrigger(p.inner)
+	return validate(p.inner)
 }
 
 func purge(r TriggerResult, err error) (TriggerResult, error) {
@@ -302,32 +299,32 @@ func purge(r TriggerResult, err error) (TriggerResult, error) {
 }
 
 // OnElement implements Trigger.
-func (p *PurgingTriggerT) OnElement(ts int64, ctx TriggerContext) (TriggerResult, error) {
+func (p *purgingTrigger) OnElement(ts int64, ctx TriggerContext) (TriggerResult, error) {
 	return purge(p.inner.OnElement(ts, ctx))
 }
 
 // OnEventTime implements Trigger.
-func (p *PurgingTriggerT) OnEventTime(t int64, ctx TriggerContext) (TriggerResult, error) {
+func (p *purgingTrigger) OnEventTime(t int64, ctx TriggerContext) (TriggerResult, error) {
 	return purge(p.inner.OnEventTime(t, ctx))
 }
 
 // OnProcessingTime implements Trigger.
-func (p *PurgingTriggerT) OnProcessingTime(t int64, ctx TriggerContext) (TriggerResult, error) {
+func (p *purgingTrigger) OnProcessingTime(t int64, ctx TriggerContext) (TriggerResult, error) {
 	return purge(p.inner.OnProcessingTime(t, ctx))
 }
 
 // CanMerge implements Trigger.
-func (p *PurgingTriggerT) CanMerge() bool { return p.inner.CanMerge() }
+func (p *purgingTrigger) CanMerge() bool { return p.inner.CanMerge() }
 
 // OnMerge implements Trigger.
-func (p *PurgingTriggerT) OnMerge(ctx OnMergeContext) error { return p.inner.OnMerge(ctx) }
+func (p *purgingTrigger) OnMerge(ctx OnMergeContext) error { return p.inner.OnMerge(ctx) }
 
 // Clear implements Trigger.
-func (p *PurgingTriggerT) Clear(ctx TriggerContext) error { return p.inner.Clear(ctx) }
+func (p *purgingTrigger) Clear(ctx TriggerContext) error { return p.inner.Clear(ctx) }
 
-// ContinuousTrigger is the trigger returned by ContinuousEventTimeTrigger
+// continuousTrigger is the trigger returned by ContinuousEventTimeTrigger
 // and ContinuousProcessingTimeTrigger.
-type ContinuousTrigger struct {
+type continuousTrigger struct {
 	interval  int64
 	eventTime bool
 	desc      state.ReducingDescriptor[int64]
@@ -347,8 +344,8 @@ type ContinuousTrigger struct {
 // effectively hangs). Weir stops the periodic chain when the watermark is
 // the maximum, so such a window fires exactly once at the end of input
 // (through its end-of-window timer), with its full contents.
-func ContinuousEventTimeTrigger(interval time.Duration) *ContinuousTrigger {
-	return &ContinuousTrigger{interval: millis(interval), eventTime: true, desc: state.Reducing("fire-time", minInt64),
+func ContinuousEventTimeTrigger(interval time.Duration) Trigger {
+	return &continuousTrigger{interval: millis(interval), eventTime: true, desc: state.Reducing("fire-time", minInt64),
 		given: given{}.set("continuous trigger interval", interval)}
 }
 
@@ -356,16 +353,16 @@ func ContinuousEventTimeTrigger(interval time.Duration) *ContinuousTrigger {
 // processing time (aligned to the epoch) and at the window's maximum
 // timestamp, with Flink 1.20's behaviour (FLINK-20443 and FLINK-5717
 // included). It never fires on an element.
-func ContinuousProcessingTimeTrigger(interval time.Duration) *ContinuousTrigger {
-	return &ContinuousTrigger{interval: millis(interval), desc: state.Reducing("fire-time", minInt64),
+func ContinuousProcessingTimeTrigger(interval time.Duration) Trigger {
+	return &continuousTrigger{interval: millis(interval), desc: state.Reducing("fire-time", minInt64),
 		given: given{}.set("continuous trigger interval", interval)}
 }
 
 // Interval returns the interval in ms.
-func (c *ContinuousTrigger) Interval() int64 { return c.interval }
+func (c *continuousTrigger) Interval() int64 { return c.interval }
 
 // Validate checks interval > 0 (and not below 1 ms).
-func (c *ContinuousTrigger) Validate() error {
+func (c *continuousTrigger) Validate() error {
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -375,7 +372,7 @@ func (c *ContinuousTrigger) Validate() error {
 	return nil
 }
 
-func (c *ContinuousTrigger) register(ctx TriggerContext, t int64) {
+func (c *continuousTrigger) register(ctx TriggerContext, t int64) {
 	if c.eventTime {
 		ctx.RegisterEventTimeTimer(t)
 	} else {
@@ -385,14 +382,14 @@ func (c *ContinuousTrigger) register(ctx TriggerContext, t int64) {
 
 // next registers min(base+interval, maxTimestamp) as the next fire time
 // (wrapping addition, as Java).
-func (c *ContinuousTrigger) next(ctx TriggerContext, s state.ReducingState[int64], base int64) {
+func (c *continuousTrigger) next(ctx TriggerContext, s state.ReducingState[int64], base int64) {
 	t := min(base+c.interval, ctx.MaxTimestamp())
 	s.Add(t)
 	c.register(ctx, t)
 }
 
 // OnElement implements Trigger.
-func (c *ContinuousTrigger) OnElement(ts int64, ctx TriggerContext) (TriggerResult, error) {
+func (c *continuousTrigger) OnElement(ts int64, ctx TriggerContext) (TriggerResult, error) {
 	if c.eventTime {
 		if ctx.MaxTimestamp() <= ctx.CurrentWatermark() {
 			return Fire, nil
@@ -411,7 +408,7 @@ func (c *ContinuousTrigger) OnElement(ts int64, ctx TriggerContext) (TriggerResu
 	return Continue, nil
 }
 
-func (c *ContinuousTrigger) onTimer(t int64, ctx TriggerContext) (TriggerResult, error) {
+func (c *continuousTrigger) onTimer(t int64, ctx TriggerContext) (TriggerResult, error) {
 	if t == ctx.MaxTimestamp() {
 		return Fire, nil
 	}
@@ -433,7 +430,7 @@ func (c *ContinuousTrigger) onTimer(t int64, ctx TriggerContext) (TriggerResult,
 }
 
 // OnEventTime implements Trigger.
-func (c *ContinuousTrigger) OnEventTime(t int64, ctx TriggerContext) (TriggerResult, error) {
+func (c *continuousTrigger) OnEventTime(t int64, ctx TriggerContext) (TriggerResult, error) {
 	if !c.eventTime {
 		return Continue, nil
 	}
@@ -441,7 +438,7 @@ func (c *ContinuousTrigger) OnEventTime(t int64, ctx TriggerContext) (TriggerRes
 }
 
 // OnProcessingTime implements Trigger.
-func (c *ContinuousTrigger) OnProcessingTime(t int64, ctx TriggerContext) (TriggerResult, error) {
+func (c *continuousTrigger) OnProcessingTime(t int64, ctx TriggerContext) (TriggerResult, error) {
 	if c.eventTime {
 		return Continue, nil
 	}
@@ -449,11 +446,11 @@ func (c *ContinuousTrigger) OnProcessingTime(t int64, ctx TriggerContext) (Trigg
 }
 
 // CanMerge implements Trigger.
-func (c *ContinuousTrigger) CanMerge() bool { return true }
+func (c *continuousTrigger) CanMerge() bool { return true }
 
 // OnMerge implements Trigger: the earliest pending fire time survives and
 // gets a timer in the merged window.
-func (c *ContinuousTrigger) OnMerge(ctx OnMergeContext) error {
+func (c *continuousTrigger) OnMerge(ctx OnMergeContext) error {
 	if err := ctx.MergePartitionedState(c.desc.Name); err != nil {
 		return err
 	}
@@ -469,7 +466,7 @@ func (c *ContinuousTrigger) OnMerge(ctx OnMergeContext) error {
 
 // Clear implements Trigger: deletes the pending periodic timer and the
 // fire-time state (not the end-of-window timer, as Flink).
-func (c *ContinuousTrigger) Clear(ctx TriggerContext) error {
+func (c *continuousTrigger) Clear(ctx TriggerContext) error {
 	s, err := ctx.PartitionedState().Int64Reducing(c.desc)
 	if err != nil {
 		return err
@@ -486,20 +483,29 @@ func (c *ContinuousTrigger) Clear(ctx TriggerContext) error {
 }
 
 // String returns Flink's style of name.
-func (c *ContinuousTrigger) String() string {
+func (c *continuousTrigger) String() string {
 	if c.eventTime {
 		return "ContinuousEventTimeTrigger(" + itoa(c.interval) + ")"
 	}
 	return "ContinuousProcessingTimeTrigger(" + itoa(c.interval) + ")"
 }
 
-// ValidateTrigger returns the trigger's own validation error, if it has a
-// Validate method; a nil trigger is an error.
-func ValidateTrigger(t Trigger) error {
-	if t == nil {
+// Validator is implemented by triggers and evictors with parameters to
+// check (a count trigger's n, an evictor's function); the window operator
+// calls Validate when the job is built, and Execute fails with its error.
+// Assigners validate through their own Validate method.
+type Validator interface {
+	// Validate reports invalid parameters.
+	Validate() error
+}
+
+// validate returns v's own validation error if it is a Validator; a nil
+// v is an error.
+func validate(v any) error {
+	if v == nil {
 		return errorf("trigger is nil")
 	}
-	if v, ok := t.(interface{ Validate() error }); ok {
+	if v, ok := v.(Validator); ok {
 		return v.Validate()
 	}
 	return nil

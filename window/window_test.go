@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/winstate"
 	"github.com/weirstream/weir/state"
 )
 
@@ -84,8 +85,8 @@ func TestProcessingTimeAssigners(t *testing.T) {
 	if _, err := d.AssignElement(0, 100, procCtx(0), nil); err == nil {
 		t.Fatal("dynamic gap 0 accepted")
 	}
-	if typ, ok := NeedsElement(d); !ok || typ != "int" {
-		t.Fatalf("NeedsElement = %q %v", typ, ok)
+	if typ := d.ElementType(); typ.String() != "int" {
+		t.Fatalf("ElementType = %v", typ)
 	}
 	g, _ := Global().AssignWindows(1, procCtx(0), nil)
 	if len(g) != 1 || g[0].MaxTimestamp() != math.MaxInt64 || Global().IsEventTime() {
@@ -97,7 +98,8 @@ func TestProcessingTimeAssigners(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	bad := []interface{ Validate() error }{
+	// Assigners, triggers and evictors with parameters are Validators.
+	bad := []any{
 		TumblingEventTime(0), TumblingEventTime(ms(-1)),
 		TumblingEventTime(ms(10)).WithOffset(ms(10)), TumblingEventTime(ms(10)).WithOffset(ms(-10)),
 		TumblingEventTime(ms(10)).WithOffset(math.MinInt64),
@@ -110,16 +112,16 @@ func TestValidate(t *testing.T) {
 		CountEvictor(-1), DeltaEvictor[int](1, nil),
 	}
 	for i, b := range bad {
-		if b.Validate() == nil {
+		if b.(Validator).Validate() == nil {
 			t.Errorf("case %d (%T): invalid parameters accepted", i, b)
 		}
 	}
-	good := []interface{ Validate() error }{
+	good := []any{
 		TumblingEventTime(ms(10)).WithOffset(ms(9)), TumblingEventTime(ms(10)).WithOffset(ms(-9)),
 		SlidingEventTime(ms(4), ms(6)).WithOffset(ms(-5)), EventTimeSessions(ms(1)), CountTrigger(1),
 	}
 	for i, g := range good {
-		if err := g.Validate(); err != nil {
+		if err := g.(Validator).Validate(); err != nil {
 			t.Errorf("good case %d: %v", i, err)
 		}
 	}
@@ -165,18 +167,18 @@ func newCtx(maxTS int64) *fakeCtx {
 	return &fakeCtx{maxTS: maxTS, wm: math.MinInt64, event: map[int64]bool{}, proc: map[int64]bool{}, st: map[string]int64{}}
 }
 
-func (c *fakeCtx) Window() any                          { return TimeWindow{0, c.maxTS + 1} }
-func (c *fakeCtx) MaxTimestamp() int64                  { return c.maxTS }
-func (c *fakeCtx) Element() any                         { return nil }
-func (c *fakeCtx) CurrentWatermark() int64              { return c.wm }
-func (c *fakeCtx) CurrentProcessingTime() int64         { return c.now }
-func (c *fakeCtx) RegisterEventTimeTimer(ts int64)      { c.event[ts] = true }
-func (c *fakeCtx) RegisterProcessingTimeTimer(ts int64) { c.proc[ts] = true }
-func (c *fakeCtx) DeleteEventTimeTimer(ts int64)        { delete(c.event, ts) }
-func (c *fakeCtx) DeleteProcessingTimeTimer(ts int64)   { delete(c.proc, ts) }
-func (c *fakeCtx) PartitionedState() StateStore         { return c }
-func (c *fakeCtx) MergePartitionedState(string) error   { return nil }
-func (c *fakeCtx) Erased(ErasedDescriptor) (any, error) { return nil, nil }
+func (c *fakeCtx) Window() any                             { return TimeWindow{0, c.maxTS + 1} }
+func (c *fakeCtx) MaxTimestamp() int64                     { return c.maxTS }
+func (c *fakeCtx) Element() any                            { return nil }
+func (c *fakeCtx) CurrentWatermark() int64                 { return c.wm }
+func (c *fakeCtx) CurrentProcessingTime() int64            { return c.now }
+func (c *fakeCtx) RegisterEventTimeTimer(ts int64)         { c.event[ts] = true }
+func (c *fakeCtx) RegisterProcessingTimeTimer(ts int64)    { c.proc[ts] = true }
+func (c *fakeCtx) DeleteEventTimeTimer(ts int64)           { delete(c.event, ts) }
+func (c *fakeCtx) DeleteProcessingTimeTimer(ts int64)      { delete(c.proc, ts) }
+func (c *fakeCtx) PartitionedState() StateStore            { return c }
+func (c *fakeCtx) MergePartitionedState(string) error      { return nil }
+func (c *fakeCtx) Erased(winstate.Descriptor) (any, error) { return nil, nil }
 func (c *fakeCtx) Int64Reducing(d state.ReducingDescriptor[int64]) (state.ReducingState[int64], error) {
 	return &fakeReducing{c: c, name: d.Name, f: d.Reduce}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/runsrc"
 	"github.com/weirstream/weir/internal/textio"
 )
 
@@ -39,17 +40,8 @@ func ReadTextFile(env *weir.Environment, path string, opts ...Option) weir.DataS
 	if err != nil {
 		err = fmt.Errorf("source %q: %w", "TextFile", err)
 	}
-	return weir.FromSource[string](env, checked[string]{textio.NewFileSource(paths), err}, weir.NoWatermarks[string](), "TextFile")
+	return weir.FromSource[string](env, runsrc.New[string](textio.NewFileSource(paths), err), weir.NoWatermarks[string](), "TextFile")
 }
-
-// checked is a source whose settings were found invalid (err) when it was
-// made: the job refuses it when built.
-type checked[T any] struct {
-	textio.FileSource
-	err error
-}
-
-func (c checked[T]) Validate(context.Context) error { return c.err }
 
 // Txn is a transaction of the exactly-once file sink: one part file per
 // bucket it wrote to.

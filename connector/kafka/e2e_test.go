@@ -216,11 +216,11 @@ func exactlyOnceTrial(t *testing.T, addr string, seed uint64) {
 	}
 	osrc := weir.FromSource(env, kafka.NewSource(kafka.JSON[order](), kafka.WithBrokers(addr), kafka.WithTopics(orders), via), strategy(), "orders").UID("orders")
 	ps := weir.FromSource(env, kafka.NewSource(kafka.JSON[payment](), kafka.WithBrokers(addr), kafka.WithTopics(payments), via), weir.ForBoundedOutOfOrderness[payment](100*time.Millisecond), "payments").UID("payments")
-	osrc = weir.ProcessStream(osrc, weir.ProcessFunc[order, order](func(o order, _ weir.Context, out weir.Collector[order]) error {
+	osrc = weir.ProcessStreamFunc(osrc, func(o order, _ weir.Context, out weir.Collector[order]) error {
 		inj.step("orders")
 		out.Collect(o)
 		return nil
-	}))
+	})
 	matched := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(osrc, func(o order) int { return o.ID }), weir.KeyBy(ps, func(p payment) int { return p.ID })),
 		&e2eMatch{inj: inj}).UID("match")
 	kafka.NewSink(kafka.StringValues(), kafka.WithBrokers(addr), kafka.WithDefaultTopic(results), via,

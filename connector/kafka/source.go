@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // Option configures a Source or a Sink; each option says which it applies
@@ -618,15 +617,15 @@ func (r *subtaskReader[T]) commitLoop(ctx context.Context) {
 // a fetch has told the end, the consumer lag (kafka_consumer_lag: end
 // offset, or last stable offset when reading committed records, minus the
 // position).
-func (r *subtaskReader[T]) Gauges() []runtime.Gauge {
+func (r *subtaskReader[T]) Gauges() []weir.Gauge {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]runtime.Gauge, 0, 2*len(r.parts))
+	out := make([]weir.Gauge, 0, 2*len(r.parts))
 	for _, st := range r.parts {
 		labels := map[string]string{"topic": st.tp.Topic, "partition": strconv.Itoa(int(st.tp.Partition))}
-		out = append(out, runtime.Gauge{Name: "kafka_current_offset", Value: float64(st.next.Load()), Labels: labels})
+		out = append(out, weir.Gauge{Name: "kafka_current_offset", Value: float64(st.next.Load()), Labels: labels})
 		if lag := st.lag.Load(); lag >= 0 {
-			out = append(out, runtime.Gauge{Name: "kafka_consumer_lag", Value: float64(lag), Labels: labels})
+			out = append(out, weir.Gauge{Name: "kafka_consumer_lag", Value: float64(lag), Labels: labels})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

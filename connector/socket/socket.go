@@ -3,12 +3,13 @@
 package socket
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/runsrc"
 	"github.com/weirstream/weir/internal/textio"
 )
 
@@ -16,7 +17,13 @@ import (
 // after the server closes the connection (0, the default, ends the stream
 // then; -1 retries forever), RetryDelay the pause before a reconnect
 // (default 500 ms, on the job's clock).
-type Options = textio.SocketOptions
+type Options struct {
+	// MaxRetries is how often to reconnect after the server closes the
+	// connection: 0 (default) ends the stream then; -1 retries forever.
+	MaxRetries int
+	// RetryDelay is the pause before a reconnect (default 500 ms).
+	RetryDelay time.Duration
+}
 
 // TextStream reads newline-delimited text ("\n" or "\r\n") from a TCP
 // server at host:port, at parallelism 1, without timestamps. The
@@ -31,13 +38,6 @@ func TextStream(env *weir.Environment, host string, port int, opts Options) weir
 		err = fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	src := checked{textio.NewSocketSource(addr, opts, env.Clock()), err}
+	src := runsrc.New[string](textio.NewSocketSource(addr, textio.SocketOptions(opts), env.Clock()), err)
 	return weir.FromSource[string](env, src, weir.NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
 }
-
-type checked struct {
-	textio.SocketSource
-	err error
-}
-
-func (c checked) Validate(context.Context) error { return c.err }

@@ -225,24 +225,24 @@ func (l *Latest) OnTimer(_ int64, _ weir.OnTimerContext[int64], out weir.Collect
 // impressions of the same user at most Window before them: one Attribution
 // per matching pair, and one unattributed per click without any.
 func Candidates(clicks weir.DataStream[Click], impressions weir.DataStream[Impression]) weir.DataStream[Attribution] {
-	return weir.IntervalOuterJoin(
+	return weir.IntervalOuterJoinFunc(
 		weir.KeyBy(clicks, func(c Click) int64 { return c.User }),
 		weir.KeyBy(impressions, func(i Impression) int64 { return i.User }),
 		weir.Between(-Window, 0), weir.LeftOuter,
-		weir.OuterJoinFunc[Click, Impression, Attribution](func(c *Click, i *Impression, _ weir.JoinContext, out weir.Collector[Attribution]) error {
+		func(c *Click, i *Impression, _ weir.JoinContext, out weir.Collector[Attribution]) error {
 			a := Attribution{Click: *c} // never nil in a left outer join
 			if i != nil {
 				a.Impression, a.Attributed = *i, true
 			}
 			out.Collect(a)
 			return nil
-		})).Name("candidates")
+		}).Name("candidates")
 }
 
 // Attribute picks the latest candidate of each click.
 func Attribute(candidates weir.DataStream[Attribution]) weir.DataStream[Attribution] {
 	return weir.Process(weir.KeyBy(candidates, func(a Attribution) int64 { return a.Click.ID }),
-		weir.KeyedProcessFunction[int64, Attribution, Attribution](&Latest{})).Name("latest")
+		&Latest{}).Name("latest")
 }
 
 // Build adds the attribution of n generated clicks (and

@@ -98,8 +98,7 @@ func describe(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], co
 func Build(lines weir.DataStream[string], size, interval time.Duration) weir.DataStream[WindowCount] {
 	windowed := weir.WindowAll(lines, window.TumblingProcessingTime(size)).
 		Trigger(window.ContinuousProcessingTimeTrigger(interval))
-	return weir.AggregateWithProcess(windowed, Count{},
-		weir.ProcessWindowFunc[weir.NoKey, int64, WindowCount, window.TimeWindow](describe)).Name("count")
+	return weir.AggregateWithProcessFunc(windowed, Count{}, describe).Name("count")
 }
 
 func main() {

@@ -69,18 +69,18 @@ type JoinResults struct {
 // watermark reaches o.TS + Timeout), and late records to LateOrdersTag and
 // LatePaymentsTag.
 func ReconcileJoin(orders weir.DataStream[Order], payments weir.DataStream[Payment]) weir.DataStream[Match] {
-	return weir.IntervalOuterJoin(
+	return weir.IntervalOuterJoinFunc(
 		weir.KeyBy(orders, func(o Order) int64 { return o.ID }),
 		weir.KeyBy(payments, func(p Payment) int64 { return p.OrderID }),
 		weir.Between(-Timeout, Timeout), weir.LeftOuter,
-		weir.OuterJoinFunc[Order, Payment, Match](func(o *Order, p *Payment, ctx weir.JoinContext, out weir.Collector[Match]) error {
+		func(o *Order, p *Payment, ctx weir.JoinContext, out weir.Collector[Match]) error {
 			if p == nil { // never matched: reported at o.TS
 				ctx.Output(UnmatchedTag, *o)
 				return nil
 			}
 			out.Collect(Match{OrderID: o.ID, OrderTS: o.TS, PaymentTS: p.TS, Amount: p.Amount})
 			return nil
-		}),
+		},
 		weir.SideOutputLeftLateData(LateOrdersTag), weir.SideOutputRightLateData(LatePaymentsTag)).Name("reconcile-join")
 }
 

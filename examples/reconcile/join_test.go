@@ -246,7 +246,7 @@ func TestJoinAndCoProcessStepByStep(t *testing.T) {
 		return weir.KeyedCoProcess(weir.ConnectKeyed(
 			weir.KeyBy(o, func(o Order) int64 { return o.ID }),
 			weir.KeyBy(p, func(p Payment) int64 { return p.OrderID })),
-			weir.KeyedCoProcessFunction[int64, Order, Payment, Match](&Reconciler{}))
+			&Reconciler{})
 	}, weir.HarnessSideOutputs(UnmatchedTag))
 	if err != nil {
 		t.Fatal(err)

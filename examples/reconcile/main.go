@@ -263,7 +263,7 @@ func Build(env *weir.Environment, n int) (*weir.Collected[Match], *weir.Collecte
 		weir.ConnectKeyed(
 			weir.KeyBy(orders, func(o Order) int64 { return o.ID }),
 			weir.KeyBy(payments, func(p Payment) int64 { return p.OrderID })),
-		weir.KeyedCoProcessFunction[int64, Order, Payment, Match](&Reconciler{})).Name("reconcile")
+		&Reconciler{}).Name("reconcile")
 	return weir.Collect(matches), weir.Collect(weir.SideOutput(matches, UnmatchedTag))
 }
 

@@ -80,7 +80,7 @@ func Build(env *weir.Environment, host string, port int, opts socket.Options) we
 	lines := socket.TextStream(env, host, port, opts)
 	words := weir.FlatMap(lines, Words).Name("split")
 	return weir.Process(weir.KeyBy(words, func(w string) string { return w }),
-		weir.KeyedProcessFunction[string, string, WordCount](&Counter{})).Name("count")
+		&Counter{}).Name("count")
 }
 
 func main() {

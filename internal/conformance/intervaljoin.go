@@ -77,11 +77,11 @@ func newIntervalJoin(s scenario.Spec) (scenario.Driver, error) {
 		opts = append(opts, weir.UpperBoundExclusive())
 	}
 	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[Rec]) weir.DataStream[Rec] {
-		return weir.IntervalJoin(weir.KeyBy(a, key), weir.KeyBy(b, key),
+		return weir.IntervalJoinFunc(weir.KeyBy(a, key), weir.KeyBy(b, key),
 			weir.Between(time.Duration(lower)*time.Millisecond, time.Duration(upper)*time.Millisecond),
-			weir.ProcessJoinFunc[Rec, Rec, Rec](func(l, r Rec, ctx weir.JoinContext, out weir.Collector[Rec]) error {
+			func(l, r Rec, ctx weir.JoinContext, out weir.Collector[Rec]) error {
 				return joinPair(&l, &r, ctx, out)
-			}), opts...)
+			}, opts...)
 	}, weir.HarnessSideOutputs(lateL, lateR), weir.HarnessChannels(channels, channels))
 	if err != nil {
 		return nil, fmt.Errorf("interval-join: %w", err)

@@ -186,7 +186,7 @@ func windowed[W interface {
 	}
 	ws = ws.SideOutputLateData(lateTag)
 	if p.fn == "list" {
-		return weir.ProcessWindow(ws, weir.ProcessWindowFunc[string, Rec, Rec, W](
+		return weir.ProcessWindowFunc(ws,
 			func(key string, ctx weir.ProcessWindowContext[W], elems []Rec, out weir.Collector[Rec]) error {
 				vals := make([]string, len(elems))
 				for i, e := range elems {
@@ -194,13 +194,13 @@ func windowed[W interface {
 				}
 				out.Collect(Rec{Key: key, Value: ctx.Window().String() + ":[" + strings.Join(vals, ",") + "]"})
 				return nil
-			}))
+			})
 	}
-	return weir.AggregateWithProcess(ws, aggregate{fn: p.fn}, weir.ProcessWindowFunc[string, int64, Rec, W](
+	return weir.AggregateWithProcessFunc(ws, aggregate{fn: p.fn},
 		func(key string, ctx weir.ProcessWindowContext[W], res []int64, out weir.Collector[Rec]) error {
 			out.Collect(Rec{Key: key, Value: ctx.Window().String() + ":" + strconv.FormatInt(res[0], 10)})
 			return nil
-		}))
+		})
 }
 
 // acc is the accumulator of the count, sum, min and max functions.

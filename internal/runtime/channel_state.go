@@ -58,11 +58,15 @@ type GateChannelState struct {
 }
 
 // EdgeChannels is one edge into a gate: its partitioning and the number
-// of channels it gives each consumer (its producers' parallelism, or 1 for
-// forward).
+// of channels it gives the consumer (its producers' parallelism, 1 for
+// forward, the producers of its subset for rescale).
 type EdgeChannels struct {
 	Partition Partitioning
 	Channels  int
+	// Producers is the producers' parallelism of a rescale edge, whose
+	// channels of one consumer depend on it (and on the consumers'); 0 for
+	// every other edge.
+	Producers int
 }
 
 // taskChannelState is what a task stores as the ChannelState of its head
@@ -81,7 +85,7 @@ type channelStateGate interface {
 	dropChannelState()
 	replayChannel(ch int, data []byte, how replayMode) error
 	probeChannelState() error
-	addEdge(kind Partitioning, channels int, route any)
+	addEdge(e EdgeChannels, route any)
 	layout() []EdgeChannels
 }
 
@@ -94,20 +98,20 @@ type gateEdge[T any] struct {
 }
 
 // addEdge appends an edge to the gate's layout; route is the exchange's
-// func(T) int for a hash edge, else nil.
-func (g *Gate[T]) addEdge(kind Partitioning, channels int, route any) {
+// func(*T) int for a hash or custom edge, else nil.
+func (g *Gate[T]) addEdge(e EdgeChannels, route any) {
 	r, ok := route.(func(*T) int)
 	if !ok && route != nil {
-		panic(fmt.Sprintf("runtime: hash edge routing %T for a gate of %T records", route, *new(T)))
+		panic(fmt.Sprintf("runtime: %v edge routing %T for a gate of %T records", e.Partition, route, *new(T)))
 	}
-	g.edges = append(g.edges, gateEdge[T]{EdgeChannels{kind, channels}, r})
+	g.edges = append(g.edges, gateEdge[T]{e, r})
 }
 
 // layout returns the gate's edges; a gate built without them (a test) is
 // one edge over all its channels.
 func (g *Gate[T]) layout() []EdgeChannels {
 	if len(g.edges) == 0 {
-		return []EdgeChannels{{PartitionDefault, len(g.ended)}}
+		return []EdgeChannels{{Partition: PartitionDefault, Channels: len(g.ended)}}
 	}
 	l := make([]EdgeChannels, len(g.edges))
 	for i, e := range g.edges {
@@ -231,23 +235,36 @@ func encodeChannelState(id int64, sub, par int, gates []GateChannelState) ([]byt
 // that replays it, or nil when there is none.
 //
 // A gate whose layout did not change (same parallelism, same channels per
-// edge) replays its own old subtask's channels as recorded, watermarks
-// included. Any other gate is rescaled, as Flink's SubtaskStateMapper and
-// RecordFilter do it, edge by edge (the new edge decides):
+// edge, and for a rescale edge the same producer parallelism) replays its
+// own old subtask's channels as recorded, watermarks included. Any other
+// gate is rescaled, as Flink's SubtaskStateMapper and RecordFilter do it,
+// edge by edge (the new edge decides):
 //
 //   - hash: every new subtask reads the channels of every old subtask and
 //     keeps the records whose key group it owns now (the exchange's
 //     routing), so each record is replayed exactly once, by its key's
 //     subtask (Flink: RANGE plus filtering).
+//   - custom (PartitionCustom): the same, keeping the records the user's
+//     partitioner routes to the subtask at the new parallelism, which
+//     needs a deterministic partitioner (Flink: FULL plus filtering; Flink
+//     also disables unaligned checkpoints on such edges, which Weir does
+//     not).
 //   - broadcast: new subtask k replays old subtask k mod oldPar, whose
 //     broadcast state it also restores (newBroadcastStore), so state and
 //     in-flight data come from the same cut; every old subtask saw the same
 //     stream, so nothing is lost and no subtask sees a record twice.
 //     (Flink runs broadcast inputs aligned instead.)
-//   - forward, rebalance, global and external inputs: a record may go to
-//     any subtask, so old subtask j goes whole to new subtask j mod par
-//     (Flink: ROUND_ROBIN; a global edge's data is all at old subtask 0,
-//     which goes to new subtask 0).
+//   - forward, rebalance, shuffle, rescale, global and external inputs: a
+//     record may go to any subtask, so old subtask j goes whole to new
+//     subtask j mod par (Flink: ROUND_ROBIN; a global edge's data is all at
+//     old subtask 0, which goes to new subtask 0). A rescale edge's
+//     channels per subtask depend on both parallelisms (RescaleProducers),
+//     so its layout also records the producers' parallelism: a change of
+//     the upstream parallelism alone rescales the gate even where the
+//     channel counts stay the same, since a channel then speaks for
+//     another producer. (Flink runs pointwise edges, forward and rescale,
+//     aligned unless unaligned checkpoints are forced; Weir records their
+//     in-flight data as for any edge.)
 //
 // Old channel c of an edge (its producer) is replayed onto the edge's
 // channel c mod its new channel count; channels are replayed one after
@@ -307,13 +324,16 @@ func restoreChannelState(old []OperatorSnapshot, name string, sub, par int, gate
 			if len(gs.Edges) > 0 {
 				return gs.Edges
 			}
-			return []EdgeChannels{{PartitionDefault, gs.Channels}}
+			return []EdgeChannels{{Partition: PartitionDefault, Channels: gs.Channels}}
 		}
+		// At the same parallelism a subtask replays only its own old
+		// subtask's channels (every edge routes as before); they keep
+		// their watermarks if its layout is unchanged. Subtasks of one
+		// gate may differ in layout (a rescale edge), so the own old
+		// subtask's is the one to compare.
 		same := oldPar == par
-		for _, s := range olds {
-			if len(s.Gates[i].Data) > 0 && !sameChannels(oldLayout(s), now) {
-				same = false
-			}
+		if s := bySub[sub]; same && s != nil && len(s.Gates[i].Data) > 0 && !sameChannels(oldLayout(s), now) {
+			same = false
 		}
 		if same {
 			if s := bySub[sub]; s != nil {
@@ -346,7 +366,7 @@ func restoreChannelState(old []OperatorSnapshot, name string, sub, par int, gate
 		for e, ne := range now {
 			var from []int // old subtasks to read, ascending
 			switch ne.Partition {
-			case PartitionHash:
+			case PartitionHash, PartitionCustom:
 				for j := range oldPar {
 					from = append(from, j)
 				}
@@ -399,7 +419,7 @@ func sameChannels(a, b []EdgeChannels) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Channels != b[i].Channels {
+		if a[i].Channels != b[i].Channels || a[i].Producers != b[i].Producers {
 			return false
 		}
 	}

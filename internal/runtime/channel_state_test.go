@@ -37,12 +37,12 @@ func TestChannelStateRestoreLayouts(t *testing.T) {
 		}
 		g := NewGate[string](chans, &sink[string]{})
 		for _, e := range edges {
-			g.addEdge(e.Partition, e.Channels, nil)
+			g.addEdge(e, nil)
 		}
 		return []channelStateGate{g}
 	}
-	hash := func(n int) EdgeChannels { return EdgeChannels{PartitionHash, n} }
-	bcast := func(n int) EdgeChannels { return EdgeChannels{PartitionBroadcast, n} }
+	hash := func(n int) EdgeChannels { return EdgeChannels{Partition: PartitionHash, Channels: n} }
+	bcast := func(n int) EdgeChannels { return EdgeChannels{Partition: PartitionBroadcast, Channels: n} }
 	for _, c := range []struct {
 		name  string
 		old   []OperatorSnapshot
@@ -90,7 +90,7 @@ func (r *replayLog) Channels() int {
 func (r *replayLog) takeChannelState() GateChannelState { return GateChannelState{} }
 func (r *replayLog) dropChannelState()                  {}
 func (r *replayLog) probeChannelState() error           { return nil }
-func (r *replayLog) addEdge(Partitioning, int, any)     {}
+func (r *replayLog) addEdge(EdgeChannels, any)          {}
 func (r *replayLog) layout() []EdgeChannels             { return r.edges }
 func (r *replayLog) replayChannel(ch int, data []byte, how replayMode) error {
 	mode := "as recorded"
@@ -124,7 +124,11 @@ func TestChannelStateRescaleAssignment(t *testing.T) {
 		}
 		return out
 	}
-	e := func(p Partitioning, n int) EdgeChannels { return EdgeChannels{p, n} }
+	e := func(p Partitioning, n int) EdgeChannels { return EdgeChannels{Partition: p, Channels: n} }
+	// rs is a rescale edge of n channels of the consumer, from producers.
+	rs := func(n, producers int) EdgeChannels {
+		return EdgeChannels{Partition: PartitionRescale, Channels: n, Producers: producers}
+	}
 	for _, c := range []struct {
 		name string
 		old  []OperatorSnapshot
@@ -170,6 +174,34 @@ func TestChannelStateRescaleAssignment(t *testing.T) {
 			{"old 0/0 -> ch 0 (edge 0 owner 1)", "old 0/1 -> ch 1 (edge 0 owner 1)", "old 1/0 -> ch 0 (edge 0 owner 1)", "old 1/1 -> ch 1 (edge 0 owner 1)", "old 1/2 -> ch 2 (edge 1 owner 1)"},
 			{"old 0/0 -> ch 0 (edge 0 owner 2)", "old 0/1 -> ch 1 (edge 0 owner 2)", "old 1/0 -> ch 0 (edge 0 owner 2)", "old 1/1 -> ch 1 (edge 0 owner 2)"},
 		}},
+		{"custom 2->3: every old subtask, filtered by owner", old(2, e(PartitionCustom, 1)), 3, []EdgeChannels{e(PartitionCustom, 1)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 1/0 -> ch 0 (edge 0 owner 0)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 1)", "old 1/0 -> ch 0 (edge 0 owner 1)"},
+			{"old 0/0 -> ch 0 (edge 0 owner 2)", "old 1/0 -> ch 0 (edge 0 owner 2)"},
+		}},
+		{"shuffle 3->2: round robin", old(3, e(PartitionShuffle, 1)), 2, []EdgeChannels{e(PartitionShuffle, 1)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 2/0 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)"},
+		}},
+		{"rescale, both parallelisms unchanged: as recorded", old(2, rs(2, 4)), 2, []EdgeChannels{rs(2, 4)}, [][]string{
+			{"old 0/0 -> ch 0 (as recorded)", "old 0/1 -> ch 1 (as recorded)"},
+			{"old 1/0 -> ch 0 (as recorded)", "old 1/1 -> ch 1 (as recorded)"},
+		}},
+		{"rescale, upstream 4->2 at the same parallelism: round robin", old(2, rs(2, 4)), 2, []EdgeChannels{rs(1, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)", "old 1/1 -> ch 0 (edge 0 owner 1)"},
+		}},
+		{"rescale, upstream 2->4 with one channel each before and after: rescaled", old(4, rs(1, 2)), 4, []EdgeChannels{rs(1, 4)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)"},
+			{"old 2/0 -> ch 0 (edge 0 owner 2)"},
+			{"old 3/0 -> ch 0 (edge 0 owner 3)"},
+		}},
+		{"rescale 2->3: round robin", old(2, rs(1, 2)), 3, []EdgeChannels{rs(1, 2)}, [][]string{
+			{"old 0/0 -> ch 0 (edge 0 owner 0)"},
+			{"old 1/0 -> ch 0 (edge 0 owner 1)"},
+			nil,
+		}},
 		{"global 2->1", old(2, e(PartitionGlobal, 2)), 1, []EdgeChannels{e(PartitionGlobal, 2)}, [][]string{
 			{"old 0/0 -> ch 0 (edge 0 owner 0)", "old 0/1 -> ch 1 (edge 0 owner 0)", "old 1/0 -> ch 0 (edge 0 owner 0)", "old 1/1 -> ch 1 (edge 0 owner 0)"},
 		}},
@@ -191,6 +223,47 @@ func TestChannelStateRescaleAssignment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChannelStateRescaleUnevenConsumers: the consumers of a rescale edge
+// from 3 producers to 2 read 1 and 2 channels; restored with both
+// parallelisms unchanged each replays its own channels as recorded,
+// watermarks included, although the two layouts differ.
+func TestChannelStateRescaleUnevenConsumers(t *testing.T) {
+	layout := func(sub int) []EdgeChannels {
+		r := RescaleProducers(sub, 3, 2)
+		return []EdgeChannels{{Partition: PartitionRescale, Channels: r[1] - r[0], Producers: 3}}
+	}
+	var old []OperatorSnapshot
+	for sub := range 2 {
+		gs := GateChannelState{Data: map[int][]byte{}, Edges: layout(sub)}
+		for ch := range layout(sub)[0].Channels {
+			gs.Data[ch] = []byte{byte(sub), byte(ch)}
+			gs.Channels++
+		}
+		cs, err := encodeChannelState(3, sub, 2, []GateChannelState{gs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, OperatorSnapshot{UID: "op", ChannelState: cs})
+	}
+	want := [][]string{
+		{"old 0/0 -> ch 0 (as recorded)"},
+		{"old 1/0 -> ch 0 (as recorded)", "old 1/1 -> ch 1 (as recorded)"},
+	}
+	for sub := range 2 {
+		g := &replayLog{edges: layout(sub)}
+		replay, err := restoreChannelState(old, "op", sub, 2, []channelStateGate{g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replay(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(g.got, want[sub]) {
+			t.Errorf("subtask %d replays %v, want %v", sub, g.got, want[sub])
+		}
 	}
 }
 
@@ -223,7 +296,7 @@ func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
 	var old []OperatorSnapshot
 	var all []int64
 	for s := range 2 {
-		gs := GateChannelState{Channels: 2, Data: map[int][]byte{}, Edges: []EdgeChannels{{PartitionHash, 2}}}
+		gs := GateChannelState{Channels: 2, Data: map[int][]byte{}, Edges: []EdgeChannels{{Partition: PartitionHash, Channels: 2}}}
 		for c := range 2 {
 			var a, b []Record[int64]
 			for i := range int64(60) {
@@ -251,7 +324,7 @@ func TestChannelStateRescaleKeyGroupFilter(t *testing.T) {
 		for sub := range par {
 			s := &sink[int64]{}
 			g := NewGate[int64](2, s)
-			g.addEdge(PartitionHash, 2, route(par))
+			g.addEdge(EdgeChannels{Partition: PartitionHash, Channels: 2}, route(par))
 			replay, err := restoreChannelState(old, "op", sub, par, []channelStateGate{g})
 			if err != nil {
 				t.Fatal(err)

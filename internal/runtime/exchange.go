@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime/debug"
 	"time"
@@ -27,6 +28,17 @@ const (
 	PartitionBroadcast
 	// PartitionGlobal sends everything to subtask 0.
 	PartitionGlobal
+	// PartitionCustom routes each record with a user partitioner
+	// (Flink's CustomPartitionerWrapper).
+	PartitionCustom
+	// PartitionShuffle sends each record to a consumer chosen at random
+	// (Flink's ShufflePartitioner).
+	PartitionShuffle
+	// PartitionRescale is pointwise round robin (Flink's
+	// RescalePartitioner): each producer feeds a fixed subset of the
+	// consumers, or each consumer reads a fixed subset of the producers,
+	// as Flink's POINTWISE distribution pattern (see RescaleProducers).
+	PartitionRescale
 )
 
 func (p Partitioning) String() string {
@@ -41,6 +53,12 @@ func (p Partitioning) String() string {
 		return "BROADCAST"
 	case PartitionGlobal:
 		return "GLOBAL"
+	case PartitionCustom:
+		return "CUSTOM"
+	case PartitionShuffle:
+		return "SHUFFLE"
+	case PartitionRescale:
+		return "RESCALE"
 	}
 	return "DEFAULT"
 }
@@ -74,7 +92,7 @@ type ExchangeConfig struct {
 type Exchange[T any] struct {
 	cfg       ExchangeConfig
 	kind      Partitioning
-	route     func(*T) int // hash routing: the consumer index of a record
+	route     func(*T) int // hash and custom routing: the consumer index of a record
 	producers int
 	consumers []exReader[T]
 	free      chan *batchMsg[T]
@@ -82,6 +100,9 @@ type Exchange[T any] struct {
 	size      int64           // bytes per record
 	keyString func(*T) string // hash exchanges with a key sketch
 	keyFn     func(*T) string // the key of a keyBy's record, for input capture
+	// For a rescale exchange: the producers feeding each consumer and the
+	// consumers each producer feeds, as [first, end) ranges.
+	fedBy, feeds [][2]int
 }
 
 type exReader[T any] struct {
@@ -123,13 +144,15 @@ func (m *batchMsg[T]) process() error {
 }
 
 // NewExchange returns an exchange between producers and consumers subtasks.
-// For PartitionHash, route maps a record to its consumer index.
+// For PartitionHash and PartitionCustom, route maps a record to its
+// consumer index (a custom route may return any int: one outside
+// [0, consumers) fails the producer).
 func NewExchange[T any](kind Partitioning, route func(*T) int, producers, consumers int, cfg ExchangeConfig) (*Exchange[T], error) {
 	if kind == PartitionForward && producers != consumers {
 		return nil, fmt.Errorf("forward partitioning needs equal parallelism, have %d and %d", producers, consumers)
 	}
-	if kind == PartitionHash && route == nil {
-		return nil, fmt.Errorf("hash partitioning needs a key")
+	if (kind == PartitionHash || kind == PartitionCustom) && route == nil {
+		return nil, fmt.Errorf("%v partitioning needs a key", kind)
 	}
 	if cfg.BatchSize < 1 {
 		cfg.BatchSize = 1
@@ -137,7 +160,7 @@ func NewExchange[T any](kind Partitioning, route func(*T) int, producers, consum
 	if cfg.Credits < 1 {
 		cfg.Credits = 1
 	}
-	return &Exchange[T]{
+	x := &Exchange[T]{
 		cfg: cfg, kind: kind, route: route, producers: producers,
 		consumers: make([]exReader[T], consumers),
 		free:      make(chan *batchMsg[T], producers*consumers*cfg.Credits),
@@ -145,7 +168,49 @@ func NewExchange[T any](kind Partitioning, route func(*T) int, producers, consum
 		size:      recordSize[T](),
 		keyString: keyStringOf[T](kind, cfg),
 		keyFn:     keyFnOf[T](cfg),
-	}, nil
+	}
+	if kind == PartitionRescale {
+		x.feeds, x.fedBy = make([][2]int, producers), make([][2]int, consumers)
+		for c := range consumers {
+			x.fedBy[c] = RescaleProducers(c, producers, consumers)
+			for p := x.fedBy[c][0]; p < x.fedBy[c][1]; p++ {
+				if x.feeds[p][1] == 0 {
+					x.feeds[p][0] = c
+				}
+				x.feeds[p][1] = c + 1
+			}
+		}
+	}
+	return x, nil
+}
+
+// RescaleProducers returns the producers [first, end) that feed consumer
+// c of a rescale (pointwise) edge from producers to consumers subtasks, as
+// Flink's POINTWISE distribution pattern connects them
+// (EdgeManagerBuildUtil.connectPointwise): with equal parallelism producer
+// i feeds consumer i; with more producers than consumers, consumer c reads
+// producers [c*P/C, (c+1)*P/C); with fewer, producer i feeds consumers
+// [ceil(i*C/P), ceil((i+1)*C/P)), so each consumer reads one producer.
+// Every consumer reads at least one producer and every producer feeds at
+// least one consumer.
+func RescaleProducers(c, producers, consumers int) [2]int {
+	p, n := producers, consumers
+	switch {
+	case p == n:
+		return [2]int{c, c + 1}
+	case p > n:
+		return [2]int{c * p / n, (c + 1) * p / n}
+	}
+	// The producer i whose consumer range [ceil(i*n/p), ceil((i+1)*n/p))
+	// holds c: the largest i with ceil(i*n/p) <= c.
+	i := (c*p + p - 1) / n
+	for i > 0 && (i*n+p-1)/p > c {
+		i--
+	}
+	for i+1 < p && ((i+1)*n+p-1)/p <= c {
+		i++
+	}
+	return [2]int{i, i + 1}
 }
 
 func keyFnOf[T any](cfg ExchangeConfig) func(*T) string {
@@ -167,12 +232,16 @@ func (x *Exchange[T]) Consumers() int { return len(x.consumers) }
 // Producers returns the number of producer subtasks.
 func (x *Exchange[T]) Producers() int { return x.producers }
 
-// ChannelsPerConsumer returns how many input channels the exchange gives
-// each consumer: one for a forward exchange (subtask i reads only producer
-// i, as Flink's forward partitioner), else one per producer.
-func (x *Exchange[T]) ChannelsPerConsumer() int {
-	if x.kind == PartitionForward {
+// Channels returns how many input channels the exchange gives consumer c:
+// one for a forward exchange (subtask i reads only producer i, as Flink's
+// forward partitioner), the producers that feed it for a rescale exchange,
+// else one per producer.
+func (x *Exchange[T]) Channels(c int) int {
+	switch x.kind {
+	case PartitionForward:
 		return 1
+	case PartitionRescale:
+		return x.fedBy[c][1] - x.fedBy[c][0]
 	}
 	return x.producers
 }
@@ -209,6 +278,14 @@ func (x *Exchange[T]) Writer(ctx context.Context, p int, m *TaskMetrics) *Writer
 		pending: make([]*batchMsg[T], len(x.consumers)),
 		credits: make([]chan struct{}, len(x.consumers)),
 	}
+	switch x.kind {
+	case PartitionRescale:
+		// Flink's RescalePartitioner starts at the first channel of the
+		// subset it feeds.
+		w.next = x.feeds[p][0]
+	case PartitionShuffle:
+		w.rand = rand.New(rand.NewPCG(rand.Uint64(), uint64(p)))
+	}
 	for c := range x.consumers {
 		w.credits[c] = make(chan struct{}, x.cfg.Credits)
 	}
@@ -231,15 +308,20 @@ type Writer[T any] struct {
 	metrics *TaskMetrics
 	sketch  *KeySketch // hash exchanges: sampled keys
 	skip    int        // records until the next sampled one
+	rand    *rand.Rand // shuffle
 }
 
 func (w *Writer[T]) buf(c int) *batchMsg[T] {
 	m := w.pending[c]
 	if m == nil {
 		m = w.x.get()
-		m.ch = w.p
-		if w.x.kind == PartitionForward {
+		switch w.x.kind {
+		case PartitionForward:
 			m.ch = 0
+		case PartitionRescale:
+			m.ch = w.p - w.x.fedBy[c][0]
+		default:
+			m.ch = w.p
 		}
 		m.reader = &w.x.consumers[c]
 		m.credit = w.credits[c]
@@ -287,6 +369,34 @@ func (w *Writer[T]) ProcessBatch(recs []Record[T]) error {
 		}
 	case PartitionHash:
 		return w.routeByKey(recs)
+	case PartitionCustom:
+		route := w.x.route
+		for i := range recs {
+			c := route(&recs[i].Value)
+			if c < 0 || c >= n {
+				return fmt.Errorf("custom partitioner returned partition %d for %d partitions (record %v)", c, n, recs[i].Value)
+			}
+			if err := w.add(c, &recs[i]); err != nil {
+				return err
+			}
+		}
+	case PartitionShuffle:
+		for i := range recs {
+			if err := w.add(w.rand.IntN(n), &recs[i]); err != nil {
+				return err
+			}
+		}
+	case PartitionRescale:
+		first, end := w.x.feeds[w.p][0], w.x.feeds[w.p][1]
+		for i := range recs {
+			c := w.next
+			if w.next++; w.next == end {
+				w.next = first
+			}
+			if err := w.add(c, &recs[i]); err != nil {
+				return err
+			}
+		}
 	case PartitionBroadcast:
 		for i := range recs {
 			for c := 0; c < n; c++ {
@@ -345,7 +455,12 @@ func (w *Writer[T]) broadcastCtrl(c ctrl) error {
 		m.ctrls = append(m.ctrls, c)
 		return w.Flush()
 	}
-	for i := range w.x.consumers {
+	first, end := 0, len(w.x.consumers)
+	if w.x.kind == PartitionRescale {
+		// A producer is a channel of the consumers it feeds only.
+		first, end = w.x.feeds[w.p][0], w.x.feeds[w.p][1]
+	}
+	for i := first; i < end; i++ {
 		m := w.buf(i)
 		c.pos = len(m.recs)
 		m.ctrls = append(m.ctrls, c)

@@ -127,8 +127,10 @@ type exchange interface {
 	writer(ctx context.Context, p int, m *TaskMetrics) (barrierWriter, any)
 	attach(i int, g gate, offset int, inbox chan message)
 	producers() int
-	channels() int
-	// routeFunc returns a hash exchange's routing, func(T) int, else nil.
+	// channels returns the number of input channels of consumer c.
+	channels(c int) int
+	// routeFunc returns a hash or custom exchange's routing, func(*T)
+	// int, else nil.
 	routeFunc() any
 	// keyFunc returns a keyBy exchange's key renderer, func(*T) string, else nil.
 	keyFunc() any
@@ -155,9 +157,19 @@ func NewEdge[T any](from *Node, tag string, to *Node, input int, p Partitioning,
 	return e
 }
 
+// NewCustomEdge connects from to input of to with PartitionCustom:
+// partition returns the consumer index of a record (passed by pointer, not
+// to be kept) among n consumers.
+func NewCustomEdge[T any](from *Node, tag string, to *Node, input int, partition func(v *T, n int) int) *Edge {
+	e := &Edge{From: from, Tag: tag, To: to, Input: input, Partition: PartitionCustom, ops: typedEdge[T]{custom: partition}}
+	to.Inputs = append(to.Inputs, e)
+	return e
+}
+
 type typedEdge[T any] struct {
 	hash      func(*T) int32
 	keyString func(*T) string
+	custom    func(*T, int) int
 }
 
 // SetKeyString gives a hash edge the function that renders a record's
@@ -177,9 +189,14 @@ func (e typedEdge[T]) newExchange(kind Partitioning, producers, consumers, maxP 
 	if e.keyString != nil {
 		cfg.KeyString = e.keyString
 	}
-	if kind == PartitionHash {
+	switch kind {
+	case PartitionHash:
 		h := e.hash
 		route = func(v *T) int { return keygroup.OperatorIndex(keygroup.Of(h(v), maxP), consumers, maxP) }
+	case PartitionCustom:
+		if c := e.custom; c != nil {
+			route = func(v *T) int { return c(v, consumers) }
+		}
 	}
 	x, err := NewExchange[T](kind, route, producers, consumers, cfg)
 	if err != nil {
@@ -206,8 +223,8 @@ func (t typedExchange[T]) writer(ctx context.Context, p int, m *TaskMetrics) (ba
 func (t typedExchange[T]) attach(i int, g gate, offset int, inbox chan message) {
 	t.x.Attach(i, g.(*Gate[T]), offset, inbox)
 }
-func (t typedExchange[T]) producers() int { return t.x.Producers() }
-func (t typedExchange[T]) channels() int  { return t.x.ChannelsPerConsumer() }
+func (t typedExchange[T]) producers() int     { return t.x.Producers() }
+func (t typedExchange[T]) channels(c int) int { return t.x.Channels(c) }
 func (t typedExchange[T]) keyFunc() any {
 	if t.x.keyFn == nil {
 		return nil
@@ -490,7 +507,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			if e.From.Kind == KindExternal {
 				channels += max(e.From.Channels, 1)
 			} else {
-				channels += exchanges[e].channels()
+				channels += exchanges[e].channels(sub)
 			}
 		}
 		if len(edges) == 0 {
@@ -505,15 +522,20 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		for _, e := range edges {
 			if e.From.Kind == KindExternal {
 				plan.External = append(plan.External, ExternalInput{Node: e.From, Gate: g, Input: input, Task: t})
-				g.addEdge(PartitionDefault, max(e.From.Channels, 1), nil)
+				g.addEdge(EdgeChannels{Partition: PartitionDefault, Channels: max(e.From.Channels, 1)}, nil)
 				offset += max(e.From.Channels, 1)
 				continue
 			}
 			x := exchanges[e]
-			g.addEdge(e.Partition, x.channels(), x.routeFunc())
+			layout := EdgeChannels{Partition: e.Partition, Channels: x.channels(sub)}
+			if e.Partition == PartitionRescale {
+				// A rescale edge's channels depend on both parallelisms.
+				layout.Producers = x.producers()
+			}
+			g.addEdge(layout, x.routeFunc())
 			g.setKey(x.keyFunc())
 			atts = append(atts, attachment{x, g, offset})
-			offset += x.channels()
+			offset += x.channels(sub)
 			capacity += x.producers() * max(cfg.Credits, 1)
 		}
 	}

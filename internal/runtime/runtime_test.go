@@ -227,8 +227,8 @@ func TestHasPointers(t *testing.T) {
 func TestForwardKeepsSubtasksApart(t *testing.T) {
 	x, err := NewExchange[int](PartitionForward, nil, 2, 2, ExchangeConfig{BatchSize: 4, Credits: 4})
 	must(t, err)
-	if x.ChannelsPerConsumer() != 1 {
-		t.Fatalf("a forward consumer has %d channels, want 1", x.ChannelsPerConsumer())
+	if x.Channels(0) != 1 {
+		t.Fatalf("a forward consumer has %d channels, want 1", x.Channels(0))
 	}
 	inbox := make(chan message, 16)
 	s0, s1 := &sink[int]{}, &sink[int]{}

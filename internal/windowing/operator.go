@@ -55,8 +55,13 @@ func (c *Config[K, IN, V, W]) Validate() error {
 	if err := c.Assigner.Validate(); err != nil {
 		return err
 	}
-	if err := window.ValidateTrigger(c.Trigger); err != nil {
-		return err
+	if c.Trigger == nil {
+		return errors.New("trigger is nil")
+	}
+	if v, ok := c.Trigger.(window.Validator); ok {
+		if err := v.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.Lateness < 0 {
 		return fmt.Errorf("allowed lateness must not be negative, got %dms", c.Lateness)

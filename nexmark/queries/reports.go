@@ -112,14 +112,13 @@ func Q15(events weir.DataStream[nexmark.Event]) weir.DataStream[Q15Result] {
 		splitDistinct{bidder: true}).Name("Q15 bidders")
 	byAuction := weir.Aggregate(weir.Window(weir.KeyBy(bids, func(b nexmark.Bid) int32 { return splitBucket(b.Auction) }), day),
 		splitDistinct{}).Name("Q15 auctions")
-	return weir.AggregateWithProcess(weir.WindowAll(weir.Union(byBidder, byAuction), day), sumReports{},
-		weir.ProcessWindowFunc[weir.NoKey, Q15Result, Q15Result, window.TimeWindow](
-			func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q15Result, out weir.Collector[Q15Result]) error {
-				res := r[0]
-				res.Day = dayOf(ctx.Window().Start)
-				out.Collect(res)
-				return nil
-			})).Name("Q15 report")
+	return weir.AggregateWithProcessFunc(weir.WindowAll(weir.Union(byBidder, byAuction), day), sumReports{},
+		func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q15Result, out weir.Collector[Q15Result]) error {
+			res := r[0]
+			res.Day = dayOf(ctx.Window().Start)
+			out.Collect(res)
+			return nil
+		}).Name("Q15 report")
 }
 
 // SplitBuckets is the number of buckets Q15 splits its distinct counts
@@ -204,14 +203,13 @@ type Q16Result struct {
 // no split).
 func Q16(events weir.DataStream[nexmark.Event]) weir.DataStream[Q16Result] {
 	byChannel := weir.KeyBy(Bids(events), func(b nexmark.Bid) string { return b.Channel })
-	return weir.AggregateWithProcess(weir.Window(byChannel, day), channelReport{},
-		weir.ProcessWindowFunc[string, Q16Result, Q16Result, window.TimeWindow](
-			func(channel string, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q16Result, out weir.Collector[Q16Result]) error {
-				res := r[0]
-				res.Channel, res.Day = channel, dayOf(ctx.Window().Start)
-				out.Collect(res)
-				return nil
-			})).Name("Q16 report")
+	return weir.AggregateWithProcessFunc(weir.Window(byChannel, day), channelReport{},
+		func(channel string, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q16Result, out weir.Collector[Q16Result]) error {
+			res := r[0]
+			res.Channel, res.Day = channel, dayOf(ctx.Window().Start)
+			out.Collect(res)
+			return nil
+		}).Name("Q16 report")
 }
 
 type channelAcc struct {
@@ -268,14 +266,13 @@ type Q17Result struct {
 // aggregate.
 func Q17(events weir.DataStream[nexmark.Event]) weir.DataStream[Q17Result] {
 	byAuction := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
-	return weir.AggregateWithProcess(weir.Window(byAuction, day), auctionReport{},
-		weir.ProcessWindowFunc[int64, Q17Result, Q17Result, window.TimeWindow](
-			func(auction int64, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q17Result, out weir.Collector[Q17Result]) error {
-				res := r[0]
-				res.Auction, res.Day = auction, dayOf(ctx.Window().Start)
-				out.Collect(res)
-				return nil
-			})).Name("Q17 report")
+	return weir.AggregateWithProcessFunc(weir.Window(byAuction, day), auctionReport{},
+		func(auction int64, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q17Result, out weir.Collector[Q17Result]) error {
+			res := r[0]
+			res.Auction, res.Day = auction, dayOf(ctx.Window().Start)
+			out.Collect(res)
+			return nil
+		}).Name("Q17 report")
 }
 
 type auctionReport struct{}

@@ -45,15 +45,14 @@ func Q5(events weir.DataStream[nexmark.Event]) weir.DataStream[Q5Result] {
 func HotItems(events weir.DataStream[nexmark.Event], size, slide time.Duration) weir.DataStream[Q5Result] {
 	byAuction := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
 	counts := weir.Aggregate(weir.Window(byAuction, window.SlidingEventTime(size, slide)), auctionCount{}).Name("Q5 count")
-	hottest := weir.AggregateWithProcess(weir.WindowAll(counts, window.TumblingEventTime(slide)), hottestAuctions{},
-		weir.ProcessWindowFunc[weir.NoKey, []auctionBids, Q5Result, window.TimeWindow](
-			func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], top [][]auctionBids, out weir.Collector[Q5Result]) error {
-				end := ctx.Window().End
-				for _, a := range top[0] {
-					out.Collect(Q5Result{Auction: a.Auction, Num: a.Num, Start: end - size.Milliseconds(), End: end})
-				}
-				return nil
-			})).Name("Q5 hottest")
+	hottest := weir.AggregateWithProcessFunc(weir.WindowAll(counts, window.TumblingEventTime(slide)), hottestAuctions{},
+		func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], top [][]auctionBids, out weir.Collector[Q5Result]) error {
+			end := ctx.Window().End
+			for _, a := range top[0] {
+				out.Collect(Q5Result{Auction: a.Auction, Num: a.Num, Start: end - size.Milliseconds(), End: end})
+			}
+			return nil
+		}).Name("Q5 hottest")
 	return hottest
 }
 
@@ -169,14 +168,13 @@ func Q8(events weir.DataStream[nexmark.Event]) weir.DataStream[Q8Result] {
 		return newUser{ID: e.Auction.Seller, Auction: true}
 	}).Name("Q8 seller")
 	byID := weir.KeyBy(weir.Union(people, sellers), func(u newUser) int64 { return u.ID })
-	return weir.AggregateWithProcess(weir.Window(byID, window.TumblingEventTime(size)), joinUser{},
-		weir.ProcessWindowFunc[int64, newUser, Q8Result, window.TimeWindow](
-			func(id int64, ctx weir.ProcessWindowContext[window.TimeWindow], us []newUser, out weir.Collector[Q8Result]) error {
-				if u := us[0]; u.Person && u.Auction {
-					out.Collect(Q8Result{ID: id, Name: u.Name, Start: ctx.Window().Start})
-				}
-				return nil
-			})).Name("Q8 window join")
+	return weir.AggregateWithProcessFunc(weir.Window(byID, window.TumblingEventTime(size)), joinUser{},
+		func(id int64, ctx weir.ProcessWindowContext[window.TimeWindow], us []newUser, out weir.Collector[Q8Result]) error {
+			if u := us[0]; u.Person && u.Auction {
+				out.Collect(Q8Result{ID: id, Name: u.Name, Start: ctx.Window().Start})
+			}
+			return nil
+		}).Name("Q8 window join")
 }
 
 // newUser is a person (Person set, with the name) or an auction by ID
@@ -221,7 +219,7 @@ type SessionResult struct {
 //	SELECT B.bidder, count(*), SESSION_START(B.dateTime, INTERVAL '10' SECOND), SESSION_END(B.dateTime, INTERVAL '10' SECOND)
 //	FROM bid B GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND)
 func Q11(events weir.DataStream[nexmark.Event]) weir.DataStream[SessionResult] {
-	return bidsPerBidder(events, window.Assigner[window.TimeWindow](window.EventTimeSessions(10*time.Second)), "Q11 sessions")
+	return bidsPerBidder(events, window.EventTimeSessions(10*time.Second), "Q11 sessions")
 }
 
 // Q12 is processing-time windows: the number of bids of each bidder per
@@ -233,16 +231,15 @@ func Q11(events weir.DataStream[nexmark.Event]) weir.DataStream[SessionResult] {
 // As in Flink, windows still open when a bounded input ends are not fired,
 // so a run shorter than 10 s emits nothing.
 func Q12(events weir.DataStream[nexmark.Event]) weir.DataStream[SessionResult] {
-	return bidsPerBidder(events, window.Assigner[window.TimeWindow](window.TumblingProcessingTime(10*time.Second)), "Q12 window")
+	return bidsPerBidder(events, window.TumblingProcessingTime(10*time.Second), "Q12 window")
 }
 
 func bidsPerBidder(events weir.DataStream[nexmark.Event], assigner window.Assigner[window.TimeWindow], name string) weir.DataStream[SessionResult] {
 	byBidder := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Bidder })
-	return weir.AggregateWithProcess(weir.Window(byBidder, assigner), count[nexmark.Bid]{},
-		weir.ProcessWindowFunc[int64, int64, SessionResult, window.TimeWindow](
-			func(bidder int64, ctx weir.ProcessWindowContext[window.TimeWindow], n []int64, out weir.Collector[SessionResult]) error {
-				w := ctx.Window()
-				out.Collect(SessionResult{Bidder: bidder, Count: n[0], Start: w.Start, End: w.End})
-				return nil
-			})).Name(name)
+	return weir.AggregateWithProcessFunc(weir.Window(byBidder, assigner), count[nexmark.Bid]{},
+		func(bidder int64, ctx weir.ProcessWindowContext[window.TimeWindow], n []int64, out weir.Collector[SessionResult]) error {
+			w := ctx.Window()
+			out.Collect(SessionResult{Bidder: bidder, Count: n[0], Start: w.Start, End: w.End})
+			return nil
+		}).Name(name)
 }

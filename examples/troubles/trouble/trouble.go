@@ -28,15 +28,13 @@ func withTS(d time.Duration) weir.WatermarkStrategy[Event] {
 
 func key(e Event) int64 { return e.Key }
 
-func pairs() weir.ProcessJoinFunction[Event, Event, int64] {
-	return weir.ProcessJoinFunc[Event, Event, int64](func(l, r Event, _ weir.JoinContext, out weir.Collector[int64]) error {
-		out.Collect(l.Key)
-		return nil
-	})
+func pairs(l, r Event, _ weir.JoinContext, out weir.Collector[int64]) error {
+	out.Collect(l.Key)
+	return nil
 }
 
 func join(left, right weir.DataStream[Event], b weir.IntervalBounds) {
-	weir.Discard(weir.IntervalJoin(weir.KeyBy(left, key), weir.KeyBy(right, key), b, pairs()).Name("join"))
+	weir.Discard(weir.IntervalJoinFunc(weir.KeyBy(left, key), weir.KeyBy(right, key), b, pairs).Name("join"))
 }
 
 // Options are what Build needs beyond the failure.

@@ -1,0 +1,220 @@
+package weir
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// DeadLetter is a record a user function failed on, with its timestamp,
+// the error and the operator's name: what MapErr and FlatMapErr send to
+// their dead-letter side output (DeadLetters). It gob-encodes the error as
+// its message (Err decodes as an error with that text), so dead letters can
+// cross exchanges under unaligned checkpoints and go to any sink.
+type DeadLetter[T any] struct {
+	// Value is the input record.
+	Value T
+	// TS is its event timestamp (NoTimestamp if it has none).
+	TS int64
+	// Err is the error the function returned for it.
+	Err error
+	// Operator is the name of the operator that failed on it.
+	Operator string
+}
+
+// String returns "operator: err (record Value)".
+func (d DeadLetter[T]) String() string {
+	return fmt.Sprintf("%s: %v (record %s)", d.Operator, d.Err, recordText(d.Value))
+}
+
+type deadLetterWire[T any] struct {
+	Value    T
+	TS       int64
+	Err      string
+	HasErr   bool
+	Operator string
+}
+
+// GobEncode implements gob.GobEncoder: the error is kept as its message.
+func (d DeadLetter[T]) GobEncode() ([]byte, error) {
+	w := deadLetterWire[T]{Value: d.Value, TS: d.TS, Operator: d.Operator, HasErr: d.Err != nil}
+	if d.Err != nil {
+		w.Err = d.Err.Error()
+	}
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(&w)
+	return b.Bytes(), err
+}
+
+// GobDecode implements gob.GobDecoder.
+func (d *DeadLetter[T]) GobDecode(data []byte) error {
+	var w deadLetterWire[T]
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
+		return err
+	}
+	*d = DeadLetter[T]{Value: w.Value, TS: w.TS, Operator: w.Operator}
+	if w.HasErr {
+		d.Err = errors.New(w.Err)
+	}
+	return nil
+}
+
+// ErrorOption chooses what MapErr and FlatMapErr do when their function
+// returns an error for a record of type T. Without one the job fails.
+type ErrorOption[T any] func(*errorConfig)
+
+type errorConfig struct {
+	deadTag string // "" fails the job
+	typ     string
+}
+
+// DeadLetters sends each record the function fails on, with the error, to
+// the side output tag instead of failing the job; read them with
+// SideOutput(result, tag). Nothing is emitted on the main output for such a
+// record (FlatMapErr keeps what the function collected before it failed).
+func DeadLetters[T any](tag OutputTag[DeadLetter[T]]) ErrorOption[T] {
+	return func(c *errorConfig) { c.deadTag, c.typ = tag.id, fmt.Sprintf("%T", *new(DeadLetter[T])) }
+}
+
+// MapErr applies f to every record, as Map, but f may fail a record: by
+// default the job fails with an error naming the operator and the record
+// (and wrapping f's error); with DeadLetters the record and the error go to
+// a side output and the job goes on. A panic in f fails the job with its
+// stack, as in every operator.
+//
+//	bad := weir.NewOutputTag[weir.DeadLetter[string]]("unparsable")
+//	nums := weir.MapErr(lines, strconv.Atoi, weir.DeadLetters(bad))
+//	weir.Print(weir.SideOutput(nums, bad))
+func MapErr[IN, OUT any](ds DataStream[IN], f func(IN) (OUT, error), opts ...ErrorOption[IN]) DataStream[OUT] {
+	if f == nil {
+		ds.env.fail(fmt.Errorf("operator %q: %w", "Map", nilFnError("map function")))
+	}
+	cfg := errorOptions(opts)
+	out := oneInput(ds, "Map", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+		o := &mapErrOp[IN, OUT]{failing: newFailing[IN](bc, cfg), forwardControl: forwardControl[OUT]{out}, f: f}
+		return o, nil, nil
+	})
+	registerSideType(out, cfg.deadTag, cfg.typ)
+	return out
+}
+
+// FlatMapErr is FlatMap with the choice of MapErr: an error f returns for
+// a record fails the job naming the operator and the record, or with
+// DeadLetters sends the record and the error to a side output; records f
+// collected for it before it failed are kept.
+func FlatMapErr[IN, OUT any](ds DataStream[IN], f func(v IN, out Collector[OUT]) error, opts ...ErrorOption[IN]) DataStream[OUT] {
+	if f == nil {
+		ds.env.fail(fmt.Errorf("operator %q: %w", "FlatMap", nilFnError("flatMap function")))
+	}
+	cfg := errorOptions(opts)
+	out := oneInput(ds, "FlatMap", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+		o := &flatMapErrOp[IN, OUT]{failing: newFailing[IN](bc, cfg), forwardControl: forwardControl[OUT]{out}, f: f}
+		o.col.out = out
+		return o, nil, nil
+	})
+	registerSideType(out, cfg.deadTag, cfg.typ)
+	return out
+}
+
+func errorOptions[T any](opts []ErrorOption[T]) errorConfig {
+	var c errorConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// failing handles the errors a function returns for records of type T:
+// it fails the job, or emits a dead letter.
+type failing[T any] struct {
+	opBase
+	dead runtime.OutputPort // nil: fail the job (or nobody reads the dead letters)
+	tag  bool               // dead letters were asked for
+}
+
+func newFailing[T any](bc *runtime.BuildContext, c errorConfig) failing[T] {
+	f := failing[T]{opBase: base(bc), tag: c.deadTag != ""}
+	if f.tag {
+		f.dead = bc.Side(c.deadTag)
+	}
+	return f
+}
+
+// failed handles f's error err for the record v at ts: nil if it went to
+// the dead letters, else the job's error.
+func (f *failing[T]) failed(v T, ts int64, err error) error {
+	if !f.tag {
+		return fmt.Errorf("record %s: %w", recordText(v), err)
+	}
+	if f.dead == nil {
+		return nil // dead letters nobody consumes are dropped, as any side output
+	}
+	if e := f.dead.EmitAny(DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: f.name}, ts); e != nil {
+		return fmt.Errorf("dead-letter side output: %w", e)
+	}
+	return nil
+}
+
+// recordText formats a record for an error message, at most 200 bytes.
+func recordText(v any) string {
+	s := fmt.Sprintf("%+v", v)
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+type mapErrOp[IN, OUT any] struct {
+	failing[IN]
+	forwardControl[OUT]
+	f func(IN) (OUT, error)
+}
+
+func (o *mapErrOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+	defer o.catch(&err)
+	out, f := o.out, o.f
+	for len(recs) > 0 {
+		dst := out.Space()
+		k, i := 0, 0
+		for ; i < len(recs) && k < len(dst); i++ {
+			r := &recs[i]
+			v, ferr := f(r.Value)
+			if ferr != nil {
+				if err := o.failed(r.Value, r.TS, ferr); err != nil {
+					return err
+				}
+				continue
+			}
+			dst[k] = runtime.Record[OUT]{Value: v, TS: r.TS}
+			k++
+		}
+		out.Advance(k)
+		recs = recs[i:]
+	}
+	return out.Err()
+}
+
+type flatMapErrOp[IN, OUT any] struct {
+	failing[IN]
+	forwardControl[OUT]
+	f   func(IN, Collector[OUT]) error
+	col collector[OUT]
+}
+
+func (o *flatMapErrOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+	defer o.catch(&err)
+	for i := range recs {
+		o.col.ts = recs[i].TS
+		if ferr := o.f(recs[i].Value, &o.col); ferr != nil {
+			if err := o.failed(recs[i].Value, recs[i].TS, ferr); err != nil {
+				return err
+			}
+		}
+	}
+	return o.out.Err()
+}
