@@ -35,7 +35,7 @@ type CheckpointConfig struct {
 	// started and will not complete (expired, declined, not stored, or
 	// triggered at only some of the sources), before the next one starts.
 	OnAbort func(id int64)
-	Logger     *slog.Logger
+	Logger  *slog.Logger
 	// TolerableFailures is how many consecutive checkpoint failures
 	// (expired, declined by a task, not persisted) are tolerated; one more
 	// calls Fail. A completed checkpoint resets the count. Savepoints and
