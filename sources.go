@@ -74,6 +74,7 @@ func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrate
 			return runtime.Built{Life: op, Source: op}, nil
 		})
 	n.Operator = sourceKind(src)
+	n.Connector = src
 	return streamOf[T](env, n)
 }
 
