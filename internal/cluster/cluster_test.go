@@ -1,0 +1,354 @@
+package cluster_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/window"
+)
+
+// A test binary started with WEIR_CLUSTER_MEMBER=1 is one instance of the
+// test job (memberMain), until it is killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("WEIR_CLUSTER_MEMBER") == "1" {
+		os.Exit(memberMain())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// ev is an input event: a user's amount at a time. Win is set by the job.
+type ev struct {
+	User   string `json:"user"`
+	Amount int64  `json:"amount"`
+	TS     int64  `json:"ts"`
+	Win    int64  `json:"win,omitempty"`
+}
+
+// endUser marks a partition's last event, far in event time: it moves
+// every window before it to fire.
+const endUser = "~end"
+
+const winSize = 100
+
+// jobSpec is what an instance needs to build the job.
+type jobSpec struct {
+	Broker, Job, In, Out, Checkpoints string
+	SessionMS                         int64
+}
+
+// buildJob is the test job: events keyed by user (not the topics'
+// partitioning: a repartition topic), summed in tumbling event-time
+// windows of 100 ms, written exactly once.
+func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
+	env := weir.NewEnvironment(weir.WithParallelism(1),
+		weir.WithKafkaCluster(s.Broker, append([]weir.ClusterOption{weir.ClusterSessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...),
+		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	env.EnableCheckpointing(200*time.Millisecond, weir.CheckpointStorage(s.Checkpoints))
+	src := weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In)),
+		weir.ForBoundedOutOfOrderness[ev](0).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS }), "events").UID("events")
+	stamped := weir.Map(src, func(e ev) ev { e.Win = e.TS - e.TS%winSize; return e })
+	sums := weir.Reduce(weir.Window(weir.KeyBy(stamped, func(e ev) string { return e.User }), window.TumblingEventTime(winSize*time.Millisecond)),
+		func(a, b ev) ev { a.Amount += b.Amount; return a })
+	lines := weir.Map(sums, func(e ev) string { return fmt.Sprintf("%s %d %d", e.User, e.Win, e.Amount) })
+	kafka.NewSink(kafka.StringValues(), kafka.WithBrokers(s.Broker), kafka.WithDefaultTopic(s.Out),
+		kafka.WithDeliveryGuarantee(kafka.ExactlyOnce), kafka.WithTransactionalIDPrefix(s.Out)).To(lines).UID("out")
+	return env
+}
+
+func memberMain() int {
+	var s jobSpec
+	if err := json.Unmarshal([]byte(os.Getenv("WEIR_CLUSTER_SPEC")), &s); err != nil {
+		fmt.Fprintln(os.Stderr, "member:", err)
+		return 2
+	}
+	env := buildJob(s, weir.ClusterOnTasks(func(ts []string) { fmt.Printf("tasks %s\n", strings.Join(ts, ",")) }))
+	if err := env.Execute(context.Background(), s.Job); err != nil {
+		fmt.Fprintln(os.Stderr, "member:", err)
+		return 1
+	}
+	return 0
+}
+
+// member is an instance running as its own OS process.
+type member struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	tasks []string
+	moved chan struct{} // a value per change of tasks
+}
+
+func startMember(t *testing.T, s jobSpec) *member {
+	t.Helper()
+	spec, _ := json.Marshal(s)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WEIR_CLUSTER_MEMBER=1", "WEIR_CLUSTER_SPEC="+string(spec))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m := &member{cmd: cmd, moved: make(chan struct{}, 100)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "tasks "); ok {
+				m.mu.Lock()
+				m.tasks = strings.FieldsFunc(rest, func(r rune) bool { return r == ',' })
+				m.mu.Unlock()
+				select {
+				case m.moved <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return m
+}
+
+func (m *member) owned() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.tasks)
+}
+
+var seq int
+
+func unique(t *testing.T, what string) string {
+	seq++
+	return fmt.Sprintf("weir-%s-%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), what, time.Now().UnixNano()%1e9, seq)
+}
+
+func createTopic(t *testing.T, adm *kadm.Client, name string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", name, err)
+	}
+}
+
+// inputs makes per partition n events of users u0..u(users-1) in event
+// time order, and the expected window sums.
+func inputs(r *rand.Rand, parts, n, users int) ([][]ev, map[string]int) {
+	evs := make([][]ev, parts)
+	sums := map[[2]any]int64{}
+	for p := range evs {
+		ts := int64(0)
+		for i := 0; i < n; i++ {
+			ts += int64(r.IntN(7))
+			e := ev{User: "u" + strconv.Itoa(r.IntN(users)), Amount: int64(1 + r.IntN(100)), TS: ts}
+			evs[p] = append(evs[p], e)
+			sums[[2]any{e.User, ts - ts%winSize}] += e.Amount
+		}
+	}
+	want := map[string]int{}
+	for k, v := range sums {
+		want[fmt.Sprintf("%s %d %d", k[0], k[1], v)]++
+	}
+	return evs, want
+}
+
+func produceEvents(t *testing.T, cl *kgo.Client, topic string, evs [][]ev) {
+	t.Helper()
+	var recs []*kgo.Record
+	for p, es := range evs {
+		for _, e := range es {
+			b, _ := json.Marshal(e)
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: b})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reader collects the committed output of a topic (read_committed).
+type reader struct {
+	mu   sync.Mutex
+	got  map[string]int
+	last time.Time // of the last record
+	stop func()
+}
+
+func readOutput(t *testing.T, broker, topic string) *reader {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &reader{got: map[string]int{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			r.mu.Lock()
+			fs.EachRecord(func(rec *kgo.Record) {
+				r.got[string(rec.Value)]++
+				r.last = time.Now()
+			})
+			r.mu.Unlock()
+		}
+	}()
+	r.stop = func() { cancel(); <-done; cl.Close() }
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *reader) snapshot() (map[string]int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.got), r.last
+}
+
+func count(m map[string]int) (n int) {
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// wait waits until the committed output has at least n records.
+func (r *reader) wait(t *testing.T, n int, within time.Duration) map[string]int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, _ := r.snapshot()
+		if count(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the committed output has %d records, want %d", within, count(got), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func diff(got, want map[string]int) string {
+	var b strings.Builder
+	n := 0
+	for k, w := range want {
+		if got[k] != w && n < 10 {
+			fmt.Fprintf(&b, "  %q: got %d, want %d\n", k, got[k], w)
+			n++
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok && n < 20 {
+			fmt.Fprintf(&b, "  %q: got %d, want 0\n", k, g)
+			n++
+		}
+	}
+	return b.String()
+}
+
+// TestClusterFailover runs the job as 3 OS processes, kills one with
+// SIGKILL mid-stream, starts a fourth, and checks that the committed
+// output is every window sum exactly once. WEIR_FAULT_TRIALS=N runs N
+// trials with random victims and kill points.
+func TestClusterFailover(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	trials := 1
+	if s := os.Getenv("WEIR_FAULT_TRIALS"); s != "" {
+		trials, _ = strconv.Atoi(s)
+	}
+	for trial := 0; trial < trials; trial++ {
+		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) { failoverTrial(t, broker, uint64(trial)) })
+	}
+}
+
+func failoverTrial(t *testing.T, broker string, seed uint64) {
+	const parts, perPart, users = 4, 3000, 30
+	r := rand.New(rand.NewPCG(seed, 16))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"),
+		Checkpoints: t.TempDir(), SessionMS: 6000}
+	createTopic(t, adm, s.In, parts)
+	createTopic(t, adm, s.Out, 2)
+	evs, want := inputs(r, parts, perPart, users)
+	// The first part of each partition now, the rest after the kill, then
+	// an end event per partition.
+	cut := perPart/4 + r.IntN(perPart/2)
+	first, rest := make([][]ev, parts), make([][]ev, parts)
+	for p := range evs {
+		first[p], rest[p] = evs[p][:cut], evs[p][cut:]
+		rest[p] = append(slices.Clone(rest[p]), ev{User: endUser, Amount: 1, TS: 1 << 40})
+	}
+	produceEvents(t, cl, s.In, first)
+	ms := []*member{startMember(t, s), startMember(t, s), startMember(t, s)}
+	// Wait until some output is committed: every task runs.
+	out := readOutput(t, broker, s.Out)
+	out.wait(t, 1, 2*time.Minute)
+	victim := r.IntN(len(ms))
+	t.Logf("killing member %d (tasks %v) at %d of %d events per partition", victim, ms[victim].owned(), cut, perPart)
+	snap, _ := out.snapshot()
+	before := count(snap)
+	killed := time.Now()
+	if err := ms[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	produceEvents(t, cl, s.In, rest)
+	got := out.wait(t, before+1, 2*time.Minute)
+	t.Logf("first output committed after the kill: %v (session timeout %d ms); %d -> %d records", time.Since(killed).Round(time.Millisecond), s.SessionMS, before, count(got))
+	ms = append(ms, startMember(t, s))
+	out.wait(t, count(want), 3*time.Minute)
+	// Let any duplicate surface: the tasks commit every 200 ms; wait for
+	// 2 s without a new record.
+	for {
+		var last time.Time
+		got, last = out.snapshot()
+		if time.Since(last) > 2*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if d := diff(got, want); d != "" {
+		t.Fatalf("committed output (%d records) differs from the expected window sums (%d):\n%s", count(got), count(want), d)
+	}
+	for i, m := range ms {
+		if i != victim {
+			t.Logf("member %d owns %v", i, m.owned())
+		}
+	}
+}
