@@ -63,7 +63,7 @@ type jobSpec struct {
 func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
 	env := weir.NewEnvironment(weir.WithParallelism(1),
 		weir.WithKafkaCluster(s.Broker, append([]weir.ClusterOption{weir.ClusterSessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...),
-		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))))
 	env.EnableCheckpointing(200*time.Millisecond, weir.CheckpointStorage(s.Checkpoints))
 	src := weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In)),
 		weir.ForBoundedOutOfOrderness[ev](0).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS }), "events").UID("events")
@@ -296,7 +296,7 @@ func TestClusterFailover(t *testing.T) {
 func failoverTrial(t *testing.T, broker string, seed uint64) {
 	const parts, perPart, users = 4, 3000, 30
 	r := rand.New(rand.NewPCG(seed, 16))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,5 +350,47 @@ func failoverTrial(t *testing.T, broker string, seed uint64) {
 		if i != victim {
 			t.Logf("member %d owns %v", i, m.owned())
 		}
+	}
+}
+
+func logLevel() slog.Level {
+	if os.Getenv("WEIR_CLUSTER_LOG") == "info" {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+// TestClusterOneInstance runs the job as one instance in the test's
+// process: the same program as a cluster of one.
+func TestClusterOneInstance(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"),
+		Checkpoints: t.TempDir(), SessionMS: 6000}
+	createTopic(t, adm, s.In, 3)
+	createTopic(t, adm, s.Out, 1)
+	evs, want := inputs(rand.New(rand.NewPCG(3, 4)), 3, 500, 10)
+	for p := range evs {
+		evs[p] = append(evs[p], ev{User: endUser, Amount: 1, TS: 1 << 40})
+	}
+	produceEvents(t, cl, s.In, evs)
+	out := readOutput(t, broker, s.Out)
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := buildJob(s).ExecuteAsync(ctx, s.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.wait(t, count(want), time.Minute)
+	cancel()
+	if err := h.Wait(); err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	if d := diff(got, want); d != "" {
+		t.Fatalf("committed output (%d records) differs from the expected window sums (%d):\n%s", count(got), count(want), d)
 	}
 }
