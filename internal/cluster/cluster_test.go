@@ -133,6 +133,25 @@ func startMember(t *testing.T, s jobSpec) *member {
 	return m
 }
 
+// ownedBy reports whether the members other than victim own every task
+// of tasks.
+func ownedBy(ms []*member, victim int, tasks []string) bool {
+	have := map[string]bool{}
+	for i, m := range ms {
+		if i != victim {
+			for _, t := range m.owned() {
+				have[t] = true
+			}
+		}
+	}
+	for _, t := range tasks {
+		if !have[t] {
+			return false
+		}
+	}
+	return true
+}
+
 func (m *member) owned() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -328,9 +347,19 @@ func failoverTrial(t *testing.T, broker string, seed uint64) {
 	if err := ms[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	lost := ms[victim].owned()
 	produceEvents(t, cl, s.In, rest)
 	got := out.wait(t, before+1, 2*time.Minute)
-	t.Logf("first output committed after the kill: %v (session timeout %d ms); %d -> %d records", time.Since(killed).Round(time.Millisecond), s.SessionMS, before, count(got))
+	t.Logf("first output committed after the kill: %v; %d -> %d records", time.Since(killed).Round(time.Millisecond), before, count(got))
+	// The victim's tasks move to the others after the session timeout.
+	deadline := time.Now().Add(2 * time.Minute)
+	for !ownedBy(ms, victim, lost) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tasks %v of the killed member did not move within 2 minutes", lost)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("tasks %v moved %v after the kill (session timeout %d ms)", lost, time.Since(killed).Round(time.Millisecond), s.SessionMS)
 	ms = append(ms, startMember(t, s))
 	out.wait(t, count(want), 3*time.Minute)
 	// Let any duplicate surface: the tasks commit every 200 ms; wait for
