@@ -24,6 +24,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/window"
 )
@@ -55,6 +56,7 @@ const winSize = 100
 type jobSpec struct {
 	Broker, Job, In, Out, Checkpoints string
 	SessionMS                         int64
+	IdleMS                            int64 // WithIdleness, if not 0
 }
 
 // buildJob is the test job: events keyed by user (not the topics'
@@ -65,8 +67,12 @@ func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
 		weir.WithKafkaCluster(s.Broker, append([]weir.ClusterOption{weir.ClusterSessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...),
 		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))))
 	env.EnableCheckpointing(200*time.Millisecond, weir.CheckpointStorage(s.Checkpoints))
+	strategy := weir.ForBoundedOutOfOrderness[ev](0).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS })
+	if s.IdleMS > 0 {
+		strategy = strategy.WithIdleness(time.Duration(s.IdleMS) * time.Millisecond)
+	}
 	src := weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In)),
-		weir.ForBoundedOutOfOrderness[ev](0).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS }), "events").UID("events")
+		strategy, "events").UID("events")
 	stamped := weir.Map(src, func(e ev) ev { e.Win = e.TS - e.TS%winSize; return e })
 	sums := weir.Reduce(weir.Window(weir.KeyBy(stamped, func(e ev) string { return e.User }), window.TumblingEventTime(winSize*time.Millisecond)),
 		func(a, b ev) ev { a.Amount += b.Amount; return a })
@@ -421,5 +427,125 @@ func TestClusterOneInstance(t *testing.T) {
 	}
 	if d := diff(got, want); d != "" {
 		t.Fatalf("committed output (%d records) differs from the expected window sums (%d):\n%s", count(got), count(want), d)
+	}
+}
+
+// TestClusterWatermarks holds one input partition back in event time: no
+// window past its watermark fires on any task, though the other
+// partitions' tasks are far ahead, until the held partition is marked
+// idle (a second run of the job with WithIdleness): then the others'
+// windows fire.
+func TestClusterWatermarks(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	in := unique(t, "in")
+	createTopic(t, adm, in, 3)
+	r := rand.New(rand.NewPCG(5, 6))
+	evs, _ := inputs(r, 3, 1000, 8)
+	const held = 250 // partition 2 stops before this time
+	var heldEvs []ev
+	for _, e := range evs[2] {
+		if e.TS < held {
+			heldEvs = append(heldEvs, e)
+		}
+	}
+	evs[2] = heldEvs
+	for p := 0; p < 2; p++ {
+		evs[p] = append(evs[p], ev{User: endUser, Amount: 1, TS: 1 << 40})
+	}
+	produceEvents(t, cl, in, evs)
+	// The window sums of windows ending at or before end.
+	sums := func(end int64) map[string]int {
+		m := map[[2]any]int64{}
+		for _, es := range evs {
+			for _, e := range es {
+				if e.User != endUser && e.TS-e.TS%winSize+winSize <= end {
+					m[[2]any{e.User, e.TS - e.TS%winSize}] += e.Amount
+				}
+			}
+		}
+		out := map[string]int{}
+		for k, v := range m {
+			out[fmt.Sprintf("%s %d %d", k[0], k[1], v)]++
+		}
+		return out
+	}
+	run := func(s jobSpec, want map[string]int) {
+		t.Helper()
+		createTopic(t, adm, s.Out, 1)
+		out := readOutput(t, broker, s.Out)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		h, err := buildJob(s).ExecuteAsync(ctx, s.Job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.wait(t, count(want), time.Minute)
+		// Every window task commits three more checkpoints: whatever else
+		// would fire has been committed.
+		waitCheckpoints(t, adm, s.Job, 3)
+		got, _ := out.snapshot()
+		cancel()
+		if err := h.Wait(); err != nil && ctx.Err() == nil {
+			t.Fatal(err)
+		}
+		if d := diff(got, want); d != "" {
+			t.Fatalf("job %s: committed output (%d records) is not the sums of the windows before the held partition's watermark (%d):\n%s", s.Job, count(got), count(want), d)
+		}
+	}
+	// The held partition's watermark is its last time - 1 (< held): only
+	// windows that end by then fire.
+	last := evs[2][len(evs[2])-1].TS
+	run(jobSpec{Broker: broker, Job: unique(t, "job"), In: in, Out: unique(t, "out"), Checkpoints: t.TempDir(), SessionMS: 6000},
+		sums(last-last%winSize))
+	// Marked idle, the held partition no longer holds the others back:
+	// every window fires.
+	run(jobSpec{Broker: broker, Job: unique(t, "job"), In: in, Out: unique(t, "out"), Checkpoints: t.TempDir(), SessionMS: 6000, IdleMS: 300},
+		sums(1<<39))
+}
+
+// waitCheckpoints waits until every task of job has committed n more
+// checkpoints than now (the committed pointers of cluster.PointerGroup).
+func waitCheckpoints(t *testing.T, adm *kadm.Client, job string, n int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	read := func() map[int32]int64 {
+		offs, err := adm.FetchOffsets(ctx, cluster.PointerGroup(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int32]int64{}
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == cluster.TasksTopic(job) {
+				m[o.Partition] = o.At
+			}
+		})
+		return m
+	}
+	start := read()
+	for len(start) == 0 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		start = read()
+	}
+	for {
+		now, done := read(), true
+		for p, at := range start {
+			if now[p] < at+n {
+				done = false
+			}
+		}
+		if done && len(start) > 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s: the tasks' committed checkpoints went from %v to %v", job, start, now)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
