@@ -549,3 +549,59 @@ func waitCheckpoints(t *testing.T, adm *kadm.Client, job string, n int64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestClusterMisconfigured: a job the cluster cannot run fails at start
+// with a message naming the problem.
+func TestClusterMisconfigured(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	base := func() jobSpec {
+		s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"), Checkpoints: t.TempDir(), SessionMS: 6000}
+		createTopic(t, adm, s.In, 2)
+		return s
+	}
+	start := func(env *weir.Environment, job string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		h, err := env.ExecuteAsync(ctx, job)
+		if err != nil {
+			return err
+		}
+		return h.Wait()
+	}
+	// The job's tasks topic exists with another partition count (the job
+	// changed shape under the same name).
+	s := base()
+	createTopic(t, adm, cluster.TasksTopic(s.Job), 3)
+	if err := start(buildJob(s), s.Job); err == nil || !strings.Contains(err.Error(), "has 3 partitions, the job needs 4") {
+		t.Errorf("tasks topic with the wrong partition count: got %v", err)
+	}
+	// Co-partitioned inputs (one stage: partition p of each topic is task
+	// p) with different partition counts.
+	other := unique(t, "in3")
+	createTopic(t, adm, other, 3)
+	env := weir.NewEnvironment(weir.WithKafkaCluster(broker))
+	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
+	weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In, other)), weir.ForMonotonousTimestamps[string](), "in"))
+	if err := start(env, s.Job+"z"); err == nil || !strings.Contains(err.Error(), "different partition counts") {
+		t.Errorf("co-partitioned inputs with 2 and 3 partitions: got %v", err)
+	}
+	// Checkpoints in a store the other instances cannot reach.
+	env = weir.NewEnvironment(weir.WithKafkaCluster(broker))
+	weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In)), weir.ForMonotonousTimestamps[string](), "in"))
+	if err := start(env, s.Job+"x"); err == nil || !strings.Contains(err.Error(), "CheckpointStorage") {
+		t.Errorf("no shared checkpoint storage: got %v", err)
+	}
+	// A source that is not Kafka.
+	env = weir.NewEnvironment(weir.WithKafkaCluster(broker))
+	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
+	weir.Collect(weir.Generate(env, 10, 0, func(i int64) int64 { return i }, weir.ForMonotonousTimestamps[int64]()))
+	if err := start(env, s.Job+"y"); err == nil || !strings.Contains(err.Error(), "cannot run in a cluster") {
+		t.Errorf("a generator source: got %v", err)
+	}
+}
