@@ -185,7 +185,17 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, n int) err
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		// another instance created it meanwhile: check it
+		if td, err = listTopics(ctx, adm, []string{topic}); err != nil {
+			return fmt.Errorf("describing topic %s: %w", topic, err)
+		}
+		if got := len(td[topic].Partitions); got != n {
+			return fmt.Errorf("topic %s has %d partitions, the job needs %d (one per task); delete it or give the job the same shape", topic, got, n)
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("creating topic %s: %w", topic, err)
 	}
 	return nil

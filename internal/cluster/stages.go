@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -147,7 +148,7 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 		if len(topics) == 0 {
 			continue
 		}
-		td, err := adm.ListTopics(ctx, topics...)
+		td, err := listTopics(ctx, adm, topics)
 		if err != nil {
 			return fmt.Errorf("describing the source topics %v: %w", topics, err)
 		}
@@ -253,4 +254,29 @@ func (m *member) taskPlanNodes(st *stage) []*runtime.Node {
 		out = append(out, w)
 	}
 	return out
+}
+
+// listTopics describes topics, asking again for a few seconds while one is
+// unknown (a topic just created may not be in every broker's metadata).
+func listTopics(ctx context.Context, adm *kadm.Client, topics []string) (kadm.TopicDetails, error) {
+	for try := 0; ; try++ {
+		td, err := adm.ListTopics(ctx, topics...)
+		if err != nil {
+			return nil, err
+		}
+		missing := false
+		for _, t := range topics {
+			if d, ok := td[t]; !ok || d.Err != nil {
+				missing = true
+			}
+		}
+		if !missing || try == 20 {
+			return td, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
