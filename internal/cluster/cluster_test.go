@@ -57,6 +57,31 @@ type jobSpec struct {
 	Broker, Job, In, Out, Checkpoints string
 	SessionMS                         int64
 	IdleMS                            int64 // WithIdleness, if not 0
+	// Join adds an interval join of the events with themselves (same
+	// user, same time) to the output.
+	Join bool
+}
+
+func joinLine(a, b ev) string { return fmt.Sprintf("j %s %d %d %d", a.User, a.TS, a.Amount, b.Amount) }
+
+// joinWant adds the interval join's expected output to want.
+func joinWant(evs [][]ev, want map[string]int) {
+	at := map[[2]any][]ev{}
+	for _, es := range evs {
+		for _, e := range es {
+			if e.User != endUser {
+				k := [2]any{e.User, e.TS}
+				at[k] = append(at[k], e)
+			}
+		}
+	}
+	for _, group := range at {
+		for _, a := range group {
+			for _, b := range group {
+				want[joinLine(a, b)]++
+			}
+		}
+	}
 }
 
 // buildJob is the test job: events keyed by user (not the topics'
@@ -77,6 +102,17 @@ func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
 	sums := weir.Reduce(weir.Window(weir.KeyBy(stamped, func(e ev) string { return e.User }), window.TumblingEventTime(winSize*time.Millisecond)),
 		func(a, b ev) ev { a.Amount += b.Amount; return a })
 	lines := weir.Map(sums, func(e ev) string { return fmt.Sprintf("%s %d %d", e.User, e.Win, e.Amount) })
+	if s.Join {
+		byUser := func(e ev) string { return e.User }
+		pairs := weir.IntervalJoin(weir.KeyBy(stamped, byUser), weir.KeyBy(stamped, byUser), weir.Between(0, 0),
+			weir.ProcessJoinFunc[ev, ev, string](func(a, b ev, _ weir.JoinContext, out weir.Collector[string]) error {
+				if a.User != endUser {
+					out.Collect(joinLine(a, b))
+				}
+				return nil
+			})).UID("join")
+		lines = weir.Union(lines, pairs)
+	}
 	kafka.NewSink(kafka.StringValues(), kafka.WithBrokers(s.Broker), kafka.WithDefaultTopic(s.Out),
 		kafka.WithDeliveryGuarantee(kafka.ExactlyOnce), kafka.WithTransactionalIDPrefix(s.Out)).To(lines).UID("out")
 	return env
@@ -328,10 +364,11 @@ func failoverTrial(t *testing.T, broker string, seed uint64) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"),
-		Checkpoints: t.TempDir(), SessionMS: 6000}
+		Checkpoints: t.TempDir(), SessionMS: 6000, Join: true}
 	createTopic(t, adm, s.In, parts)
 	createTopic(t, adm, s.Out, 2)
 	evs, want := inputs(r, parts, perPart, users)
+	joinWant(evs, want)
 	// The first part of each partition now, the rest after the kill, then
 	// an end event per partition.
 	cut := perPart/4 + r.IntN(perPart/2)
@@ -409,7 +446,9 @@ func TestClusterOneInstance(t *testing.T) {
 		Checkpoints: t.TempDir(), SessionMS: 6000}
 	createTopic(t, adm, s.In, 3)
 	createTopic(t, adm, s.Out, 1)
+	s.Join = true
 	evs, want := inputs(rand.New(rand.NewPCG(3, 4)), 3, 500, 10)
+	joinWant(evs, want)
 	for p := range evs {
 		evs[p] = append(evs[p], ev{User: endUser, Amount: 1, TS: 1 << 40})
 	}

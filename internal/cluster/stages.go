@@ -250,7 +250,7 @@ func (m *member) taskPlanNodes(st *stage) []*runtime.Node {
 			Name: "RemoteWriter " + c.topic, UID: "cluster-out-" + c.topic, Topic: c.topic, Partitions: c.to.tasks,
 		})
 		w.ID = nextID
-		c.edge.Reconnect(clones[c.edge.From], w)
+		c.edge.Reconnect(clones[c.edge.From], w).Input = 0 // the writer's only input, whichever the consumer's was
 		out = append(out, w)
 	}
 	return out
