@@ -460,6 +460,23 @@ func TestClusterOneInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.wait(t, count(want), time.Minute)
+	// weir cluster status: every task owned by the one instance, each with
+	// a committed checkpoint.
+	waitCheckpoints(t, adm, s.Job, 1)
+	st, err := cluster.Status(ctx, []string{broker}, s.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, ts := range st {
+		if ts.Member == "" || ts.Checkpoint <= 0 {
+			t.Errorf("status of task %s: %+v, want an owner and a committed checkpoint", ts.Task, ts)
+		}
+		ids = append(ids, ts.Task)
+	}
+	if want := []string{"s1-0", "s1-1", "s1-2", "s3-0", "s3-1", "s3-2"}; !slices.Equal(ids, want) {
+		t.Errorf("status lists tasks %v, want %v", ids, want)
+	}
 	cancel()
 	if err := h.Wait(); err != nil && ctx.Err() == nil {
 		t.Fatal(err)

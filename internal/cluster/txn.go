@@ -166,7 +166,7 @@ func (p *taskProducer) commitPointer(ctx context.Context, id int64) error {
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()
 	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = p.txnID, p.group, pid, epoch
 	tc.Generation, tc.MemberID = -1, ""
-	meta := "weir checkpoint " + strconv.FormatInt(id, 10)
+	meta := "weir checkpoint " + strconv.FormatInt(id, 10) + " task " + p.task
 	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	tp.Partition, tp.Offset, tp.Metadata, tp.LeaderEpoch = p.glob, id, &meta, -1
 	tt := kmsg.NewTxnOffsetCommitRequestTopic()
