@@ -207,6 +207,18 @@ func unique(t *testing.T, what string) string {
 	return fmt.Sprintf("weir-%s-%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), what, time.Now().UnixNano()%1e9, seq)
 }
 
+// clients returns a producer writing to the partition each record names,
+// and an admin client, closed when the test ends.
+func clients(t *testing.T, broker string) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, kadm.NewClient(cl)
+}
+
 func createTopic(t *testing.T, adm *kadm.Client, name string, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -357,12 +369,7 @@ func TestClusterFailover(t *testing.T) {
 func failoverTrial(t *testing.T, broker string, seed uint64) {
 	const parts, perPart, users = 4, 3000, 30
 	r := rand.New(rand.NewPCG(seed, 16))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := clients(t, broker)
 	s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"),
 		Checkpoints: t.TempDir(), SessionMS: 6000, Join: true}
 	createTopic(t, adm, s.In, parts)
@@ -436,12 +443,7 @@ func logLevel() slog.Level {
 // process: the same program as a cluster of one.
 func TestClusterOneInstance(t *testing.T) {
 	broker := kafkatest.Broker(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := clients(t, broker)
 	s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"),
 		Checkpoints: t.TempDir(), SessionMS: 6000}
 	createTopic(t, adm, s.In, 3)
@@ -493,12 +495,7 @@ func TestClusterOneInstance(t *testing.T) {
 // windows fire.
 func TestClusterWatermarks(t *testing.T) {
 	broker := kafkatest.Broker(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := clients(t, broker)
 	in := unique(t, "in")
 	createTopic(t, adm, in, 3)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -610,12 +607,7 @@ func waitCheckpoints(t *testing.T, adm *kadm.Client, job string, n int64) {
 // with a message naming the problem.
 func TestClusterMisconfigured(t *testing.T) {
 	broker := kafkatest.Broker(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	_, adm := clients(t, broker)
 	base := func() jobSpec {
 		s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"), Checkpoints: t.TempDir(), SessionMS: 6000}
 		createTopic(t, adm, s.In, 2)
