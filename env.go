@@ -110,6 +110,7 @@ type config struct {
 	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 	s3             *S3Options        // WithS3
+	cluster        *clusterConfig    // WithKafkaCluster
 }
 
 // Option configures an Environment.
@@ -288,21 +289,34 @@ func (e *Environment) checkShape() error {
 func (e *Environment) Err() error { return errors.Join(e.errs...) }
 
 func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	cp, err := e.startingPoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.buildPlan(ctx, cp)
+}
+
+// check refuses an invalid job, one run before, and sources' and sinks'
+// invalid settings (their validators); it marks the environment executed.
+func (e *Environment) check(ctx context.Context) error {
 	if err := e.Err(); err != nil {
-		return nil, fmt.Errorf("weir: invalid job: %w", err)
+		return fmt.Errorf("weir: invalid job: %w", err)
 	}
 	if e.executed {
-		return nil, fmt.Errorf("weir: an environment runs one job; build a new one")
+		return fmt.Errorf("weir: an environment runs one job; build a new one")
 	}
 	if len(e.nodes) == 0 {
-		return nil, fmt.Errorf("weir: the job has no operators")
+		return fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
 	if err := e.checkShape(); err != nil {
-		return nil, fmt.Errorf("weir: invalid job: %w", err)
+		return fmt.Errorf("weir: invalid job: %w", err)
 	}
 	if err := runtime.AssignIDs(e.nodes, e.cfg.chaining); err != nil {
-		return nil, fmt.Errorf("weir: invalid job: %w", err)
+		return fmt.Errorf("weir: invalid job: %w", err)
 	}
 	var verrs []error
 	for _, v := range e.validators {
@@ -311,13 +325,9 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 		}
 	}
 	if err := errors.Join(verrs...); err != nil {
-		return nil, fmt.Errorf("weir: invalid job: %w", err)
+		return fmt.Errorf("weir: invalid job: %w", err)
 	}
-	cp, err := e.startingPoint(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return e.buildPlan(ctx, cp)
+	return nil
 }
 
 // startingPoint returns what the job starts from: the savepoint of
@@ -566,6 +576,9 @@ func (e *Environment) Execute(ctx context.Context, name string) error {
 // and one ERROR entry when the job fails for good, with the message in err
 // but not the stack, which the error Wait returns carries.
 func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle, error) {
+	if e.cfg.cluster != nil {
+		return e.executeCluster(ctx, name)
+	}
 	jctx, cancel := context.WithCancel(ctx)
 	if !e.executed {
 		e.log = e.cfg.logger.With("job", name)

@@ -52,6 +52,7 @@ func addSource[T any](env *Environment, src runtime.Source[T], strategy Watermar
 			return runtime.Built{Life: op, Source: op}, nil
 		})
 	n.Operator = sourceKind(src)
+	n.Connector = src
 	return streamOf[T](env, n)
 }
 

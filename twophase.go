@@ -234,12 +234,18 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	ds.env.onFinished = append(ds.env.onFinished, finals.commit)
 	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", runtime.KindOneInput, ds.env.cfg.parallelism,
 		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
+			if cs, ok := any(sink).(runtime.ClusterSink[T]); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
+				// In a cluster task the sink writes through the task's
+				// transaction (WithKafkaCluster).
+				return runtime.NewClusterSinkOp(bc, cs), nil
+			}
 			o := &twoPhaseOp[T, TXN]{opBase: base(bc), sink: sink, restore: bc.Restored, par: bc.Parallelism}
 			finals.attach(bc.Subtask, o)
 			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
 		})
 	n.Sink = true
 	n.Operator = "sink " + typeName(sink)
+	n.Connector = sink
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
 }

@@ -26,6 +26,8 @@ commands:
   doctor --url URL             diagnose a running job from its REST API (--help for flags)
   record --url URL --vertex V --subtask N [--for D]
                                capture one operator's inputs as a scenario file
+  cluster status --bootstrap B --job NAME
+                               the tasks of a job on Kafka: owners, committed checkpoints
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -46,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return doctorMain(args[1:], stdout, stderr)
 	case "record":
 		return recordMain(args[1:], stdout, stderr)
+	case "cluster":
+		return clusterMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/runtime"
 )
 
 // ProducerRecord is what a Serializer makes of a value: the record to
@@ -414,6 +415,54 @@ func (s *Sink[T]) BeginTransaction(subtask int) (*Txn, error) {
 	return &Txn{TransactionalID: p.id, subtask: subtask, slot: slot, prod: p}, nil
 }
 
+// ClusterRecord implements the engine's cluster-sink interface: in a
+// cluster (weir.WithKafkaCluster) an exactly-once sink writes through the
+// transaction of its task, which commits the task's input offsets with it.
+func (s *Sink[T]) ClusterRecord(v T, ts int64) (*runtime.KafkaRecord, error) {
+	pr, err := s.record(v, ts)
+	if err != nil || pr == nil {
+		return nil, err
+	}
+	kr := &runtime.KafkaRecord{Topic: pr.Topic, Partition: -1, Key: pr.Key, Value: pr.Value, Timestamp: pr.Timestamp}
+	if kr.Timestamp == 0 && ts != weir.NoTimestamp {
+		kr.Timestamp = ts
+	}
+	for _, h := range pr.Headers {
+		kr.Headers = append(kr.Headers, runtime.KafkaHeader{Key: h.Key, Value: h.Value})
+	}
+	return kr, nil
+}
+
+// ClusterBrokers implements the cluster-sink interface: an exactly-once
+// sink writes through its cluster task's transaction, the others keep
+// their own producers.
+func (s *Sink[T]) ClusterBrokers() []string {
+	if s.cfg.guarantee != ExactlyOnce {
+		return nil
+	}
+	return s.cfg.brokers
+}
+
+// record serializes v and fills in the default topic.
+func (s *Sink[T]) record(v T, ts int64) (*ProducerRecord, error) {
+	pr, err := s.ser.Serialize(v, ts)
+	if err != nil {
+		return nil, fmt.Errorf("kafka sink: serializing %v: %w", v, err)
+	}
+	if pr == nil {
+		return nil, nil
+	}
+	if pr.Topic == "" {
+		if s.cfg.defaultTopic == "" {
+			return nil, fmt.Errorf("kafka sink: the serializer gave no topic and the sink has no default topic (WithDefaultTopic)")
+		}
+		cp := *pr
+		cp.Topic = s.cfg.defaultTopic
+		pr = &cp
+	}
+	return pr, nil
+}
+
 // Write implements weir.TwoPhaseCommitSink: the record is sent
 // asynchronously; a failed send fails the next Write or the pre-commit.
 func (s *Sink[T]) Write(t *Txn, v T, ts int64) error {
@@ -421,20 +470,11 @@ func (s *Sink[T]) Write(t *Txn, v T, ts int64) error {
 	if err := p.takeErr(); err != nil {
 		return err
 	}
-	pr, err := s.ser.Serialize(v, ts)
-	if err != nil {
-		return fmt.Errorf("kafka sink: serializing %v: %w", v, err)
-	}
-	if pr == nil {
-		return nil
+	pr, err := s.record(v, ts)
+	if err != nil || pr == nil {
+		return err
 	}
 	r := &kgo.Record{Topic: pr.Topic, Key: pr.Key, Value: pr.Value}
-	if r.Topic == "" {
-		r.Topic = s.cfg.defaultTopic
-		if r.Topic == "" {
-			return fmt.Errorf("kafka sink: the serializer gave no topic and the sink has no default topic (WithDefaultTopic)")
-		}
-	}
 	switch {
 	case pr.Timestamp != 0:
 		r.Timestamp = time.UnixMilli(pr.Timestamp)

@@ -185,6 +185,45 @@ func (s *Source[T]) SplitOwner(sp weir.Split, parallelism int) int {
 	return splitOwner(sp.(partitionSplit).tp(), parallelism)
 }
 
+// ClusterInput implements the engine's cluster-source interface
+// (weir.WithKafkaCluster): a cluster task reads one partition of each of
+// the source's topics.
+func (s *Source[T]) ClusterInput() (runtime.ClusterInput, error) {
+	switch {
+	case s.err != nil:
+		return runtime.ClusterInput{}, s.err
+	case s.cfg.pattern != nil:
+		return runtime.ClusterInput{}, errors.New("kafka source: a topic pattern cannot run in a cluster, whose tasks are fixed partitions of fixed topics; list the topics (WithTopics)")
+	case s.cfg.stop != nil:
+		return runtime.ClusterInput{}, errors.New("kafka source: a bounded source (WithBounded) cannot run in a cluster, which runs until stopped")
+	}
+	return runtime.ClusterInput{Brokers: s.cfg.brokers, Topics: s.cfg.topics}, nil
+}
+
+// SplitPartition implements the cluster-source interface.
+func (s *Source[T]) SplitPartition(sp weir.Split) int { return int(sp.(partitionSplit).Partition) }
+
+// SplitOffsets implements the cluster-source interface: per partition,
+// the position of a snapshot, or the resolved start of a partition not
+// read yet.
+func (s *Source[T]) SplitOffsets(splits, positions map[string][]byte) ([]runtime.PartitionOffset, error) {
+	out := make([]runtime.PartitionOffset, 0, len(splits))
+	for id, data := range splits {
+		sp, err := decodeSplit(data)
+		if err != nil {
+			return nil, err
+		}
+		next := sp.Start
+		if pos, ok := positions[id]; ok {
+			if next, err = decodePosition(pos); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, runtime.PartitionOffset{Topic: sp.Topic, Partition: sp.Partition, Offset: next})
+	}
+	return out, nil
+}
+
 // EncodeSplit implements weir.DynamicSource.
 func (s *Source[T]) EncodeSplit(sp weir.Split) ([]byte, error) {
 	return encodeSplit(sp.(partitionSplit))
@@ -324,7 +363,7 @@ func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(
 		}
 		for _, p := range d.Partitions.Numbers() {
 			tp := TopicPartition{name, p}
-			if known(tp.String()) || splitOwner(tp, r.info.Parallelism) != r.info.Subtask {
+			if known(tp.String()) || !r.owns(tp) {
 				continue
 			}
 			candidates = append(candidates, tp)
@@ -356,6 +395,15 @@ func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(
 		out = append(out, sp)
 	}
 	return out, nil
+}
+
+// owns reports whether the subtask reads partition tp: Flink's assignment,
+// or in a cluster task the task's partition of every topic.
+func (r *subtaskReader[T]) owns(tp TopicPartition) bool {
+	if r.info.Partition >= 0 {
+		return int(tp.Partition) == r.info.Partition
+	}
+	return splitOwner(tp, r.info.Parallelism) == r.info.Subtask
 }
 
 // unreachable words an error met when the deadline passed.

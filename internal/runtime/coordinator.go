@@ -31,7 +31,11 @@ type CheckpointConfig struct {
 	Persist func(ctx context.Context, id int64, acks []TaskAck) error
 	// OnComplete, if set, is told of every completed checkpoint.
 	OnComplete func(id int64)
-	Logger     *slog.Logger
+	// OnAbort, if set, is told of every periodic checkpoint that was
+	// started and will not complete (expired, declined, not stored, or
+	// triggered at only some of the sources), before the next one starts.
+	OnAbort func(id int64)
+	Logger  *slog.Logger
 	// TolerableFailures is how many consecutive checkpoint failures
 	// (expired, declined by a task, not persisted) are tolerated; one more
 	// calls Fail. A completed checkpoint resets the count. Savepoints and
@@ -247,6 +251,9 @@ func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointReque
 		if sp == nil {
 			if !t.Trigger(p.id) {
 				c.log.Warn("checkpoint not triggered: a source is busy", "checkpoint", p.id)
+				if c.cfg.OnAbort != nil {
+					c.cfg.OnAbort(p.id) // the sources before this one have the barrier
+				}
 				return
 			}
 			continue
@@ -419,6 +426,9 @@ func (c *coordinator) abort(p *pendingCheckpoint, now int64, err error, counted 
 		}
 		p.sp.Done(p.id, fmt.Errorf("savepoint failed: %w", err))
 		return
+	}
+	if c.cfg.OnAbort != nil {
+		c.cfg.OnAbort(p.id)
 	}
 	if !counted {
 		c.log.Info("checkpoint abandoned", "checkpoint", p.id, "reason", err.Error())

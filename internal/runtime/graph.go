@@ -51,6 +51,9 @@ type Node struct {
 	NewOutput func(batchSize int) OutputPort
 	// Build makes the node's operator in one subtask.
 	Build func(c *BuildContext) (Built, error)
+	// Connector is the source or sink behind the node, if any (a cluster
+	// asks it whether it implements ClusterSource or ClusterSink).
+	Connector any
 
 	outs   []*Edge
 	autoID string // AssignIDs
@@ -100,6 +103,9 @@ type BuildContext struct {
 	// outside the task's steps, such as a state backend's database failing
 	// on a goroutine of its own. It never blocks. Nil outside a plan.
 	Fail func(err error)
+	// Cluster is set when the plan runs one task of a cluster stage
+	// (Subtask and Parallelism are then the task's index and count).
+	Cluster *ClusterTask
 }
 
 // Side returns the side output for tag, or nil if nobody consumes it.
@@ -114,13 +120,23 @@ type Edge struct {
 	Partition Partitioning
 	// KeyName names the keyBy of a hash edge, in errors of its key selector.
 	KeyName string
-	ops     edgeOps
+	// Prepartitioned marks a hash edge whose records are already
+	// partitioned by its key where they come from (KeyedStream.Prepartitioned):
+	// in a cluster it stays inside a stage instead of going through a
+	// repartition topic.
+	Prepartitioned bool
+	ops            edgeOps
 }
 
 type edgeOps interface {
 	newOutput(batchSize int) OutputPort
 	newExchange(kind Partitioning, producers, consumers, maxP int, cfg ExchangeConfig) (exchange, error)
 	newGate(channels int, sink any) (gate, error)
+	// route and checkEncodable serve cluster stages (cluster.go).
+	route(partitions, maxP int) any
+	checkEncodable() error
+	newRemoteWriter(spec RemoteWriterSpec) *Node
+	newRemoteReader(spec RemoteReaderSpec) *Node
 }
 
 type exchange interface {
@@ -253,6 +269,9 @@ type Config struct {
 	// KeySample is the key-sketch sampling stride at keyBy exchanges (one
 	// record in KeySample; 0 disables the sketches).
 	KeySample int
+	// Task, if set, makes the plan one task of a cluster stage (every node
+	// must have parallelism 1); see ClusterTask.
+	Task *ClusterTask
 }
 
 // UIDOf returns a node's state id: its UID, or the automatic id AssignIDs
@@ -321,6 +340,9 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 		}
 	}
 	for _, n := range nodes {
+		if cfg.Task != nil && n.Parallelism != 1 {
+			return nil, fmt.Errorf("operator %q: a cluster task runs every operator once, got parallelism %d", n.Name, n.Parallelism)
+		}
 		if n.Kind != KindExternal && (n.Parallelism < 1 || n.Parallelism > cfg.MaxParallelism) {
 			return nil, fmt.Errorf("operator %q: parallelism %d is outside [1, %d]", n.Name, n.Parallelism, cfg.MaxParallelism)
 		}
@@ -413,14 +435,20 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			}
 		}
 		kgs := keygroup.RangeFor(cfg.MaxParallelism, n.Parallelism, sub)
+		index, par := sub, n.Parallelism
+		if ct := cfg.Task; ct != nil {
+			kgs = keygroup.RangeFor(cfg.MaxParallelism, 1, 0)
+			index, par = ct.Index, ct.Count
+		}
 		bc := &BuildContext{
-			Name: n.Name, Subtask: sub, Parallelism: n.Parallelism, MaxParallelism: cfg.MaxParallelism,
+			Name: n.Name, Subtask: index, Parallelism: par, MaxParallelism: cfg.MaxParallelism,
 			KeyGroups: kgs,
 			Main:      main, Sides: sides, Time: t, Clock: cfg.Clock,
 			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
 			UID: UIDOf(n), Restored: restoredFor(cfg.Restore[UIDOf(n)], sub, kgs),
 			Mailbox: t.Mailbox(),
 			Fail:    func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
+			Cluster: cfg.Task,
 		}
 		b, err := n.Build(bc)
 		if err != nil {

@@ -87,6 +87,9 @@ type SourceOperator[T any] struct {
 	parallelism int
 	// dyn is set for a DynamicSource (source_dynamic.go)
 	dyn *dynamicState[T]
+	// cluster is set when the source runs in a cluster task: it reads
+	// partition cluster.Index of its topics (ClusterSource).
+	cluster *ClusterTask
 
 	positions   map[string][]byte // split -> position after the last emitted batch
 	restoredPos map[string][]byte
@@ -167,7 +170,7 @@ func (s *SourceOperator[T]) eachRestored(r *Restored, f func(st *sourceState) er
 func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWatermarks[T], out *Output[T]) (*SourceOperator[T], error) {
 	name, index, parallelism, restored := bc.Name, bc.Subtask, bc.Parallelism, bc.Restored
 	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: bc.Time, clk: bc.Clock, credits: max(bc.Credits, 1),
-		ptrs: hasPointers(reflect.TypeFor[T]()), index: index, parallelism: parallelism, sides: bc.Sides}
+		ptrs: hasPointers(reflect.TypeFor[T]()), index: index, parallelism: parallelism, sides: bc.Sides, cluster: bc.Cluster}
 	s.emitter = watermark.NewEmitter(func(e watermark.Event) {
 		var err error
 		if e.IsStatus {
@@ -183,6 +186,9 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 	s.positions = map[string][]byte{}
 	s.splitIndex = map[string]int{}
 	if ds, ok := src.(DynamicSource[T]); ok {
+		if _, ok := src.(ClusterSource); bc.Cluster != nil && !ok {
+			return nil, fmt.Errorf("source %q: %T cannot run in a cluster (only Kafka sources can)", name, src)
+		}
 		s.dyn = &dynamicState[T]{src: ds}
 		if err := s.restoreDynamic(restored); err != nil {
 			return nil, err

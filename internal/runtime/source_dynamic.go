@@ -45,6 +45,10 @@ type SubtaskInfo struct {
 	Name        string
 	Subtask     int
 	Parallelism int
+	// Partition, when not -1, makes the subtask a cluster task that reads
+	// exactly that partition of every topic (ClusterSource), whatever
+	// SplitOwner says.
+	Partition int
 }
 
 // SubtaskReader reads the splits of one subtask of a DynamicSource.
@@ -171,7 +175,7 @@ func (s *SourceOperator[T]) restoreDynamic(r *Restored) error {
 			if sp.SplitID() != id {
 				return fmt.Errorf("source %q: restored split %s decodes as %s", s.name, id, sp.SplitID())
 			}
-			if owner := d.src.SplitOwner(sp, s.parallelism); owner != s.index || seen[id] {
+			if !s.owns(sp) || seen[id] {
 				continue
 			}
 			seen[id] = true
@@ -191,6 +195,15 @@ func (s *SourceOperator[T]) restoreDynamic(r *Restored) error {
 	}
 	d.discovered = any && discovered
 	return nil
+}
+
+// owns reports whether split sp belongs to this subtask: SplitOwner's
+// choice, or in a cluster task the split of the task's partition.
+func (s *SourceOperator[T]) owns(sp Split) bool {
+	if s.cluster != nil {
+		return s.dyn.src.(ClusterSource).SplitPartition(sp) == s.cluster.Index
+	}
+	return s.dyn.src.SplitOwner(sp, s.parallelism) == s.index
 }
 
 // register adds split sp to the operator.
@@ -260,7 +273,11 @@ func (s *SourceOperator[T]) Gauges() []Gauge {
 // openDynamic opens the subtask's reader and gives it the restored splits.
 func (s *SourceOperator[T]) openDynamic() error {
 	d := s.dyn
-	r, err := d.src.NewSubtaskReader(SubtaskInfo{Name: s.name, Subtask: s.index, Parallelism: s.parallelism})
+	info := SubtaskInfo{Name: s.name, Subtask: s.index, Parallelism: s.parallelism, Partition: -1}
+	if s.cluster != nil {
+		info.Partition = s.cluster.Index
+	}
+	r, err := d.src.NewSubtaskReader(info)
 	if err != nil {
 		return fmt.Errorf("source %q: %w", s.name, err)
 	}
@@ -404,7 +421,7 @@ func (s *SourceOperator[T]) discover(ctx context.Context, inbox chan message, fi
 		var fresh []Split
 		for _, sp := range splits {
 			id := sp.SplitID()
-			if known[id] || s.dyn.src.SplitOwner(sp, s.parallelism) != s.index {
+			if known[id] || !s.owns(sp) {
 				continue
 			}
 			known[id] = true

@@ -231,3 +231,45 @@ func (v *Valve) fix(i int) {
 		v.up(i)
 	}
 }
+
+// ValveState is everything a Valve holds, for checkpoints: a valve whose
+// channels are other processes (a cluster's upstream tasks) restores it so
+// that its output after a restore is exactly what it was.
+type ValveState struct {
+	Channels []ValveChannel
+	Last     int64
+	Idle     bool
+}
+
+// ValveChannel is one channel of a ValveState.
+type ValveChannel struct {
+	Watermark int64
+	Idle      bool
+	Aligned   bool
+}
+
+// State returns the valve's state.
+func (v *Valve) State() ValveState {
+	s := ValveState{Channels: make([]ValveChannel, len(v.chans)), Last: v.last, Idle: v.idle}
+	for i, c := range v.chans {
+		s.Channels[i] = ValveChannel{Watermark: c.wm, Idle: c.idle, Aligned: c.pos >= 0}
+	}
+	return s
+}
+
+// RestoreValve returns a valve in state s (as State returned it).
+func RestoreValve(s ValveState) *Valve {
+	v := NewValve(len(s.Channels))
+	v.heap = v.heap[:0]
+	v.last, v.idle, v.active = s.Last, s.Idle, 0
+	for i, c := range s.Channels {
+		v.chans[i] = valveChannel{wm: c.Watermark, idle: c.Idle, pos: -1}
+		if !c.Idle {
+			v.active++
+		}
+		if c.Aligned {
+			v.push(i)
+		}
+	}
+	return v
+}

@@ -1,0 +1,282 @@
+// Package cluster runs one job across several processes on Kafka
+// (weir.WithKafkaCluster): the job graph is cut into stages at its keyed
+// exchanges, each stage runs as tasks (stage x partition), a consumer
+// group assigns the tasks to the instances, repartition topics carry
+// records, watermarks and idle statuses between stages, and every task
+// commits its output together with a pointer to its checkpoint in one
+// Kafka transaction.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// stage is the part of the job between Kafka topics.
+type stage struct {
+	idx   int
+	name  string          // "s<first node id>", stable across runs of the same program
+	nodes []*runtime.Node // in the job's (topological) order
+	tasks int             // partitions: the stage's task count
+	base  int             // the global index of its task 0 (partition of the tasks topic)
+
+	sources []runtime.ClusterInput
+	ins     []*cut // repartition topics read
+	outs    []*cut // repartition topics written
+}
+
+// cut is a keyed edge between two stages: a repartition topic.
+type cut struct {
+	edge     *runtime.Edge
+	from, to *stage
+	topic    string
+}
+
+// isCut reports whether e crosses between stages: a hash exchange (keyBy)
+// goes through a repartition topic; other edges stay in the task.
+func isCut(e *runtime.Edge) bool {
+	return e.Partition == runtime.PartitionHash && !e.Prepartitioned
+}
+
+var topicChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+
+// topicName makes a Kafka topic name of parts.
+func topicName(parts ...string) string {
+	return topicChars.ReplaceAllString(strings.Join(parts, "-"), "_")
+}
+
+// cutStages splits the job into stages: nodes joined by edges that are not
+// cuts form one stage.
+func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
+	parent := map[*runtime.Node]*runtime.Node{}
+	var find func(n *runtime.Node) *runtime.Node
+	find = func(n *runtime.Node) *runtime.Node {
+		if p, ok := parent[n]; ok && p != n {
+			r := find(p)
+			parent[n] = r
+			return r
+		}
+		parent[n] = n
+		return n
+	}
+	for _, n := range nodes {
+		find(n)
+		for _, e := range n.Inputs {
+			switch e.Partition {
+			case runtime.PartitionGlobal, runtime.PartitionBroadcast:
+				return nil, nil, fmt.Errorf("operator %q: a %s exchange cannot run in a cluster yet (only keyBy, forward and rebalance edges)", n.Name, partName(e.Partition))
+			}
+			if !isCut(e) {
+				parent[find(e.From)] = find(n)
+			}
+		}
+	}
+	byRoot := map[*runtime.Node]*stage{}
+	var stages []*stage
+	of := map[*runtime.Node]*stage{}
+	for _, n := range nodes {
+		r := find(n)
+		st := byRoot[r]
+		if st == nil {
+			st = &stage{idx: len(stages), name: fmt.Sprintf("s%d", n.ID)}
+			byRoot[r] = st
+			stages = append(stages, st)
+		}
+		st.nodes = append(st.nodes, n)
+		of[n] = st
+	}
+	var cuts []*cut
+	for _, n := range nodes {
+		for _, e := range n.Inputs {
+			if !isCut(e) {
+				continue
+			}
+			c := &cut{edge: e, from: of[e.From], to: of[n],
+				topic: topicName(job, runtime.UIDOf(n), fmt.Sprint(e.Input), "repartition")}
+			c.from.outs = append(c.from.outs, c)
+			c.to.ins = append(c.to.ins, c)
+			cuts = append(cuts, c)
+		}
+	}
+	for _, st := range stages {
+		for _, n := range st.nodes {
+			if n.Kind != runtime.KindSource {
+				continue
+			}
+			cs, ok := n.Connector.(runtime.ClusterSource)
+			if !ok {
+				return nil, nil, fmt.Errorf("source %q: %T cannot run in a cluster; a cluster reads Kafka sources (connector/kafka), whose partitions are its tasks", n.Name, n.Connector)
+			}
+			in, err := cs.ClusterInput()
+			if err != nil {
+				return nil, nil, fmt.Errorf("source %q: %w", n.Name, err)
+			}
+			st.sources = append(st.sources, in)
+		}
+	}
+	return stages, cuts, nil
+}
+
+func partName(p runtime.Partitioning) string {
+	switch p {
+	case runtime.PartitionGlobal:
+		return "global (windowAll, Global)"
+	case runtime.PartitionBroadcast:
+		return "broadcast"
+	}
+	return fmt.Sprint(p)
+}
+
+// sizeStages sets every stage's task count: the partition count of its
+// source topics (which must all have the same: the stage's inputs are
+// co-partitioned), else the repartition count, else the largest upstream
+// stage's. Stages are sized in topological order (their inputs first).
+func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartitions int) error {
+	for _, st := range stages {
+		var topics []string
+		for _, in := range st.sources {
+			topics = append(topics, in.Topics...)
+		}
+		if len(topics) == 0 {
+			continue
+		}
+		td, err := listTopics(ctx, adm, topics)
+		if err != nil {
+			return fmt.Errorf("describing the source topics %v: %w", topics, err)
+		}
+		counts := map[string]int{}
+		for _, t := range topics {
+			d, ok := td[t]
+			if !ok || d.Err != nil {
+				return fmt.Errorf("source topic %s does not exist (a cluster needs its input topics created first): %v", t, d.Err)
+			}
+			counts[t] = len(d.Partitions)
+		}
+		for _, t := range topics {
+			if st.tasks == 0 {
+				st.tasks = counts[t]
+			}
+			if counts[t] != st.tasks {
+				return fmt.Errorf("the source topics %v of one stage are co-partitioned (partition p of each is one task) but have different partition counts %v; give them the same count, or key one by a field so that it goes through a repartition topic", topics, counts)
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, st := range stages {
+			if st.tasks != 0 {
+				continue
+			}
+			n, ready := repartitions, true
+			for _, c := range st.ins {
+				if c.from.tasks == 0 {
+					ready = false
+				}
+				if repartitions == 0 {
+					n = max(n, c.from.tasks)
+				}
+			}
+			if ready && n > 0 {
+				st.tasks, changed = n, true
+			}
+		}
+	}
+	sort.SliceStable(stages, func(i, j int) bool { return stages[i].idx < stages[j].idx })
+	base := 0
+	for _, st := range stages {
+		if st.tasks == 0 {
+			return fmt.Errorf("stage %s (operators %s) has no input to size it", st.name, nodeNames(st.nodes))
+		}
+		st.base = base
+		base += st.tasks
+	}
+	return nil
+}
+
+func nodeNames(ns []*runtime.Node) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, n.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+// taskPlanNodes returns the nodes of one task of st: every node of the
+// stage once, a remote reader for every repartition topic read and a
+// remote writer for every one written.
+func (m *member) taskPlanNodes(st *stage) []*runtime.Node {
+	clones := map[*runtime.Node]*runtime.Node{}
+	var out []*runtime.Node
+	nextID := 1 << 30
+	for _, c := range st.ins {
+		nextID++
+		topic := c.topic
+		r := c.edge.NewRemoteReader(runtime.RemoteReaderSpec{
+			Name: "RemoteReader " + topic, UID: "cluster-in-" + topic, Topic: topic, Channels: c.from.tasks,
+			NewFetcher: func(p int, from int64) (runtime.RemoteFetcher, error) { return m.newFetcher(topic, p, from) },
+		})
+		r.ID = nextID
+		out = append(out, r)
+	}
+	readers := map[*runtime.Edge]*runtime.Node{}
+	for i, c := range st.ins {
+		readers[c.edge] = out[i]
+	}
+	for _, n := range st.nodes {
+		c := runtime.CloneNode(n)
+		clones[n] = c
+		out = append(out, c)
+	}
+	for _, n := range st.nodes {
+		for _, e := range n.Inputs {
+			if r, ok := readers[e]; ok {
+				e.Reconnect(r, clones[n])
+				continue
+			}
+			e.Reconnect(clones[e.From], clones[n])
+		}
+	}
+	for _, c := range st.outs {
+		nextID++
+		w := c.edge.NewRemoteWriter(runtime.RemoteWriterSpec{
+			Name: "RemoteWriter " + c.topic, UID: "cluster-out-" + c.topic, Topic: c.topic, Partitions: c.to.tasks,
+		})
+		w.ID = nextID
+		c.edge.Reconnect(clones[c.edge.From], w).Input = 0 // the writer's only input, whichever the consumer's was
+		out = append(out, w)
+	}
+	return out
+}
+
+// listTopics describes topics, asking again for a few seconds while one is
+// unknown (a topic just created may not be in every broker's metadata).
+func listTopics(ctx context.Context, adm *kadm.Client, topics []string) (kadm.TopicDetails, error) {
+	for try := 0; ; try++ {
+		td, err := adm.ListTopics(ctx, topics...)
+		if err != nil {
+			return nil, err
+		}
+		missing := false
+		for _, t := range topics {
+			if d, ok := td[t]; !ok || d.Err != nil {
+				missing = true
+			}
+		}
+		if !missing || try == 20 {
+			return td, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// taskProducer is a task's transactional producer (runtime.TaskProducer).
+// Between an operator's barrier (PreCommit) and the commit of that
+// checkpoint's transaction, the operator's records are held back, so that
+// a transaction holds exactly the output before its checkpoint.
+type taskProducer struct {
+	cl       *kgo.Client
+	txnID    string
+	group    string // the pointer group
+	tasks    string // the tasks topic
+	cpTopic  string // the checkpoints topic
+	glob     int32
+	task     string
+	mu       sync.Mutex // guards writers, the held records and the transaction
+	writers  []*txnWriter
+	errMu    sync.Mutex
+	err      error // the first failed send
+	promise  func(*kgo.Record, error)
+	finished bool
+}
+
+func newTaskProducer(cl *kgo.Client, txnID, group, tasks, cpTopic string, glob int32, task string) *taskProducer {
+	p := &taskProducer{cl: cl, txnID: txnID, group: group, tasks: tasks, cpTopic: cpTopic, glob: glob, task: task}
+	p.promise = func(_ *kgo.Record, err error) {
+		if err != nil {
+			p.errMu.Lock()
+			if p.err == nil {
+				p.err = err
+			}
+			p.errMu.Unlock()
+		}
+	}
+	return p
+}
+
+func (p *taskProducer) sendErr() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+// NewWriter implements runtime.TaskProducer.
+func (p *taskProducer) NewWriter(operator string) runtime.TxnWriter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := &txnWriter{p: p, name: operator}
+	p.writers = append(p.writers, w)
+	return w
+}
+
+type txnWriter struct {
+	p       *taskProducer
+	name    string
+	holding bool
+	held    []*kgo.Record
+}
+
+func toKgo(r *runtime.KafkaRecord) *kgo.Record {
+	kr := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
+	if r.Timestamp != 0 {
+		kr.Timestamp = time.UnixMilli(r.Timestamp)
+	}
+	for _, h := range r.Headers {
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return kr
+}
+
+// Produce implements runtime.TxnWriter.
+func (w *txnWriter) Produce(r *runtime.KafkaRecord) error {
+	p := w.p
+	if err := p.sendErr(); err != nil {
+		return fmt.Errorf("task %s: writing to Kafka: %w", p.task, err)
+	}
+	kr := toKgo(r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.holding {
+		w.held = append(w.held, kr)
+		return nil
+	}
+	p.cl.Produce(context.Background(), kr, p.promise)
+	return nil
+}
+
+// PreCommit implements runtime.TxnWriter: the records written from now on
+// wait for the checkpoint's commit (commit) or abandonment (abandon).
+func (w *txnWriter) PreCommit(int64) error {
+	p := w.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w.holding = true
+	return p.sendErr()
+}
+
+// release sends the held records of every writer into the open
+// transaction.
+func (p *taskProducer) release() {
+	for _, w := range p.writers {
+		for _, r := range w.held {
+			p.cl.Produce(context.Background(), r, p.promise)
+		}
+		clear(w.held)
+		w.held, w.holding = w.held[:0], false
+	}
+}
+
+// commit commits the transaction of checkpoint id (whose snapshot is
+// stored) with the pointer to it, and opens the next one with the records
+// held since the barrier.
+func (p *taskProducer) commit(ctx context.Context, id int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cl.Produce(ctx, &kgo.Record{Topic: p.cpTopic, Partition: p.glob, Key: []byte(p.task), Value: []byte(strconv.FormatInt(id, 10))}, p.promise)
+	if err := p.cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err := p.sendErr(); err != nil {
+		return fmt.Errorf("task %s: a record of checkpoint %d was not written: %w", p.task, id, err)
+	}
+	if err := p.commitPointer(ctx, id); err != nil {
+		return err
+	}
+	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("task %s: committing the transaction of checkpoint %d: %w", p.task, id, err)
+	}
+	if err := p.cl.BeginTransaction(); err != nil {
+		return err
+	}
+	p.release()
+	return nil
+}
+
+// commitPointer adds the pointer group's offset to the transaction: the
+// offset of the task's partition of the tasks topic is the checkpoint id.
+func (p *taskProducer) commitPointer(ctx context.Context, id int64) error {
+	pid, epoch, err := p.cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = p.txnID, pid, epoch, p.group
+	ar, err := add.RequestWith(ctx, p.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(ar.ErrorCode)
+	}
+	if err != nil {
+		return fmt.Errorf("task %s: adding the checkpoint pointer to the transaction: %w", p.task, err)
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = p.txnID, p.group, pid, epoch
+	tc.Generation, tc.MemberID = -1, ""
+	meta := "weir checkpoint " + strconv.FormatInt(id, 10) + " task " + p.task
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset, tp.Metadata, tp.LeaderEpoch = p.glob, id, &meta, -1
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic, tt.Partitions = p.tasks, []kmsg.TxnOffsetCommitRequestTopicPartition{tp}
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{tt}
+	tr, err := tc.RequestWith(ctx, p.cl)
+	if err == nil {
+		for _, t := range tr.Topics {
+			for _, pp := range t.Partitions {
+				err = errors.Join(err, kerr.ErrorForCode(pp.ErrorCode))
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("task %s: committing the checkpoint pointer: %w", p.task, err)
+	}
+	return nil
+}
+
+// abandon implements the coordinator's OnAbort: the held records join the
+// still open transaction.
+func (p *taskProducer) abandon(int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.release()
+}
+
+// close aborts the open transaction (its records were never visible).
+func (p *taskProducer) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.cl.AbortBufferedRecords(ctx); err == nil {
+		_ = p.cl.EndTransaction(ctx, kgo.TryAbort) // a fenced producer cannot; the next owner's init aborts it
+	}
+}
+
+// fetcher reads one partition of a repartition topic (read_committed).
+type fetcher struct {
+	cl    *kgo.Client
+	topic string
+}
+
+func (m *member) newFetcher(topic string, partition int, from int64) (runtime.RemoteFetcher, error) {
+	off := kgo.NewOffset().AtStart()
+	if from >= 0 {
+		off = kgo.NewOffset().At(from)
+	}
+	cl, err := m.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(partition): off}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	return &fetcher{cl: cl, topic: topic}, nil
+}
+
+// Fetch implements runtime.RemoteFetcher.
+func (f *fetcher) Fetch(ctx context.Context) ([]runtime.FetchedRecord, error) {
+	fs := f.cl.PollFetches(ctx)
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	var err error
+	fs.EachError(func(_ string, _ int32, e error) {
+		if !errors.Is(e, context.Canceled) && !kerr.IsRetriable(e) && err == nil {
+			err = e
+		}
+	})
+	var out []runtime.FetchedRecord
+	fs.EachRecord(func(r *kgo.Record) {
+		fr := runtime.FetchedRecord{Offset: r.Offset, Value: r.Value}
+		for _, h := range r.Headers {
+			if h.Key == runtime.RemoteHeader {
+				fr.Header = h.Value
+			}
+		}
+		out = append(out, fr)
+	})
+	return out, err
+}
+
+// Close implements runtime.RemoteFetcher.
+func (f *fetcher) Close() error {
+	f.cl.Close()
+	return nil
+}
