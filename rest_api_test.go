@@ -205,3 +205,76 @@ func TestRESTAgainstRunningJob(t *testing.T) {
 	}
 	<-h.Done()
 }
+
+// flameNode is the JSON of a flame graph node.
+type flameNode struct {
+	Name     string
+	Value    int64
+	Children []*flameNode
+}
+
+// has reports whether a frame whose name contains s is in the tree.
+func (n *flameNode) has(s string) bool {
+	if strings.Contains(n.Name, s) {
+		return true
+	}
+	for _, c := range n.Children {
+		if c.has(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFlameGraphPerVertex profiles the join job's CPU and checks that a
+// vertex's flame graph holds the samples of its own goroutines only
+// (pprof labels weir_vertex and weir_subtask): the join's has the
+// interval join's frames, the orders source's has samples and no join
+// frame, and a subtask the vertex does not have gets no sample.
+func TestFlameGraphPerVertex(t *testing.T) {
+	h, base := startJoinJob(t)
+	jid := h.ID()
+	var details struct {
+		Vertices []struct{ ID, Name string }
+	}
+	vertex := map[string]string{}
+	eventually(t, func() string {
+		httpJSON(t, "GET", base+"/jobs/"+jid, "", &details)
+		for _, v := range details.Vertices {
+			vertex[strings.Fields(v.Name)[0]] = v.ID
+		}
+		if vertex["join"] == "" || vertex["orders"] == "" {
+			return fmt.Sprintf("vertices %+v", details.Vertices)
+		}
+		return ""
+	})
+	flame := func(vid, query string) *flameNode {
+		var fg struct{ Data *flameNode }
+		if code := httpJSON(t, "GET", base+"/jobs/"+jid+"/vertices/"+vid+"/flamegraph?seconds=1"+query, "", &fg); code != 200 || fg.Data == nil {
+			t.Fatalf("flame graph of %s: %d", vid, code)
+		}
+		return fg.Data
+	}
+	// CPU samples come at 100 Hz: retry a few profiles until each vertex
+	// has some (the machine may be loaded).
+	eventually(t, func() string {
+		j := flame(vertex["join"], "")
+		if j.Value == 0 || !j.has("intervalJoinOp") {
+			return fmt.Sprintf("join flame graph: %d samples, interval join frames %v", j.Value, j.has("intervalJoinOp"))
+		}
+		return ""
+	})
+	eventually(t, func() string {
+		o := flame(vertex["orders"], "")
+		if o.has("intervalJoinOp") {
+			t.Fatal("the orders source's flame graph has the join's frames")
+		}
+		if o.Value == 0 {
+			return "orders flame graph: no samples"
+		}
+		return ""
+	})
+	if n := flame(vertex["join"], "&subtask=7"); n.Value != 0 {
+		t.Errorf("subtask 7 of a 2-subtask vertex has %d samples", n.Value)
+	}
+}

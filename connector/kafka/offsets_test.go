@@ -2,9 +2,13 @@ package kafka_test
 
 import (
 	"context"
+	"io"
+	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,7 +121,7 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 	mk(a, 2)
 	cl := manual(t, addr)
 	produce(t, cl, rec(a, 0, "a0", 1), rec(a, 1, "a1", 2))
-	env := weir.NewEnvironment(weir.WithParallelism(2))
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithRESTAddress("127.0.0.1:0"))
 	env.EnableCheckpointing(50 * time.Millisecond)
 	group := prefix + "-group"
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopicPattern(regexp.MustCompile("^"+prefix+"-")),
@@ -159,6 +163,39 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 		}
 		return n == 10
 	})
+	// Each partition is a split of the source's metrics, with the record
+	// read from it.
+	want := map[string]int64{a + "-0": 1, a + "-1": 1, a + "-2": 1, b + "-0": 1, b + "-1": 1}
+	splits := map[string]int64{}
+	waitFor(t, ctx, "split metrics", func() bool {
+		clear(splits)
+		for _, tm := range h.Metrics() {
+			for _, om := range tm.Operators {
+				for _, sp := range om.Splits {
+					splits[sp.ID] += sp.Records
+				}
+			}
+		}
+		return maps.Equal(splits, want)
+	})
+	// Prometheus: the lag and each partition's records, labelled.
+	resp, err := http.Get("http://" + h.RESTAddress() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`weir_kafka_consumer_lag{`, `partition="2"`, `topic="` + b + `"`,
+		`weir_source_split_records_total{`, `split="` + a + `-2"`,
+	} {
+		if !strings.Contains(string(prom), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
 	// The group has offset 1 for every partition once a checkpoint after
 	// the reads completed.
 	waitFor(t, ctx, "committed offsets", func() bool {

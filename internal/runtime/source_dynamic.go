@@ -526,6 +526,7 @@ func (m *fetchMsg[T]) process() error {
 			}
 		}
 		if len(b.Recs) > 0 {
+			s.stats.at(i).records.Add(int64(len(b.Recs)))
 			if err := s.emit(i, b.Recs); err != nil {
 				return err
 			}
