@@ -178,7 +178,7 @@ func (c *clusterStore) Load(ctx context.Context, task string, id int64) (map[str
 	if cp.MaxParallelism != 0 && cp.MaxParallelism != c.env.cfg.maxParallelism {
 		return nil, fmt.Errorf("checkpoint %d was taken with max parallelism %d, the job has %d", id, cp.MaxParallelism, c.env.cfg.maxParallelism)
 	}
-	return cp.Operators, nil
+	return runtimeSnapshots(cp.Operators), nil
 }
 
 func (c *clusterStore) LastID(ctx context.Context, task string) (int64, error) {

@@ -67,7 +67,11 @@ func runtimeSource[T any](src Source[T]) runtime.Source[T] {
 	}
 	a := sourceAdapter[T]{src}
 	if d, ok := src.(DynamicSource[T]); ok {
-		return dynamicAdapter[T]{a, d}
+		da := dynamicAdapter[T]{a, d}
+		if c, ok := src.(clusterSource); ok {
+			return clusterAdapter[T]{da, c}
+		}
+		return da
 	}
 	if r, ok := src.(RestorableSource[T]); ok {
 		return restorableAdapter[T]{a, r}
@@ -76,6 +80,10 @@ func runtimeSource[T any](src Source[T]) runtime.Source[T] {
 }
 
 type sourceAdapter[T any] struct{ s Source[T] }
+
+// userSource returns the Source the adapter runs, whose type names the
+// source operator's kind (sourceKind).
+func (a sourceAdapter[T]) userSource() any { return a.s }
 
 func (a sourceAdapter[T]) Splits(p int) ([]runtime.Split, error) {
 	ss, err := a.s.Splits(p)
@@ -176,6 +184,10 @@ type SubtaskInfo struct {
 	Subtask int
 	// Parallelism is the source operator's parallelism.
 	Parallelism int
+	// Partition, when not -1, makes the subtask a task of a job run with
+	// WithKafkaCluster: it reads exactly that partition of every topic,
+	// whatever the source's own split assignment says.
+	Partition int
 }
 
 // SubtaskReader reads the splits of one subtask of a DynamicSource.
@@ -370,4 +382,27 @@ func runtimeSplits(ss []Split) []runtime.Split {
 		out[i] = s
 	}
 	return out
+}
+
+// clusterSource is implemented by the Kafka connector's source, which a
+// job run with WithKafkaCluster reads one partition per task.
+type clusterSource interface {
+	ClusterInput() (runtime.ClusterInput, error)
+	SplitPartition(split Split) int
+	SplitOffsets(splits, positions map[string][]byte) ([]runtime.PartitionOffset, error)
+}
+
+// clusterAdapter runs a DynamicSource that a cluster can read as the
+// runtime's ClusterSource.
+type clusterAdapter[T any] struct {
+	dynamicAdapter[T]
+	c clusterSource
+}
+
+func (a clusterAdapter[T]) ClusterInput() (runtime.ClusterInput, error) { return a.c.ClusterInput() }
+
+func (a clusterAdapter[T]) SplitPartition(s runtime.Split) int { return a.c.SplitPartition(s) }
+
+func (a clusterAdapter[T]) SplitOffsets(splits, positions map[string][]byte) ([]runtime.PartitionOffset, error) {
+	return a.c.SplitOffsets(splits, positions)
 }

@@ -60,7 +60,12 @@ func addSource[T any](env *Environment, src runtime.Source[T], strategy Watermar
 // its Source without type arguments ("source weir.generatorSource"), so
 // that a savepoint's split positions are offered only to a source of the
 // same type. (Exactly-once sinks are "sink " and their type likewise.)
-func sourceKind(src any) string { return "source " + typeName(src) }
+func sourceKind(src any) string {
+	if a, ok := src.(interface{ userSource() any }); ok {
+		src = a.userSource()
+	}
+	return "source " + typeName(src)
+}
 
 // typeName is the name of v's type, pointers and type arguments left out
 // ("weir.generatorSource").

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/runtime"
 )
 
 // Option configures a Source or a Sink; each option says which it applies

@@ -104,13 +104,13 @@ func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
 	lines := weir.Map(sums, func(e ev) string { return fmt.Sprintf("%s %d %d", e.User, e.Win, e.Amount) })
 	if s.Join {
 		byUser := func(e ev) string { return e.User }
-		pairs := weir.IntervalJoin(weir.KeyBy(stamped, byUser), weir.KeyBy(stamped, byUser), weir.Between(0, 0),
-			weir.ProcessJoinFunc[ev, ev, string](func(a, b ev, _ weir.JoinContext, out weir.Collector[string]) error {
+		pairs := weir.IntervalJoinFunc(weir.KeyBy(stamped, byUser), weir.KeyBy(stamped, byUser), weir.Between(0, 0),
+			func(a, b ev, _ weir.JoinContext, out weir.Collector[string]) error {
 				if a.User != endUser {
 					out.Collect(joinLine(a, b))
 				}
 				return nil
-			})).UID("join")
+			}).UID("join")
 		lines = weir.Union(lines, pairs)
 	}
 	kafka.NewSink(kafka.StringValues(), kafka.WithBrokers(s.Broker), kafka.WithDefaultTopic(s.Out),
