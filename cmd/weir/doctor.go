@@ -70,12 +70,8 @@ func doctorMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "weir doctor: %s\n%s", problem, doctorUsage)
 		return 2
 	}
-	if !strings.Contains(*base, "://") {
-		*base = "http://" + *base
-	}
 	ctx := context.Background()
-	c := &doctor.Client{Base: *base, Token: *token}
-	id, err := c.Job(ctx, *job)
+	c, id, err := connectJob(ctx, *base, *token, *job)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir doctor: %v\n", err)
 		return 1
@@ -100,4 +96,15 @@ func doctorMain(args []string, stdout, stderr io.Writer) int {
 		return 3
 	}
 	return 0
+}
+
+// connectJob finds job on the REST server at base (a URL, or host:port
+// for http), for weir doctor and weir record.
+func connectJob(ctx context.Context, base, token, job string) (*doctor.Client, string, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	c := &doctor.Client{Base: base, Token: token}
+	id, err := c.Job(ctx, job)
+	return c, id, err
 }

@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/weirstream/weir/internal/doctor"
 )
 
 const recordUsage = `usage: weir record --url http://HOST:PORT --vertex V [--subtask N] [--for D] [--limit L] [--job JOB] [--token T] > case.scn
@@ -68,18 +66,14 @@ func recordMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "weir record: %s\n%s", problem, recordUsage)
 		return 2
 	}
-	if !strings.Contains(*base, "://") {
-		*base = "http://" + *base
-	}
 	ctx := context.Background()
-	c := &doctor.Client{Base: *base, Token: *token}
-	id, err := c.Job(ctx, *job)
+	c, id, err := connectJob(ctx, *base, *token, *job)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir record: %v\n", err)
 		return 1
 	}
 	u := fmt.Sprintf("%s/weir/jobs/%s/vertices/%s/subtasks/%d/record?seconds=%g&limit=%d",
-		strings.TrimRight(*base, "/"), id, url.PathEscape(*vertex), *subtask, d.Seconds(), *limit)
+		strings.TrimRight(c.Base, "/"), id, url.PathEscape(*vertex), *subtask, d.Seconds(), *limit)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir record: %v\n", err)
