@@ -3,6 +3,7 @@ package window_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"time"
 
@@ -119,4 +120,98 @@ func ExampleEventTimeTrigger() {
 	// s1 [0, 10000) at watermark 10999: sum 7
 	// too late: {s1 6 8000}
 	// s1 [10000, 20000) at watermark 9223372036854775807: sum 8
+}
+
+// pacedSource is one split of readings, each read at its At on a manual
+// clock: before a reading it sets the clock to the reading's time and
+// waits until the window operator has added the previous reading; after
+// the last one it moves the clock to end, waits until firing windows
+// have fired, then ends. A test drives processing time the same way.
+type pacedSource struct {
+	clk    *weir.ManualClock
+	rs     []Reading
+	end    int64
+	firing int
+	added  chan struct{}
+	fired  chan struct{}
+}
+
+type onlySplit struct{}
+
+func (onlySplit) SplitID() string { return "readings" }
+
+func (p *pacedSource) Splits(int) ([]weir.Split, error) { return []weir.Split{onlySplit{}}, nil }
+
+func (p *pacedSource) Reader(weir.Split) (weir.SplitReader[Reading], error) {
+	return &pacedReader{p: p}, nil
+}
+
+type pacedReader struct {
+	p *pacedSource
+	i int
+}
+
+func (r *pacedReader) Read(ctx context.Context, buf []weir.Record[Reading]) ([]weir.Record[Reading], error) {
+	p := r.p
+	if r.i > 0 {
+		select {
+		case <-p.added:
+		case <-ctx.Done():
+			return buf, ctx.Err()
+		}
+	}
+	if r.i == len(p.rs) {
+		p.clk.Set(p.end)
+		for range p.firing {
+			select {
+			case <-p.fired:
+			case <-ctx.Done():
+				return buf, ctx.Err()
+			}
+		}
+		return buf, io.EOF
+	}
+	rd := p.rs[r.i]
+	r.i++
+	p.clk.Set(rd.At)
+	return append(buf, weir.Record[Reading]{Value: rd, TS: weir.NoTimestamp}), nil
+}
+
+func (r *pacedReader) Close() error { return nil }
+
+// sumOf adds up readings and tells the source each time it added one.
+type sumOf struct{ added chan<- struct{} }
+
+func (s sumOf) CreateAccumulator() int     { return 0 }
+func (s sumOf) Add(r Reading, acc int) int { s.added <- struct{}{}; return acc + r.Value }
+func (s sumOf) GetResult(acc int) int      { return acc }
+func (s sumOf) Merge(a, b int) int         { return a + b }
+
+// The processing-time trigger (the default of processing-time windows)
+// fires a window when the machine's clock passes its end; elements go to
+// the window of the time they arrive, whatever their timestamps. Here
+// the clock is a manual one, moved by the source, so that the example is
+// deterministic: readings arrive at 1 s, 4 s and 12 s; moving the clock to
+// 12 s fires [0, 10 s), moving it to 25 s fires [10 s, 20 s).
+func ExampleProcessingTimeTrigger() {
+	clk := weir.NewManualClock(0)
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
+	src := &pacedSource{clk: clk, end: 25_000, firing: 2, added: make(chan struct{}, 1), fired: make(chan struct{}, 2),
+		rs: []Reading{{"s1", 1, 1_000}, {"s1", 2, 4_000}, {"s1", 3, 12_000}}}
+	in := weir.KeyBy(weir.FromSource[Reading](env, src, weir.NoWatermarks[Reading](), "readings"), func(r Reading) string { return r.Sensor })
+	ws := weir.Window(in, window.TumblingProcessingTime(10*time.Second)).Trigger(window.ProcessingTimeTrigger())
+	sums := weir.AggregateWithProcessFunc(ws, sumOf{src.added},
+		func(s string, ctx weir.ProcessWindowContext[window.TimeWindow], sum []int, out weir.Collector[string]) error {
+			w := ctx.Window()
+			out.Collect(fmt.Sprintf("%s [%d, %d) at %d: sum %d", s, w.Start, w.End, ctx.CurrentProcessingTime(), sum[0]))
+			src.fired <- struct{}{}
+			return nil
+		})
+	weir.Print(sums)
+	if err := env.Execute(context.Background(), "processing time"); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// s1 [0, 10000) at 12000: sum 3
+	// s1 [10000, 20000) at 25000: sum 3
 }
