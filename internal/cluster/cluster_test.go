@@ -490,27 +490,32 @@ func TestClusterOneInstance(t *testing.T) {
 
 // TestClusterWatermarks holds one input partition back in event time: no
 // window past its watermark fires on any task, though the other
-// partitions' tasks are far ahead, until the held partition is marked
-// idle (a second run of the job with WithIdleness): then the others'
-// windows fire.
+// partition's tasks are far ahead, until the held partition is marked
+// idle (a second run of the job with WithIdleness): then the other's
+// windows fire. There are two partitions, one held and one read: the
+// idleness timeout is processing time, so on a loaded machine the read
+// partition may be marked idle too between two fetches; with both idle
+// the downstream watermark is the highest of them (Flink's
+// StatusWatermarkValve), the read partition's own, and none of its later
+// records is late. With a second read partition that one could run ahead
+// while the first is idle and make the first's records late, a result
+// that depends on timing.
 func TestClusterWatermarks(t *testing.T) {
 	broker := kafkatest.Broker(t)
 	cl, adm := clients(t, broker)
 	in := unique(t, "in")
-	createTopic(t, adm, in, 3)
+	createTopic(t, adm, in, 2)
 	r := rand.New(rand.NewPCG(5, 6))
-	evs, _ := inputs(r, 3, 1000, 8)
-	const held = 250 // partition 2 stops before this time
+	evs, _ := inputs(r, 2, 1500, 8)
+	const held = 250 // partition 1 stops before this time
 	var heldEvs []ev
-	for _, e := range evs[2] {
+	for _, e := range evs[1] {
 		if e.TS < held {
 			heldEvs = append(heldEvs, e)
 		}
 	}
-	evs[2] = heldEvs
-	for p := 0; p < 2; p++ {
-		evs[p] = append(evs[p], ev{User: endUser, Amount: 1, TS: 1 << 40})
-	}
+	evs[1] = heldEvs
+	evs[0] = append(evs[0], ev{User: endUser, Amount: 1, TS: 1 << 40})
 	produceEvents(t, cl, in, evs)
 	// The window sums of windows ending at or before end.
 	sums := func(end int64) map[string]int {
@@ -553,7 +558,7 @@ func TestClusterWatermarks(t *testing.T) {
 	}
 	// The held partition's watermark is its last time - 1 (< held): only
 	// windows that end by then fire.
-	last := evs[2][len(evs[2])-1].TS
+	last := evs[1][len(evs[1])-1].TS
 	run(jobSpec{Broker: broker, Job: unique(t, "job"), In: in, Out: unique(t, "out"), Checkpoints: t.TempDir(), SessionMS: 6000},
 		sums(last-last%winSize))
 	// Marked idle, the held partition no longer holds the others back:
