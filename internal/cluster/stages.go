@@ -122,7 +122,67 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 			st.sources = append(st.sources, in)
 		}
 	}
+	if err := checkCopartitioned(stages); err != nil {
+		return nil, nil, err
+	}
 	return stages, cuts, nil
+}
+
+// checkCopartitioned refuses an operator whose keyed inputs put a key in
+// different tasks: one input Prepartitioned (partitioned as a source
+// topic, by the producer's partitioner) and another one read from a
+// repartition topic (partitioned by key group).
+func checkCopartitioned(stages []*stage) error {
+	// from reports whether n's records come from a source topic of its
+	// stage and whether from a repartition topic.
+	type origin struct{ source, repartition bool }
+	memo := map[*runtime.Node]origin{}
+	var from func(n *runtime.Node) origin
+	from = func(n *runtime.Node) origin {
+		if o, ok := memo[n]; ok {
+			return o
+		}
+		var o origin
+		if n.Kind == runtime.KindSource {
+			o.source = true
+		}
+		for _, e := range n.Inputs {
+			if isCut(e) {
+				o.repartition = true
+				continue
+			}
+			u := from(e.From)
+			o.source, o.repartition = o.source || u.source, o.repartition || u.repartition
+		}
+		memo[n] = o
+		return o
+	}
+	for _, st := range stages {
+		for _, n := range st.nodes {
+			var pre, cutIn *runtime.Edge
+			var preFrom origin
+			for _, e := range n.Inputs {
+				switch {
+				case e.Partition == runtime.PartitionHash && e.Prepartitioned:
+					o := from(e.From)
+					preFrom.source, preFrom.repartition = preFrom.source || o.source, preFrom.repartition || o.repartition
+					pre = e
+				case isCut(e):
+					cutIn = e
+				}
+			}
+			if pre == nil {
+				continue
+			}
+			if cutIn != nil && preFrom.source {
+				return fmt.Errorf("operator %q: input %d is a Prepartitioned keyBy (records stay in the task of their source topic partition) but input %d is a keyBy through a repartition topic (records go to the task of their key group): a key would not meet itself; declare both inputs Prepartitioned (co-partitioned topics) or neither", n.Name, pre.Input+1, cutIn.Input+1)
+			}
+			if preFrom.source && preFrom.repartition {
+				return fmt.Errorf("operator %q: its Prepartitioned input %d mixes records of a source topic (partitioned by the producer) with records of a repartition topic (partitioned by key group): a key would not meet itself; drop Prepartitioned", n.Name, pre.Input+1)
+			}
+		}
+	}
+	return nil
 }
 
 func partName(p runtime.Partitioning) string {
@@ -165,7 +225,7 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 				st.tasks = counts[t]
 			}
 			if counts[t] != st.tasks {
-				return fmt.Errorf("the source topics %v of one stage are co-partitioned (partition p of each is one task) but have different partition counts %v; give them the same count, or key one by a field so that it goes through a repartition topic", topics, counts)
+				return fmt.Errorf("operators %s run in one task per partition of the source topics %v, which are co-partitioned (partition p of each is task p) but have different partition counts %v; give them the same partition count, or drop the Prepartitioned keyBy that joins them (they then go through repartition topics)", nodeNames(st.nodes), topics, counts)
 			}
 		}
 	}
