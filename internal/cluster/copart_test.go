@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -227,4 +231,112 @@ func waitFor(t *testing.T, ch <-chan struct{}, within time.Duration, what string
 
 func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+}
+
+// startErr runs env as a cluster member and returns what it fails with at
+// start (nil if it ran until the timeout).
+func startErr(t *testing.T, env *weir.Environment, job string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := env.ExecuteAsync(ctx, job)
+	if err != nil {
+		return err
+	}
+	err = h.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// TestClusterCopartitionMisconfigured: co-partitioned inputs with
+// different partition counts, a Prepartitioned input joined with a
+// repartitioned one, and a repartition topic that exists with another
+// partition count fail at start, naming the problem.
+func TestClusterCopartitionMisconfigured(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	_, adm := clients(t, broker)
+	s := copartSpec{Broker: broker, Job: unique(t, "job"), Left: unique(t, "left"), Right: unique(t, "right"),
+		Out: unique(t, "out"), Checkpoints: t.TempDir()}
+	createTopic(t, adm, s.Left, 3)
+	createTopic(t, adm, s.Right, 2)
+	createTopic(t, adm, s.Out, 1)
+	copts := []weir.ClusterOption{weir.ClusterSessionTimeout(6 * time.Second)}
+	err := startErr(t, buildCopartJob(s, copts, nil), s.Job)
+	if err == nil || !strings.Contains(err.Error(), "different partition counts") || !strings.Contains(err.Error(), "IntervalJoin") {
+		t.Errorf("Prepartitioned inputs of a join on topics of 3 and 2 partitions: got %v, want a refusal naming the partition counts and the join", err)
+	}
+
+	// One input Prepartitioned, the other keyed through a repartition topic.
+	env := weir.NewEnvironment(weir.WithKafkaCluster(broker), weir.WithLogger(testLogger()))
+	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
+	src := func(topic string) weir.DataStream[ev] {
+		return weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(broker), kafka.WithTopics(topic)),
+			weir.ForMonotonousTimestamps[ev]().WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS }), topic)
+	}
+	byUser := func(e ev) string { return e.User }
+	weir.Collect(weir.IntervalJoinFunc(weir.KeyBy(src(s.Left), byUser).Prepartitioned(), weir.KeyBy(src(s.Right), byUser),
+		weir.Between(0, 0), func(a, b ev, _ weir.JoinContext, out weir.Collector[string]) error { return nil }).Name("mixed-join"))
+	err = startErr(t, env, s.Job+"-mixed")
+	if err == nil || !strings.Contains(err.Error(), `operator "mixed-join": input 1 is a Prepartitioned keyBy`) {
+		t.Errorf("a Prepartitioned input joined with a repartitioned one: got %v", err)
+	}
+
+	// The repartition topic of the failover job's join exists with 5
+	// partitions; the job needs 2 (its input's).
+	js := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: s.Out, Checkpoints: t.TempDir(), SessionMS: 6000, Join: true}
+	createTopic(t, adm, js.In, 2)
+	rep := js.Job + "-join-0-repartition"
+	createTopic(t, adm, rep, 5)
+	err = startErr(t, buildJob(js), js.Job)
+	if err == nil || !strings.Contains(err.Error(), "topic "+rep+" has 5 partitions, the job needs 2") {
+		t.Errorf("a repartition topic with 5 partitions for 2 tasks: got %v", err)
+	}
+}
+
+// TestClusterNoTransactions: brokers without Kafka transactions (an old
+// version, a transaction log that cannot be created, transactional ids
+// not authorized) fail the start with a message saying that a cluster
+// needs them. The brokers are kfake's, refusing as a real one would; the
+// missing coordinator is TestCheckTransactionsNoCoordinator's.
+func TestClusterNoTransactions(t *testing.T) {
+	cases := []struct {
+		name    string
+		opts    []kfake.Opt
+		control func(c *kfake.Cluster)
+	}{
+		{name: "Kafka 0.10.2 (no transactions)", opts: []kfake.Opt{kfake.MaxVersions(kversion.V0_10_2())}},
+		{name: "transactional ids not authorized", control: func(c *kfake.Cluster) {
+			c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				resp := req.(*kmsg.InitProducerIDRequest).ResponseKind().(*kmsg.InitProducerIDResponse)
+				resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				return resp, nil, true
+			})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fake, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(2, "in")}, c.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			if c.control != nil {
+				c.control(fake)
+			}
+			addr := strings.Join(fake.ListenAddrs(), ",")
+			env := weir.NewEnvironment(weir.WithKafkaCluster(addr), weir.WithLogger(testLogger()))
+			env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
+			weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics("in")),
+				weir.ForMonotonousTimestamps[string](), "in"))
+			start := time.Now()
+			err = startErr(t, env, "notxn")
+			if err == nil || !strings.Contains(err.Error(), "refuse a transactional producer") || !strings.Contains(err.Error(), "need Kafka 0.11") {
+				t.Fatalf("got %v, want a refusal saying that a cluster needs transactions", err)
+			}
+			t.Logf("refused after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		})
+	}
 }
