@@ -40,10 +40,32 @@ type cut struct {
 	topic    string
 }
 
-// isCut reports whether e crosses between stages: a hash exchange (keyBy)
-// goes through a repartition topic; other edges stay in the task.
+// isCut reports whether e crosses between stages through a repartition
+// topic: a hash exchange (keyBy) that is not Prepartitioned, a custom
+// partitioning, and every edge that gathers a stream into one instance (a
+// global one, or any other into an operator of parallelism 1 from a wider
+// one: SetParallelism(1), windowAll). Other edges (forward, rebalance,
+// rescale, shuffle) stay in the task: both ends run once per task.
 func isCut(e *runtime.Edge) bool {
-	return e.Partition == runtime.PartitionHash && !e.Prepartitioned
+	switch e.Partition {
+	case runtime.PartitionHash:
+		return !e.Prepartitioned
+	case runtime.PartitionGlobal, runtime.PartitionCustom:
+		return true
+	}
+	return narrowing(e)
+}
+
+// narrowing reports whether e feeds an operator of parallelism 1 from a
+// wider one: one instance of it sees the whole stream, so in a cluster it
+// runs in a stage of one task.
+func narrowing(e *runtime.Edge) bool {
+	return e.To.Parallelism == 1 && e.From.Parallelism > 1 && e.Partition != runtime.PartitionBroadcast
+}
+
+// single reports whether the cut gathers its stream into one task.
+func (c *cut) single() bool {
+	return c.edge.Partition == runtime.PartitionGlobal || narrowing(c.edge)
 }
 
 var topicChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
@@ -70,9 +92,8 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 	for _, n := range nodes {
 		find(n)
 		for _, e := range n.Inputs {
-			switch e.Partition {
-			case runtime.PartitionGlobal, runtime.PartitionBroadcast:
-				return nil, nil, fmt.Errorf("operator %q: a %s exchange cannot run in a cluster yet (only keyBy, forward and rebalance edges)", n.Name, partName(e.Partition))
+			if e.Partition == runtime.PartitionBroadcast {
+				return nil, nil, fmt.Errorf("operator %q: a broadcast input (broadcast state, BroadcastPartition) cannot run in a cluster yet: every task of the operator would need every record of %q; run the job in one process, or key both inputs (ConnectKeyed) so that each task gets its share", n.Name, e.From.Name)
 			}
 			if !isCut(e) {
 				parent[find(e.From)] = find(n)
@@ -185,16 +206,6 @@ func checkCopartitioned(stages []*stage) error {
 	return nil
 }
 
-func partName(p runtime.Partitioning) string {
-	switch p {
-	case runtime.PartitionGlobal:
-		return "global (windowAll, Global)"
-	case runtime.PartitionBroadcast:
-		return "broadcast"
-	}
-	return fmt.Sprint(p)
-}
-
 // sizeStages sets every stage's task count: the partition count of its
 // source topics (which must all have the same: the stage's inputs are
 // co-partitioned), else the repartition count, else the largest upstream
@@ -236,11 +247,16 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 				continue
 			}
 			n, ready := repartitions, true
+			if allSingle(st.ins) {
+				// One instance sees the whole stream (windowAll, Global,
+				// SetParallelism(1)): one task.
+				n = 1
+			}
 			for _, c := range st.ins {
 				if c.from.tasks == 0 {
 					ready = false
 				}
-				if repartitions == 0 {
+				if repartitions == 0 && !allSingle(st.ins) {
 					n = max(n, c.from.tasks)
 				}
 			}
@@ -259,6 +275,15 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 		base += st.tasks
 	}
 	return nil
+}
+
+func allSingle(cs []*cut) bool {
+	for _, c := range cs {
+		if !c.single() {
+			return false
+		}
+	}
+	return len(cs) > 0
 }
 
 func nodeNames(ns []*runtime.Node) string {
