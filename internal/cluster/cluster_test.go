@@ -645,15 +645,7 @@ func TestClusterMisconfigured(t *testing.T) {
 		createTopic(t, adm, s.In, 2)
 		return s
 	}
-	start := func(env *weir.Environment, job string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		h, err := env.ExecuteAsync(ctx, job)
-		if err != nil {
-			return err
-		}
-		return h.Wait()
-	}
+	start := func(env *weir.Environment, job string) error { return startErr(t, env, job) }
 	// The job's tasks topic exists with another partition count (the job
 	// changed shape under the same name).
 	s := base()
