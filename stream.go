@@ -33,6 +33,8 @@ type origin[T any] struct {
 	key    string // PartitionHash: the keyBy's name, for errors
 	// PartitionCustom: the consumer index of a record among n consumers
 	custom func(v *T, n int) int
+	// prepart marks a keyBy declared Prepartitioned.
+	prepart bool
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -99,7 +101,7 @@ func (ds DataStream[T]) Parallelism() int {
 func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
-		o.part, o.hash, o.keyStr, o.key, o.custom = p, hash, nil, "", nil
+		o.part, o.hash, o.keyStr, o.key, o.custom, o.prepart = p, hash, nil, "", nil, false
 		out.origins[i] = o
 	}
 	return out
@@ -119,6 +121,7 @@ func (ds DataStream[T]) connect(n *runtime.Node, input int) {
 		}
 		e := runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
 		e.KeyName = o.key
+		e.Prepartitioned = o.prepart
 		if o.keyStr != nil {
 			runtime.SetKeyString(e, o.keyStr)
 		}
@@ -228,6 +231,33 @@ func (ks KeyedStream[K, T]) Name(name string) KeyedStream[K, T] {
 	ds := DataStream[T]{env: ks.ds.env, origins: append([]origin[T](nil), ks.ds.origins...)}
 	for i := range ds.origins {
 		ds.origins[i].key = name
+	}
+	ks.ds = ds
+	return ks
+}
+
+// Prepartitioned declares that the stream is already partitioned by this
+// key where it comes from: records with equal keys are in the same
+// partition of the Kafka topic the stream reads (the producer wrote them
+// with this key as the record key and one partitioner, as Kafka Streams
+// and keyed Kafka producers do), and nothing between the source and the
+// keyBy moved them. It matters in a cluster (WithKafkaCluster), where
+// the keyBy then stays inside the task that reads the partition instead
+// of writing through a repartition topic; the keyed operator's state for
+// a key lives in the task of the key's partition. Two such streams that
+// feed one operator (a join, ConnectKeyed) are co-partitioned: their
+// topics must have the same partition count (checked at start) and be
+// partitioned by the same key with the same partitioner (which Weir
+// cannot check: a key found in partition 1 of one topic and partition 2
+// of the other never meets itself). As Kafka Streams, Weir takes the
+// user's word for the partitioning. In one process the keyBy exchanges
+// records as always, so a job gives the same results either way. It is
+// Flink's DataStreamUtils.reinterpretAsKeyedStream for topics partitioned
+// by Kafka rather than by key group.
+func (ks KeyedStream[K, T]) Prepartitioned() KeyedStream[K, T] {
+	ds := DataStream[T]{env: ks.ds.env, origins: append([]origin[T](nil), ks.ds.origins...)}
+	for i := range ds.origins {
+		ds.origins[i].prepart = true
 	}
 	ks.ds = ds
 	return ks

@@ -60,6 +60,10 @@ type jobSpec struct {
 	// Join adds an interval join of the events with themselves (same
 	// user, same time) to the output.
 	Join bool
+	// Forward, "listen=target", makes the member forward TCP connections
+	// to listen to target before it starts (TestClusterFailoverHosts: the
+	// broker's address inside a network namespace).
+	Forward string
 }
 
 func joinLine(a, b ev) string { return fmt.Sprintf("j %s %d %d %d", a.User, a.TS, a.Amount, b.Amount) }
@@ -124,6 +128,17 @@ func memberMain() int {
 		fmt.Fprintln(os.Stderr, "member:", err)
 		return 2
 	}
+	if s.Forward != "" {
+		listen, target, _ := strings.Cut(s.Forward, "=")
+		_, stop, err := forward(listen, target)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "member:", err)
+			return 2
+		}
+		defer stop()
+	}
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	fmt.Printf("netns %s\n", ns)
 	env := buildJob(s, weir.ClusterOnTasks(func(ts []string) { fmt.Printf("tasks %s\n", strings.Join(ts, ",")) }))
 	if err := env.Execute(context.Background(), s.Job); err != nil {
 		fmt.Fprintln(os.Stderr, "member:", err)
@@ -137,13 +152,18 @@ type member struct {
 	cmd   *exec.Cmd
 	mu    sync.Mutex
 	tasks []string
-	moved chan struct{} // a value per change of tasks
+	netns string        // the member's network namespace (/proc/self/ns/net)
+	moved chan struct{} // a value per change of tasks (shared by a test's members)
 }
 
-func startMember(t *testing.T, s jobSpec) *member {
+// startMember starts an instance of the test job as an OS process, with
+// wrap before the command (ip netns exec NS); it tells moved whenever its
+// tasks change.
+func startMember(t *testing.T, s jobSpec, moved chan struct{}, wrap ...string) *member {
 	t.Helper()
 	spec, _ := json.Marshal(s)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	args := append(slices.Clone(wrap), os.Args[0], "-test.run=^$")
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "WEIR_CLUSTER_MEMBER=1", "WEIR_CLUSTER_SPEC="+string(spec))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -153,10 +173,15 @@ func startMember(t *testing.T, s jobSpec) *member {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m := &member{cmd: cmd, moved: make(chan struct{}, 100)}
+	m := &member{cmd: cmd, moved: moved}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "netns "); ok {
+				m.mu.Lock()
+				m.netns = rest
+				m.mu.Unlock()
+			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "tasks "); ok {
 				m.mu.Lock()
 				m.tasks = strings.FieldsFunc(rest, func(r rune) bool { return r == ',' })
@@ -362,11 +387,14 @@ func TestClusterFailover(t *testing.T) {
 		trials, _ = strconv.Atoi(s)
 	}
 	for trial := 0; trial < trials; trial++ {
-		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) { failoverTrial(t, broker, uint64(trial)) })
+		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) {
+			failoverTrial(t, broker, uint64(trial), func(_ int, s jobSpec, moved chan struct{}) *member { return startMember(t, s, moved) })
+		})
 	}
 }
 
-func failoverTrial(t *testing.T, broker string, seed uint64) {
+// failoverTrial runs one failover trial, starting member i with start.
+func failoverTrial(t *testing.T, broker string, seed uint64, start func(i int, s jobSpec, moved chan struct{}) *member) {
 	const parts, perPart, users = 4, 3000, 30
 	r := rand.New(rand.NewPCG(seed, 16))
 	cl, adm := clients(t, broker)
@@ -385,10 +413,26 @@ func failoverTrial(t *testing.T, broker string, seed uint64) {
 		rest[p] = append(slices.Clone(rest[p]), ev{User: endUser, Amount: 1, TS: 1 << 40})
 	}
 	produceEvents(t, cl, s.In, first)
-	ms := []*member{startMember(t, s), startMember(t, s), startMember(t, s)}
+	moved := make(chan struct{}, 1)
+	ms := []*member{start(0, s, moved), start(1, s, moved), start(2, s, moved)}
 	// Wait until some output is committed: every task runs.
 	out := readOutput(t, broker, s.Out)
 	out.wait(t, 1, 2*time.Minute)
+	// ... and the group has given every member a share of the 2 stages x
+	// parts tasks, so that the victim has tasks to lose.
+	waitFor(t, moved, 2*time.Minute, "every member to own tasks", func() bool {
+		all := map[string]bool{}
+		for _, m := range ms {
+			ts := m.owned()
+			if len(ts) == 0 {
+				return false
+			}
+			for _, id := range ts {
+				all[id] = true
+			}
+		}
+		return len(all) == 2*parts
+	})
 	victim := r.IntN(len(ms))
 	t.Logf("killing member %d (tasks %v) at %d of %d events per partition", victim, ms[victim].owned(), cut, perPart)
 	snap, _ := out.snapshot()
@@ -402,26 +446,14 @@ func failoverTrial(t *testing.T, broker string, seed uint64) {
 	got := out.wait(t, before+1, 2*time.Minute)
 	t.Logf("first output committed after the kill: %v; %d -> %d records", time.Since(killed).Round(time.Millisecond), before, count(got))
 	// The victim's tasks move to the others after the session timeout.
-	deadline := time.Now().Add(2 * time.Minute)
-	for !ownedBy(ms, victim, lost) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the tasks %v of the killed member did not move within 2 minutes", lost)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, moved, 2*time.Minute, fmt.Sprintf("the tasks %v of the killed member to move", lost), func() bool { return ownedBy(ms, victim, lost) })
 	t.Logf("tasks %v moved %v after the kill (session timeout %d ms)", lost, time.Since(killed).Round(time.Millisecond), s.SessionMS)
-	ms = append(ms, startMember(t, s))
+	ms = append(ms, start(3, s, moved))
 	out.wait(t, count(want), 3*time.Minute)
-	// Let any duplicate surface: the tasks commit every 200 ms; wait for
-	// 2 s without a new record.
-	for {
-		var last time.Time
-		got, last = out.snapshot()
-		if time.Since(last) > 2*time.Second {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Let any duplicate surface: every task commits three more
+	// checkpoints, so whatever it would still write is committed.
+	waitCheckpoints(t, adm, s.Job, 3)
+	got, _ = out.snapshot()
 	if d := diff(got, want); d != "" {
 		t.Fatalf("committed output (%d records) differs from the expected window sums (%d):\n%s", count(got), count(want), d)
 	}
@@ -618,15 +650,7 @@ func TestClusterMisconfigured(t *testing.T) {
 		createTopic(t, adm, s.In, 2)
 		return s
 	}
-	start := func(env *weir.Environment, job string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		h, err := env.ExecuteAsync(ctx, job)
-		if err != nil {
-			return err
-		}
-		return h.Wait()
-	}
+	start := func(env *weir.Environment, job string) error { return startErr(t, env, job) }
 	// The job's tasks topic exists with another partition count (the job
 	// changed shape under the same name).
 	s := base()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,8 @@ type member struct {
 	stages []*stage
 	byGlob []taskRef // global index -> task
 	manual map[string]bool
+	// probeTimeout is checkTransactions' (0: defaultProbeTimeout).
+	probeTimeout time.Duration
 
 	mu      sync.Mutex
 	running map[int]*runningTask
@@ -138,6 +141,9 @@ func (m *member) prepare(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
+	if err := checkTransactions(ctx, m); err != nil {
+		return err
+	}
 	adm := kadm.NewClient(cl)
 	if err := sizeStages(ctx, adm, stages, m.cfg.Repartitions); err != nil {
 		return err
@@ -166,7 +172,7 @@ func (m *member) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	return checkTransactions(ctx, m, cl)
+	return nil
 }
 
 // ensureTopic creates topic with n partitions, or checks that it has n.
@@ -201,15 +207,34 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, n int) err
 	return nil
 }
 
-// checkTransactions fails clearly when the brokers have no transactions.
-func checkTransactions(ctx context.Context, m *member, _ *kgo.Client) error {
-	cl, err := m.client(kgo.TransactionalID(topicName(m.cfg.Job, "probe")))
+// defaultProbeTimeout bounds the wait for a transaction coordinator at
+// start: a broker whose transaction state log cannot be created (fewer
+// brokers than transaction.state.log.replication.factor) answers
+// "coordinator not available" for good.
+const defaultProbeTimeout = 20 * time.Second
+
+// checkTransactions fails clearly when the brokers have no transactions:
+// it initializes a transactional producer of the job's probe id.
+func checkTransactions(ctx context.Context, m *member) error {
+	probeTimeout := cmp.Or(m.probeTimeout, defaultProbeTimeout)
+	cl, err := m.client(kgo.TransactionalID(topicName(m.cfg.Job, "probe")), kgo.RetryTimeout(probeTimeout))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return fmt.Errorf("the brokers %v refuse a transactional producer (a cluster needs Kafka transactions: transaction.state.log.* set up, and a broker version of 0.11 or later): %w", m.cfg.Brokers, err)
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	id, _, err := cl.ProducerID(pctx)
+	if err == nil && id < 0 {
+		// franz-go carries on without a producer id when the broker
+		// does not know InitProducerID (before Kafka 0.11).
+		err = errors.New("the brokers do not know InitProducerID (a Kafka version before 0.11)")
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the brokers %v refuse a transactional producer, and a cluster commits every task's output and checkpoint in a Kafka transaction: transactions need Kafka 0.11 or later, a transaction state log the brokers can create (transaction.state.log.replication.factor and min.isr at most the broker count) and, with ACLs, write access to the transactional ids %s-*: %w", m.cfg.Brokers, m.cfg.Job, err)
 	}
 	return nil
 }

@@ -40,10 +40,32 @@ type cut struct {
 	topic    string
 }
 
-// isCut reports whether e crosses between stages: a hash exchange (keyBy)
-// goes through a repartition topic; other edges stay in the task.
+// isCut reports whether e crosses between stages through a repartition
+// topic: a hash exchange (keyBy) that is not Prepartitioned, a custom
+// partitioning, and every edge that gathers a stream into one instance (a
+// global one, or any other into an operator of parallelism 1 from a wider
+// one: SetParallelism(1), windowAll). Other edges (forward, rebalance,
+// rescale, shuffle) stay in the task: both ends run once per task.
 func isCut(e *runtime.Edge) bool {
-	return e.Partition == runtime.PartitionHash && !e.Prepartitioned
+	switch e.Partition {
+	case runtime.PartitionHash:
+		return !e.Prepartitioned
+	case runtime.PartitionGlobal, runtime.PartitionCustom:
+		return true
+	}
+	return narrowing(e)
+}
+
+// narrowing reports whether e feeds an operator of parallelism 1 from a
+// wider one: one instance of it sees the whole stream, so in a cluster it
+// runs in a stage of one task.
+func narrowing(e *runtime.Edge) bool {
+	return e.To.Parallelism == 1 && e.From.Parallelism > 1 && e.Partition != runtime.PartitionBroadcast
+}
+
+// single reports whether the cut gathers its stream into one task.
+func (c *cut) single() bool {
+	return c.edge.Partition == runtime.PartitionGlobal || narrowing(c.edge)
 }
 
 var topicChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
@@ -70,9 +92,8 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 	for _, n := range nodes {
 		find(n)
 		for _, e := range n.Inputs {
-			switch e.Partition {
-			case runtime.PartitionGlobal, runtime.PartitionBroadcast:
-				return nil, nil, fmt.Errorf("operator %q: a %s exchange cannot run in a cluster yet (only keyBy, forward and rebalance edges)", n.Name, partName(e.Partition))
+			if e.Partition == runtime.PartitionBroadcast {
+				return nil, nil, fmt.Errorf("operator %q: a broadcast input (broadcast state, BroadcastPartition) cannot run in a cluster yet: every task of the operator would need every record of %q; run the job in one process, or key both inputs (ConnectKeyed) so that each task gets its share", n.Name, e.From.Name)
 			}
 			if !isCut(e) {
 				parent[find(e.From)] = find(n)
@@ -122,17 +143,67 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 			st.sources = append(st.sources, in)
 		}
 	}
+	if err := checkCopartitioned(stages); err != nil {
+		return nil, nil, err
+	}
 	return stages, cuts, nil
 }
 
-func partName(p runtime.Partitioning) string {
-	switch p {
-	case runtime.PartitionGlobal:
-		return "global (windowAll, Global)"
-	case runtime.PartitionBroadcast:
-		return "broadcast"
+// checkCopartitioned refuses an operator whose keyed inputs put a key in
+// different tasks: one input Prepartitioned (partitioned as a source
+// topic, by the producer's partitioner) and another one read from a
+// repartition topic (partitioned by key group).
+func checkCopartitioned(stages []*stage) error {
+	// from reports whether n's records come from a source topic of its
+	// stage and whether from a repartition topic.
+	type origin struct{ source, repartition bool }
+	memo := map[*runtime.Node]origin{}
+	var from func(n *runtime.Node) origin
+	from = func(n *runtime.Node) origin {
+		if o, ok := memo[n]; ok {
+			return o
+		}
+		var o origin
+		if n.Kind == runtime.KindSource {
+			o.source = true
+		}
+		for _, e := range n.Inputs {
+			if isCut(e) {
+				o.repartition = true
+				continue
+			}
+			u := from(e.From)
+			o.source, o.repartition = o.source || u.source, o.repartition || u.repartition
+		}
+		memo[n] = o
+		return o
 	}
-	return fmt.Sprint(p)
+	for _, st := range stages {
+		for _, n := range st.nodes {
+			var pre, cutIn *runtime.Edge
+			var preFrom origin
+			for _, e := range n.Inputs {
+				switch {
+				case e.Partition == runtime.PartitionHash && e.Prepartitioned:
+					o := from(e.From)
+					preFrom.source, preFrom.repartition = preFrom.source || o.source, preFrom.repartition || o.repartition
+					pre = e
+				case isCut(e):
+					cutIn = e
+				}
+			}
+			if pre == nil {
+				continue
+			}
+			if cutIn != nil && preFrom.source {
+				return fmt.Errorf("operator %q: input %d is a Prepartitioned keyBy (records stay in the task of their source topic partition) but input %d is a keyBy through a repartition topic (records go to the task of their key group): a key would not meet itself; declare both inputs Prepartitioned (co-partitioned topics) or neither", n.Name, pre.Input+1, cutIn.Input+1)
+			}
+			if preFrom.source && preFrom.repartition {
+				return fmt.Errorf("operator %q: its Prepartitioned input %d mixes records of a source topic (partitioned by the producer) with records of a repartition topic (partitioned by key group): a key would not meet itself; drop Prepartitioned", n.Name, pre.Input+1)
+			}
+		}
+	}
+	return nil
 }
 
 // sizeStages sets every stage's task count: the partition count of its
@@ -165,7 +236,7 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 				st.tasks = counts[t]
 			}
 			if counts[t] != st.tasks {
-				return fmt.Errorf("the source topics %v of one stage are co-partitioned (partition p of each is one task) but have different partition counts %v; give them the same count, or key one by a field so that it goes through a repartition topic", topics, counts)
+				return fmt.Errorf("operators %s run in one task per partition of the source topics %v, which are co-partitioned (partition p of each is task p) but have different partition counts %v; give them the same partition count, or drop the Prepartitioned keyBy that joins them (they then go through repartition topics)", nodeNames(st.nodes), topics, counts)
 			}
 		}
 	}
@@ -176,11 +247,16 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 				continue
 			}
 			n, ready := repartitions, true
+			if allSingle(st.ins) {
+				// One instance sees the whole stream (windowAll, Global,
+				// SetParallelism(1)): one task.
+				n = 1
+			}
 			for _, c := range st.ins {
 				if c.from.tasks == 0 {
 					ready = false
 				}
-				if repartitions == 0 {
+				if repartitions == 0 && !allSingle(st.ins) {
 					n = max(n, c.from.tasks)
 				}
 			}
@@ -199,6 +275,15 @@ func sizeStages(ctx context.Context, adm *kadm.Client, stages []*stage, repartit
 		base += st.tasks
 	}
 	return nil
+}
+
+func allSingle(cs []*cut) bool {
+	for _, c := range cs {
+		if !c.single() {
+			return false
+		}
+	}
+	return len(cs) > 0
 }
 
 func nodeNames(ns []*runtime.Node) string {

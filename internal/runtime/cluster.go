@@ -135,11 +135,15 @@ func (e *Edge) Reconnect(from, to *Node) *Edge {
 
 // Route returns how the edge routes a record to one of partitions
 // consumers: by key group for a hash edge (the same key groups as a hash
-// exchange with that many consumers), else everything to 0. It is typed
-// func(*T) int for the edge's record type T.
+// exchange with that many consumers), by the user's partitioner for a
+// custom one, else everything to 0. It is typed func(*T) int for the
+// edge's record type T.
 func (e *Edge) route(partitions, maxP int) any { return e.ops.route(partitions, maxP) }
 
 func (e typedEdge[T]) route(partitions, maxP int) any {
+	if c := e.custom; c != nil {
+		return func(v *T) int { return c(v, partitions) }
+	}
 	if e.hash == nil || partitions <= 1 {
 		return func(*T) int { return 0 }
 	}

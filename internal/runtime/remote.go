@@ -60,8 +60,9 @@ type RemoteWriterSpec struct {
 }
 
 // NewRemoteWriter returns a sink node that writes e's records to the
-// spec's topic, routed as e routes them (by key group for a hash edge,
-// everything to partition 0 for a global one); connect it with
+// spec's topic, routed as e routes them (by key group for a hash edge, by
+// the user's partitioner for a custom one, everything to partition 0
+// otherwise: a global edge); connect it with
 // e.Reconnect(producer, node).
 func (e *Edge) NewRemoteWriter(spec RemoteWriterSpec) *Node { return e.ops.newRemoteWriter(spec) }
 
@@ -109,6 +110,9 @@ func (w *remoteWriter[T]) Close() error { return nil }
 func (w *remoteWriter[T]) ProcessBatch(recs []Record[T]) error {
 	for i := range recs {
 		p := w.route(&recs[i].Value)
+		if p < 0 || p >= w.parts {
+			return fmt.Errorf("remote writer %q: the partitioner sent record %v to partition %d of %d (topic %s)", w.name, recs[i].Value, p, w.parts, w.topic)
+		}
 		w.pending[p] = append(w.pending[p], recs[i])
 		if len(w.pending[p]) >= remoteBatchRecords {
 			if err := w.flushPartition(p); err != nil {
