@@ -58,7 +58,7 @@ start() {
   local port=${WEIR_S3_PORT:-}
   if [ -z "$port" ]; then
     for _ in $(seq 50); do
-      port=$((20000 + RANDOM % 20000))
+      port=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768-60999)
       answers "$port" || break
     done
   fi

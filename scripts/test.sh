@@ -20,6 +20,20 @@ at_exit() {
 # it through WEIR_KAFKA_BOOTSTRAP and, with WEIR_REQUIRE_SERVICES=1, fail
 # instead of skipping when it is missing.
 mkdir -p .cache
+# The broker's ports: a free pair below Linux's ephemeral range
+# (32768-60999), so that no outgoing connection or 127.0.0.1:0 listener of
+# a concurrent process can take them while the broker starts (a run on a
+# busy machine once failed to bind 39192 that way). KAFKA_PORT overrides.
+if [ -z "${KAFKA_PORT:-}" ]; then
+  for _ in $(seq 1 50); do
+    KAFKA_PORT=$((20000 + RANDOM % 12000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null &&
+      ! (exec 3<>"/dev/tcp/127.0.0.1/$((KAFKA_PORT + 1))") 2>/dev/null; then
+      break
+    fi
+  done
+  export KAFKA_PORT
+fi
 scripts/kafka.sh start >.cache/kafka-start.out 2>.cache/kafka-start.err &
 kafka_start=$!
 at_exit 'scripts/kafka.sh stop'
