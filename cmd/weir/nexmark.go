@@ -64,6 +64,8 @@ flags:
   --rest ADDR         serve the REST API, metrics and dashboard on ADDR while it runs
   --key-sampling N    keyBy key-sketch stride (default 1024; 0 turns the sketches off)
   --scrape D          with --rest, read /metrics and the job's snapshot every D (a monitor's load)
+  --keep-results      with --source kafka, keep the results topics (named in --json's
+                      results_topic)
   --cpuprofile FILE   write a CPU profile of the runs (go tool pprof FILE)
 `
 
@@ -82,6 +84,11 @@ type nexmarkRun struct {
 	// EventsChecksum is the memory source's nexmark.Memory.Checksum, in
 	// hex (memory source only).
 	EventsChecksum string `json:"events_checksum,omitempty"`
+	// ResultsTopic is the topic the results went to (Kafka source only;
+	// deleted after the run unless --keep-results), ResultsInTopic the
+	// records it held after the run (= Results, or the run fails).
+	ResultsTopic   string `json:"results_topic,omitempty"`
+	ResultsInTopic int64  `json:"results_in_topic,omitempty"`
 }
 
 type nexmarkOptions struct {
@@ -101,6 +108,7 @@ type nexmarkOptions struct {
 	bootstrap   string
 	topic       string
 	cpuProfile  string
+	keepResults bool
 }
 
 func nexmarkMain(args []string, stdout, stderr io.Writer) int {
@@ -123,6 +131,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bootstrap, "kafka-bootstrap", os.Getenv("WEIR_KAFKA_BOOTSTRAP"), "")
 	fs.StringVar(&o.topic, "topic", "", "")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "")
+	fs.BoolVar(&o.keepResults, "keep-results", false, "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -314,7 +323,11 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		if err != nil {
 			return nexmarkRun{}, err
 		}
-		defer out.delete()
+		if !o.keepResults {
+			defer out.delete()
+		} else {
+			defer out.cl.Close()
+		}
 		if q.Name != "q10" {
 			opts.Kafka = &queries.KafkaResults{Brokers: ne.brokers, Topic: out.topic}
 		}
@@ -385,6 +398,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		if n != r.Results {
 			return nexmarkRun{}, fmt.Errorf("the Kafka sink received %d results but topic %s holds %d", r.Results, resultsTopic.topic, n)
 		}
+		r.ResultsTopic, r.ResultsInTopic = resultsTopic.topic, n
 	}
 	if q.Name == "q10" {
 		// The results are the committed rows, which must be every row the
