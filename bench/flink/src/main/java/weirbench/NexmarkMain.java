@@ -41,7 +41,8 @@ public final class NexmarkMain {
             "                       (each split's events generated into memory before the run, then",
             "                       replayed; engine only), or kafka (the events of --topic, written",
             "                       by weir nexmark --source kafka, read with Flink's KafkaSource;",
-            "                       the warm-up run reads the same topic; the results go to a fresh",
+            "                       the warm-up run reads the first --warmup-events of the same topic;",
+            "                       the results go to a fresh",
             "                       topic with Flink's KafkaSink, as JSON, counted there, then deleted)",
             "  --kafka-bootstrap H:P the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)",
             "  --topic NAME         the topic of --source kafka (required with it)",
@@ -143,7 +144,7 @@ public final class NexmarkMain {
         if (o.source.equals("kafka") && (o.bootstrap == null || o.bootstrap.isEmpty() || o.topic == null)) {
             throw new UsageException("--source kafka needs --kafka-bootstrap (or WEIR_KAFKA_BOOTSTRAP) and --topic");
         }
-        if (o.warmupEvents < 0 || (o.source.equals("kafka") && o.warmupEvents > 0)) {
+        if (o.warmupEvents < 0 || (o.source.equals("kafka") && o.warmupEvents > o.events)) {
             o.warmupEvents = o.events; // kafka: the topic holds --events events
         }
         return o;
@@ -235,7 +236,8 @@ public final class NexmarkMain {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(o.parallelism, conf);
         WatermarkStrategy<Event> wm = WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs));
         DataStream<Event> events0 = o.source.equals("kafka")
-                ? env.fromSource(KafkaEvents.source(o.bootstrap, o.topic), wm, "Nexmark")
+                ? env.fromSource(events < o.events ? KafkaEvents.source(o.bootstrap, o.topic, events, o.parallelism)
+                        : KafkaEvents.source(o.bootstrap, o.topic), wm, "Nexmark")
                 : env.fromSource(new NexmarkSource(cfg, memory), wm, "Nexmark");
         DataStream<?> results = Queries.build(o.query, events0, new Queries.Options(out, o.sideInput));
         org.apache.kafka.clients.admin.Admin admin = null;
