@@ -23,8 +23,11 @@
 #              (`source /work/wt/services.env`, or scripts/kafka.sh start), one partition per
 #              generator, by `weir nexmark --source kafka` (kept and reused while it holds the
 #              same events); then each engine reads the topic with its own Kafka source
-#              (connector/kafka; Flink's KafkaSource), timed from the first record decoded to
-#              the end; results go to each engine's discarding sink, not to a topic
+#              (connector/kafka; Flink's KafkaSource) and writes the results as JSON to a fresh
+#              topic of the same broker with its own Kafka sink (connector/kafka's Sink; Flink's
+#              KafkaSink), at-least-once, timed from the first record decoded to the last result
+#              acknowledged; each run counts its results at the sink and in its topic (they must
+#              agree) and deletes the topic
 #
 # Environment (defaults in brackets):
 #   SOURCE         generator, memory or kafka, see above [generator]

@@ -18,7 +18,7 @@ import sys
 MODES = [
     ("generator", "generator in the loop"),
     ("memory", "engine only (events from memory)"),
-    ("kafka", "Kafka in (results to the discarding sink)"),
+    ("kafka", "Kafka in, results to Kafka"),
 ]
 
 
@@ -109,6 +109,18 @@ def mode_block(rows, E):
                 "as the engine takes them. Time runs from the first event read to the end of input at the last sink "
                 "(Weir: to the end of the job; q10: to the last commit of its file sink), so generation, process, JVM "
                 "and MiniCluster start-up are excluded.")
+    elif source == "kafka":
+        what = ("Kafka to Kafka: the events were written once to a topic of the broker (one partition per generator, "
+                "one text line per event, `weir nexmark --source kafka`); each engine reads it with its own Kafka "
+                "source (Weir: connector/kafka; Flink: flink-connector-kafka's KafkaSource) from the earliest to the "
+                "latest offsets at start, and writes the results as JSON to a fresh topic of the same broker with its "
+                "own Kafka sink (Weir: connector/kafka's Sink; Flink: KafkaSink), at-least-once, no compression. Time "
+                "runs from the first record decoded to the last result acknowledged by the broker (Weir: the end of "
+                "the job, after the sink's final flush; Flink: the end-of-input flush of the last sink subtask), so "
+                "process, JVM and MiniCluster start-up and the topics' creation are excluded. The results are "
+                "counted at the sink and in the results topic (which must agree, else the run fails), then the topic "
+                "is deleted. The broker is shared with the other engineers' tests and runs on the same 2 cores, so "
+                "its fetch and produce latency is part of every figure.")
     else:
         what = ("Generator in the loop: each source subtask runs its Nexmark generator. Time runs from the first event "
                 "a source emits (Weir: from job start) to the end of input at the last sink (Weir: to the end of the "
@@ -117,8 +129,10 @@ def mode_block(rows, E):
                "`bench/flink`), same generator logic (identical events: same seed, ids, timestamps and strings), same "
                "events, rate and parallelism, on the same machine. %s Medians of %d run(s) per engine and query, Weir "
                "and Flink alternating. Flink runs a warm-up of the same query (%s events) in the same JVM first. "
-               "Results are counted in a discarding sink on both sides (q10: the rows committed to files)." % (
-                   flink_version, what, runs, "{:,}".format(int(E["WARMUP_EVENTS"]))))
+               "%s" % (
+                   flink_version, what, runs, "{:,}".format(int(E["WARMUP_EVENTS"])),
+                   "" if source == "kafka" else
+                   "Results are counted in a discarding sink on both sides (q10: the rows committed to files)."))
     out.append("")
     out.append("- Machine: %s cores (`nproc`), %s, %s; load average (1, 5, 15 min) %s before the runs, %s after" % (
         E["CORES"], E["CPU_MODEL"], E["MEM"], E["LOAD_BEFORE"], E["LOAD_AFTER"]))
@@ -144,8 +158,9 @@ def mode_block(rows, E):
         out.append("")
     if "gen" in base and all(base["gen"]):
         wg, fg = base["gen"]
-        line = ("`gen` is each engine's source alone into the discarding sink (not a query; not in the mean): "
-                "Weir %s, Flink %s events/s" % (fmt_eps(wg), fmt_eps(fg)))
+        line = ("`gen` is each engine's source alone into the %s (not a query; not in the mean): "
+                "Weir %s, Flink %s events/s" % ("results topic" if source == "kafka" else "discarding sink",
+                                               fmt_eps(wg), fmt_eps(fg)))
         if "q0" in base and all(base["q0"]):
             line += "; q0 runs at %.0f%% of its engine's source rate on Weir, %.0f%% on Flink" % (
                 100 * base["q0"][0] / wg, 100 * base["q0"][1] / fg)

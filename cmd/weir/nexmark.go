@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,7 +42,10 @@ flags:
                       from the first event read to the end of the job (engine only);
                       kafka: the events are read from a Kafka topic (one partition per
                       generator, written once when the topic does not exist yet, one text
-                      line per event), timed from the first record decoded to the end
+                      line per event), timed from the first record decoded to the end;
+                      the results go to a topic (<topic>-results-<query>-<n>, created before
+                      and deleted after each run, as JSON; the run ends when the last is
+                      acknowledged) and are counted there
   --kafka-bootstrap H:P  the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)
   --topic NAME        the topic of --source kafka (default: weir-nexmark-e<events>-p<P>-
                       r<rate>-s<seed>, so that runs with the same flags share it)
@@ -60,6 +64,9 @@ flags:
   --rest ADDR         serve the REST API, metrics and dashboard on ADDR while it runs
   --key-sampling N    keyBy key-sketch stride (default 1024; 0 turns the sketches off)
   --scrape D          with --rest, read /metrics and the job's snapshot every D (a monitor's load)
+  --keep-results      with --source kafka, keep the results topics (named in --json's
+                      results_topic)
+  --cpuprofile FILE   write a CPU profile of the runs (go tool pprof FILE)
 `
 
 // nexmarkRun is the summary of one query run.
@@ -77,6 +84,11 @@ type nexmarkRun struct {
 	// EventsChecksum is the memory source's nexmark.Memory.Checksum, in
 	// hex (memory source only).
 	EventsChecksum string `json:"events_checksum,omitempty"`
+	// ResultsTopic is the topic the results went to (Kafka source only;
+	// deleted after the run unless --keep-results), ResultsInTopic the
+	// records it held after the run (= Results, or the run fails).
+	ResultsTopic   string `json:"results_topic,omitempty"`
+	ResultsInTopic int64  `json:"results_in_topic,omitempty"`
 }
 
 type nexmarkOptions struct {
@@ -95,6 +107,8 @@ type nexmarkOptions struct {
 	sideInput   string
 	bootstrap   string
 	topic       string
+	cpuProfile  string
+	keepResults bool
 }
 
 func nexmarkMain(args []string, stdout, stderr io.Writer) int {
@@ -116,6 +130,8 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.sideInput, "side-input", "", "")
 	fs.StringVar(&o.bootstrap, "kafka-bootstrap", os.Getenv("WEIR_KAFKA_BOOTSTRAP"), "")
 	fs.StringVar(&o.topic, "topic", "", "")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "")
+	fs.BoolVar(&o.keepResults, "keep-results", false, "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -171,6 +187,17 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer cleanup()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "weir nexmark: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	var runs []nexmarkRun
 	for _, q := range qs {
 		r, err := runNexmark(ctx, q, o, env, progress)
@@ -285,12 +312,26 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	env := weir.NewEnvironment(envOpts...)
 	var mem *nexmark.MemorySource
 	var first *firstRead
+	var resultsTopic *resultsTopic
 	switch {
 	case ne.memory != nil:
 		mem = ne.memory.Source()
 		q.Build(mem.Events(env), opts)
 	case ne.topic != "":
 		first = new(firstRead)
+		out, err := createResultsTopic(ctx, ne.brokers, ne.topic, q.Name, o.parallelism)
+		if err != nil {
+			return nexmarkRun{}, err
+		}
+		if !o.keepResults {
+			defer out.delete()
+		} else {
+			defer out.cl.Close()
+		}
+		if q.Name != "q10" {
+			opts.Kafka = &queries.KafkaResults{Brokers: ne.brokers, Topic: out.topic}
+		}
+		resultsTopic = out
 		q.Build(kafkaEvents(env, ne.brokers, ne.topic, ne.cfg, first), opts)
 	default:
 		q.Build(nexmark.Events(env, ne.cfg), opts)
@@ -347,6 +388,17 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		Query: q.Name, Events: o.events, Parallelism: o.parallelism, Rate: o.rate,
 		Seconds: secs, EventsPerSecond: float64(o.events) / secs, CPUSeconds: cpu,
 		PeakRSSBytes: peakRSS(), Results: queries.Results(h), Source: o.source, EventsChecksum: ne.checksum,
+	}
+	if resultsTopic != nil && q.Name != "q10" {
+		// Every result the sink received is in the topic, acknowledged.
+		n, err := resultsTopic.records(ctx)
+		if err != nil {
+			return nexmarkRun{}, err
+		}
+		if n != r.Results {
+			return nexmarkRun{}, fmt.Errorf("the Kafka sink received %d results but topic %s holds %d", r.Results, resultsTopic.topic, n)
+		}
+		r.ResultsTopic, r.ResultsInTopic = resultsTopic.topic, n
 	}
 	if q.Name == "q10" {
 		// The results are the committed rows, which must be every row the

@@ -47,17 +47,17 @@ func produceEvents(ctx context.Context, brokers []string, topic string, cfg nexm
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, int32(parallelism), 1, nil, topic); err != nil {
+	// The records carry the events' times (2015 by default), so the
+	// broker's time-based retention would delete them at its next check:
+	// the topic keeps them forever.
+	if _, err := adm.CreateTopic(ctx, int32(parallelism), 1, map[string]*string{"retention.ms": kadm.StringPtr("-1")}, topic); err != nil {
 		if !errors.Is(err, kerr.TopicAlreadyExists) {
 			return false, fmt.Errorf("creating topic %s: %w", topic, err)
 		}
-		ends, err := adm.ListEndOffsets(ctx, topic)
+		n, parts, err := topicRecords(ctx, adm, topic)
 		if err != nil {
-			return false, fmt.Errorf("topic %s: %w", topic, err)
+			return false, err
 		}
-		var n int64
-		parts := 0
-		ends.Each(func(o kadm.ListedOffset) { n += o.Offset; parts++ })
 		if n != cfg.Events || parts != parallelism {
 			return false, fmt.Errorf("topic %s exists with %d records in %d partitions, want %d in %d (delete it, or give another --topic)",
 				topic, n, parts, cfg.Events, parallelism)
@@ -92,6 +92,33 @@ func produceEvents(ctx context.Context, brokers []string, topic string, cfg nexm
 	return true, nil
 }
 
+// topicRecords counts the records a topic holds (end minus start offsets,
+// so records deleted by retention do not count) and its partitions.
+func topicRecords(ctx context.Context, adm *kadm.Client, topic string) (n int64, parts int, err error) {
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	var ends kadm.ListedOffsets
+	if err == nil {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+	}
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		parts++
+		n += o.Offset
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok {
+			n -= s.Offset
+		}
+	})
+	return n, parts, nil
+}
+
 // firstRead is the time the first record was decoded.
 type firstRead struct {
 	once sync.Once
@@ -113,4 +140,49 @@ func kafkaEvents(env *weir.Environment, brokers []string, topic string, cfg nexm
 	src := kafka.NewSource(deser, kafka.WithBrokers(brokers...), kafka.WithTopics(topic),
 		kafka.WithStartingOffsets(kafka.Earliest()), kafka.WithBounded(kafka.Latest()))
 	return weir.FromSource(env, src, nexmark.Watermarks(cfg), "Nexmark")
+}
+
+// resultsTopic is the topic of one run's results (--source kafka).
+type resultsTopic struct {
+	cl    *kgo.Client
+	adm   *kadm.Client
+	topic string
+}
+
+// createResultsTopic creates a fresh topic of p partitions for the results
+// of query, read from the events' topic; its records keep the events'
+// times, so time-based retention is off.
+func createResultsTopic(ctx context.Context, brokers []string, events, query string, p int) (*resultsTopic, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	t := &resultsTopic{cl: cl, adm: kadm.NewClient(cl), topic: fmt.Sprintf("%s-results-%s-%d", events, query, time.Now().UnixNano())}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := t.adm.CreateTopic(ctx, int32(p), 1, map[string]*string{"retention.ms": kadm.StringPtr("-1")}, t.topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("creating the results topic %s: %w", t.topic, err)
+	}
+	return t, nil
+}
+
+// records counts the records of the topic.
+func (t *resultsTopic) records(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, _, err := topicRecords(ctx, t.adm, t.topic)
+	return n, err
+}
+
+// delete removes the topic (best effort) and closes the client.
+func (t *resultsTopic) delete() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t.adm.DeleteTopics(ctx, t.topic)
+	t.cl.Close()
 }

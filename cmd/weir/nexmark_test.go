@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/nexmark/queries"
@@ -151,24 +155,33 @@ func TestNexmarkMemorySource(t *testing.T) {
 	}
 }
 
-// TestNexmarkKafkaSource writes the events to a topic once and reads them
-// back into the queries: the same results as from the generator; a second
-// run reuses the topic; a topic holding other events is refused.
+// TestNexmarkKafkaSource writes the events to a topic once, reads them
+// back into every query and writes the results to a topic per query: the
+// same counts as the memory source's, each result in its topic (counted
+// there by the run, and read back here for q2: one JSON Q2Result per
+// record); a second run reuses the topic; a topic holding other events is
+// refused.
 func TestNexmarkKafkaSource(t *testing.T) {
 	broker := kafkatest.Broker(t)
 	topic := fmt.Sprintf("weir-nexmark-test-%d", time.Now().UnixNano())
-	args := []string{"nexmark", "--events", "20000", "--parallelism", "2", "--json", "--kafka-bootstrap", broker}
-	results := func(src, query string, extra ...string) map[string]float64 {
+	args := []string{"nexmark", "--events", "5000", "--parallelism", "2", "--json", "--kafka-bootstrap", broker}
+	type qrun struct {
+		Query          string `json:"query"`
+		Results        int64  `json:"results"`
+		ResultsTopic   string `json:"results_topic"`
+		ResultsInTopic int64  `json:"results_in_topic"`
+	}
+	results := func(src, query string, extra ...string) map[string]qrun {
 		var out, errb bytes.Buffer
 		var err error
 		if code := run(append(append(args, "--query", query, "--source", src), extra...), &out, &errb); code != 0 {
 			t.Fatalf("%s: code %d, stderr %s", src, code, errb.String())
 		}
 		var all struct {
-			Runs []map[string]any `json:"runs"`
+			Runs []qrun `json:"runs"`
 		}
 		if query != "all" {
-			all.Runs = []map[string]any{nil}
+			all.Runs = make([]qrun, 1)
 			err = json.Unmarshal(out.Bytes(), &all.Runs[0])
 		} else {
 			err = json.Unmarshal(out.Bytes(), &all)
@@ -176,26 +189,73 @@ func TestNexmarkKafkaSource(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v %s", src, err, out.String())
 		}
-		m := map[string]float64{}
+		m := map[string]qrun{}
 		for _, r := range all.Runs {
-			m[r["query"].(string)] = r["results"].(float64)
+			m[r.Query] = r
 		}
 		return m
 	}
-	gen := results("generator", "all")
+	mem := results("memory", "all")
 	got := results("kafka", "all", "--topic", topic)
-	for q, n := range gen {
-		if q != "q12" && !queries.OrderDependent(q) && got[q] != n {
-			t.Errorf("%s: %v results from Kafka, %v from the generator", q, got[q], n)
+	if len(got) != len(mem) || len(mem) < 25 {
+		t.Fatalf("%d runs from Kafka, %d from memory", len(got), len(mem))
+	}
+	for q, m := range mem {
+		g := got[q]
+		if q != "q12" && !queries.OrderDependent(q) && g.Results != m.Results {
+			t.Errorf("%s: %d results from Kafka, %d from memory", q, g.Results, m.Results)
+		}
+		if q != "q10" && (g.ResultsTopic == "" || g.ResultsInTopic != g.Results) {
+			t.Errorf("%s: %d results, %d of them in the results topic %q", q, g.Results, g.ResultsInTopic, g.ResultsTopic)
 		}
 	}
-	// The second run reads the topic the first wrote.
-	if again := results("kafka", "q0", "--topic", topic); again["q0"] != gen["q0"] || gen["q0"] == 0 {
-		t.Errorf("q0 again: %v results from Kafka, %v from the generator", again["q0"], gen["q0"])
+	// The second run reads the topic the first wrote; its results are
+	// in their topic, as JSON.
+	again := results("kafka", "q2", "--topic", topic, "--keep-results")["q2"]
+	if again.Results != mem["q2"].Results || again.Results == 0 {
+		t.Fatalf("q2 again: %d results from Kafka, %d from memory", again.Results, mem["q2"].Results)
+	}
+	if n := readQ2Results(t, broker, again.ResultsTopic); n != again.Results {
+		t.Errorf("q2: read %d results back from %s, want %d", n, again.ResultsTopic, again.Results)
 	}
 	var out, errb bytes.Buffer
 	if code := run([]string{"nexmark", "--events", "30000", "--parallelism", "2", "--source", "kafka", "--topic", topic, "--kafka-bootstrap", broker}, &out, &errb); code == 0 ||
-		!strings.Contains(errb.String(), "exists with 20000 records") {
+		!strings.Contains(errb.String(), "exists with 5000 records") {
 		t.Fatalf("a topic of other events: code %d, stderr %s", code, errb.String())
 	}
+}
+
+// readQ2Results reads every record of topic as a JSON queries.Q2Result,
+// deletes the topic and returns how many there were.
+func readQ2Results(t *testing.T, broker, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	defer adm.DeleteTopics(context.Background(), topic)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, n int64
+	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	for n < want {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("reading %s: %v", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var v queries.Q2Result
+			if err := json.Unmarshal(r.Value, &v); err != nil || v.Auction%123 != 0 || v.Price <= 0 {
+				t.Fatalf("record %s is not a q2 result: %v", r.Value, err)
+			}
+			n++
+		})
+	}
+	return n
 }

@@ -13,7 +13,8 @@ type Header struct {
 }
 
 // ConsumerRecord is a record as read from Kafka, given to a Deserializer.
-// Its byte slices must not be kept after Deserialize returns unless
+// The source reuses it for the next record: neither it, its header slice
+// nor its byte slices may be kept after Deserialize returns unless
 // copied.
 type ConsumerRecord struct {
 	Topic     string

@@ -13,7 +13,10 @@
 package queries
 
 import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/nexmark"
 )
 
@@ -24,8 +27,8 @@ type Query struct {
 	// Title says what the query does.
 	Title string
 	// Build adds the query to the environment of events and ends its
-	// result stream in a sink named ResultsSink (a discarding sink, or
-	// q10's file sink).
+	// result stream in a sink named ResultsSink (a discarding sink, a
+	// Kafka sink with Options.Kafka, or q10's file sink).
 	Build func(events weir.DataStream[nexmark.Event], opts Options)
 }
 
@@ -37,6 +40,20 @@ type Options struct {
 	// SideInput is the file q13 joins the bids with (lines "key,value";
 	// WriteSideInput writes Nexmark's); it must be set to run q13.
 	SideInput string
+	// Kafka, when set, sends the results to a Kafka topic instead of a
+	// discarding sink (q10 still writes its files).
+	Kafka *KafkaResults
+}
+
+// KafkaResults is where the results go with Options.Kafka: each result a
+// record of Topic, its value the result as JSON (encoding/json), no key
+// (Kafka's default partitioner spreads them), the result's event time as
+// the record timestamp; the sink is at-least-once (every record is
+// acknowledged before the job ends), without compression, as Flink's
+// KafkaSink by default.
+type KafkaResults struct {
+	Brokers []string
+	Topic   string
 }
 
 // ResultsSink is the name of the sink Query.Build adds; Results reads its
@@ -46,7 +63,7 @@ const ResultsSink = "Results"
 // toDiscard adapts a query function to Query.Build, ending it in a discarding
 // sink.
 func toDiscard[T any](q func(weir.DataStream[nexmark.Event]) weir.DataStream[T]) func(weir.DataStream[nexmark.Event], Options) {
-	return func(ev weir.DataStream[nexmark.Event], _ Options) { discard(q(ev)) }
+	return func(ev weir.DataStream[nexmark.Event], o Options) { results(q(ev), o) }
 }
 
 // All lists the queries in order.
@@ -67,7 +84,7 @@ var All = []Query{
 	{"q11", "user sessions (session window, 10 s gap)", toDiscard(Q11)},
 	{"q12", "processing-time windows (tumbling 10 s)", toDiscard(Q12)},
 	{"q13", "bounded side input join (side input from a file)", func(ev weir.DataStream[nexmark.Event], o Options) {
-		discard(Q13(ev, o.SideInput))
+		results(Q13(ev, o.SideInput), o)
 	}},
 	{"q14", "calculation (user function)", toDiscard(Q14)},
 	{"q15", "bidding statistics report (per day)", toDiscard(Q15)},
@@ -109,7 +126,18 @@ func Names() []string {
 	return out
 }
 
-func discard[T any](ds weir.DataStream[T]) { weir.Discard(ds).Name(ResultsSink) }
+// results ends ds in the ResultsSink: a discarding sink, or with o.Kafka a
+// Kafka sink.
+func results[T any](ds weir.DataStream[T], o Options) {
+	if o.Kafka == nil {
+		weir.Discard(ds).Name(ResultsSink)
+		return
+	}
+	sink := kafka.NewSink(kafka.JSONValues[T](nil), kafka.WithBrokers(o.Kafka.Brokers...),
+		kafka.WithDefaultTopic(o.Kafka.Topic), kafka.WithDeliveryGuarantee(kafka.AtLeastOnce),
+		kafka.WithClientOptions(kgo.ProducerBatchCompression(kgo.NoCompression())))
+	sink.To(ds).Name(ResultsSink)
+}
 
 // Results returns the number of records that reached the ResultsSink
 // sinks of a job, from its metrics (read it after the job has ended, or

@@ -19,12 +19,29 @@ final class KafkaEvents {
     private KafkaEvents() {}
 
     static KafkaSource<Event> source(String bootstrap, String topic) {
+        return source(bootstrap, topic, OffsetsInitializer.latest());
+    }
+
+    /**
+     * The first {@code events} events of a topic of {@code partitions} partitions (a warm-up run
+     * shorter than the measured one): partition i up to offset events / partitions, one more for
+     * the first events % partitions partitions.
+     */
+    static KafkaSource<Event> source(String bootstrap, String topic, long events, int partitions) {
+        java.util.Map<org.apache.kafka.common.TopicPartition, Long> stops = new java.util.HashMap<>();
+        for (int i = 0; i < partitions; i++) {
+            stops.put(new org.apache.kafka.common.TopicPartition(topic, i), events / partitions + (i < events % partitions ? 1 : 0));
+        }
+        return source(bootstrap, topic, OffsetsInitializer.offsets(stops));
+    }
+
+    private static KafkaSource<Event> source(String bootstrap, String topic, OffsetsInitializer stop) {
         return KafkaSource.<Event>builder()
                 .setBootstrapServers(bootstrap)
                 .setTopics(topic)
                 .setGroupId("weir-bench-flink")
                 .setStartingOffsets(OffsetsInitializer.earliest())
-                .setBounded(OffsetsInitializer.latest())
+                .setBounded(stop)
                 .setProperty("commit.offsets.on.checkpoint", "false")
                 .setDeserializer(new Lines())
                 .build();

@@ -41,7 +41,9 @@ public final class NexmarkMain {
             "                       (each split's events generated into memory before the run, then",
             "                       replayed; engine only), or kafka (the events of --topic, written",
             "                       by weir nexmark --source kafka, read with Flink's KafkaSource;",
-            "                       the warm-up run reads the same topic)",
+            "                       the warm-up run reads the first --warmup-events of the same topic;",
+            "                       the results go to a fresh",
+            "                       topic with Flink's KafkaSink, as JSON, counted there, then deleted)",
             "  --kafka-bootstrap H:P the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)",
             "  --topic NAME         the topic of --source kafka (required with it)",
             "  --output-dir DIR     where q10 writes its files (default: a temporary directory, removed)",
@@ -142,7 +144,7 @@ public final class NexmarkMain {
         if (o.source.equals("kafka") && (o.bootstrap == null || o.bootstrap.isEmpty() || o.topic == null)) {
             throw new UsageException("--source kafka needs --kafka-bootstrap (or WEIR_KAFKA_BOOTSTRAP) and --topic");
         }
-        if (o.warmupEvents < 0 || (o.source.equals("kafka") && o.warmupEvents > 0)) {
+        if (o.warmupEvents < 0 || (o.source.equals("kafka") && o.warmupEvents > o.events)) {
             o.warmupEvents = o.events; // kafka: the topic holds --events events
         }
         return o;
@@ -234,16 +236,37 @@ public final class NexmarkMain {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(o.parallelism, conf);
         WatermarkStrategy<Event> wm = WatermarkStrategy.<Event>forBoundedOutOfOrderness(Duration.ofMillis(cfg.watermarkDelayMs));
         DataStream<Event> events0 = o.source.equals("kafka")
-                ? env.fromSource(KafkaEvents.source(o.bootstrap, o.topic), wm, "Nexmark")
+                ? env.fromSource(events < o.events ? KafkaEvents.source(o.bootstrap, o.topic, events, o.parallelism)
+                        : KafkaEvents.source(o.bootstrap, o.topic), wm, "Nexmark")
                 : env.fromSource(new NexmarkSource(cfg, memory), wm, "Nexmark");
         DataStream<?> results = Queries.build(o.query, events0, new Queries.Options(out, o.sideInput));
-        if (results != null) {
+        org.apache.kafka.clients.admin.Admin admin = null;
+        String resultsTopic = null;
+        if (results != null && o.source.equals("kafka")) {
+            admin = KafkaResults.admin(o.bootstrap);
+            resultsTopic = KafkaResults.create(admin, o.topic, o.query, o.parallelism);
+            sinkToKafka(results, o.bootstrap, resultsTopic);
+        } else if (results != null) {
             sinkAll(results);
         }
         System.gc();
         RunStats.resetPeakRss();
         RunStats.reset();
-        env.execute("nexmark " + o.query);
+        try {
+            env.execute("nexmark " + o.query);
+            if (resultsTopic != null) {
+                long inTopic = KafkaResults.count(admin, resultsTopic);
+                if (inTopic != RunStats.results.sum()) {
+                    throw new IllegalStateException("the KafkaSink wrote " + RunStats.results.sum() + " results but topic "
+                            + resultsTopic + " holds " + inTopic);
+                }
+            }
+        } finally {
+            if (admin != null) {
+                KafkaResults.delete(admin, resultsTopic);
+                admin.close();
+            }
+        }
         long emitted = RunStats.eventsEmitted.sum();
         if (emitted != events) {
             throw new IllegalStateException("sources emitted " + emitted + " events, want " + events);
@@ -264,6 +287,11 @@ public final class NexmarkMain {
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static void sinkAll(DataStream<?> results) {
         ((DataStream) results).sinkTo(new CountingSink<>()).name("count");
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void sinkToKafka(DataStream<?> results, String bootstrap, String topic) {
+        ((DataStream) results).sinkTo(KafkaResults.sink(bootstrap, topic)).name("kafka results");
     }
 
     static void report(Options o, PrintStream out) {
