@@ -98,17 +98,26 @@ func (e *Environment) executeCluster(ctx context.Context, name string) (*JobHand
 	}
 	st := &clusterStore{location: e.checkpoint.storage, job: name, env: e, stores: map[string]CheckpointStore{}}
 	jctx, cancel := context.WithCancel(ctx)
-	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{})}
+	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{}), cluster: &cluster.Owned{}}
+	log := e.cfg.logger.With("job", name)
+	e.mon.start(e.cfg.clock)
+	stopREST, err := e.startREST(h, log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	cfg := cluster.Config{
 		Job: name, Brokers: cc.brokers, Nodes: e.nodes,
 		Runtime: runtime.Config{MaxParallelism: e.cfg.maxParallelism, BatchSize: e.cfg.batchSize,
 			Credits: e.cfg.credits, Chaining: e.cfg.chaining, Clock: e.cfg.clock},
 		Interval: e.checkpoint.interval, Timeout: e.checkpoint.timeout,
 		SessionTimeout: cc.sessionTimeout, Repartitions: cc.repartitions,
-		Store: st, Logger: e.cfg.logger, OnTasks: cc.onTasks,
+		Store: st, Logger: e.cfg.logger, OnTasks: cc.onTasks, Owned: h.cluster,
 	}
 	go func() {
+		defer stopREST() // its requests end with the job
 		defer close(h.done)
+		defer e.mon.end()
 		defer cancel()
 		err := cluster.Run(jctx, cfg)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 )
@@ -731,6 +732,9 @@ type JobHandle struct {
 	err     error
 	stopped bool   // by StopWithSavepoint; guarded by mu
 	rest    string // the REST server's address, if any
+	// cluster, for a cluster member (WithKafkaCluster), holds the tasks
+	// it owns; plan is then nil and each task has its own.
+	cluster *cluster.Owned
 }
 
 func (h *JobHandle) setPlan(p *runtime.Plan) {
@@ -813,11 +817,43 @@ type Gauge struct {
 
 // Metrics returns a snapshot of every subtask's counters.
 func (h *JobHandle) Metrics() []TaskMetrics {
-	h.mu.Lock()
-	plan := h.plan
-	h.mu.Unlock()
 	var out []TaskMetrics
-	for _, t := range plan.Tasks {
+	for _, tp := range h.taskPlans() {
+		out = append(out, tp.metrics()...)
+	}
+	return out
+}
+
+// taskPlan is a plan whose subtasks the job runs: the job's plan, or one
+// task of a cluster member's (whose only subtask stands for the task's
+// partition, part of a stage of tasks).
+type taskPlan struct {
+	plan      *runtime.Plan
+	cluster   bool
+	partition int // of a cluster task
+	tasks     int // the cluster stage's task count
+}
+
+// taskPlans returns the plans running now.
+func (h *JobHandle) taskPlans() []taskPlan {
+	if h.cluster == nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return []taskPlan{{plan: h.plan}}
+	}
+	var out []taskPlan
+	for _, t := range h.cluster.Tasks() {
+		if t.Plan != nil {
+			out = append(out, taskPlan{plan: t.Plan, cluster: true, partition: t.Partition, tasks: t.Tasks})
+		}
+	}
+	return out
+}
+
+// metrics returns the counters of the plan's subtasks.
+func (tp taskPlan) metrics() []TaskMetrics {
+	var out []TaskMetrics
+	for _, t := range tp.plan.Tasks {
 		m := t.Metrics
 		busy, idle, bp := m.Times()
 		tm := TaskMetrics{
@@ -827,6 +863,9 @@ func (h *JobHandle) Metrics() []TaskMetrics {
 			Checkpoints:     m.Checkpoints.Load(),
 			CheckpointSync:  time.Duration(m.CheckpointSyncNanos.Load()),
 			CheckpointAsync: time.Duration(m.CheckpointAsyncNanos.Load()),
+		}
+		if tp.cluster {
+			tm.Subtask = tp.partition
 		}
 		for _, o := range m.Operators {
 			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}

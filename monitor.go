@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/sketch"
@@ -138,9 +140,7 @@ func shipStrategy(p runtime.Partitioning) string {
 // snapshot builds the job's monitor.Snapshot.
 func (h *JobHandle) snapshot() *monitor.Snapshot {
 	e := h.env
-	h.mu.Lock()
-	plan := h.plan
-	h.mu.Unlock()
+	plans := h.taskPlans()
 	e.mon.mu.Lock()
 	job := monitor.Job{
 		ID: e.mon.id, Name: h.name, StartTime: e.mon.startMs, EndTime: e.mon.endMs,
@@ -160,22 +160,36 @@ func (h *JobHandle) snapshot() *monitor.Snapshot {
 	snap := &monitor.Snapshot{Timestamp: time.Now().UnixMilli(), Job: job, Exceptions: exceptions}
 	snap.Checkpoints = checkpointsOf(e.cpStats.View())
 	byUID := map[string]int{}
-	for _, v := range plan.Vertices {
-		mv := monitor.Vertex{ID: monitor.VertexID(v.UID), UID: v.UID, Name: v.Name, Parallelism: v.Parallelism}
-		for _, op := range v.Operators {
-			mv.Operators = append(mv.Operators, monitor.Operator{Name: op.Name, UID: op.UID, Kind: op.Kind})
+	var metrics []TaskMetrics
+	for _, tp := range plans {
+		for _, v := range tp.plan.Vertices {
+			if _, ok := byUID[v.UID]; ok {
+				continue // a vertex of another task of the same stage
+			}
+			mv := monitor.Vertex{ID: monitor.VertexID(v.UID), UID: v.UID, Name: v.Name, Parallelism: v.Parallelism}
+			if tp.cluster {
+				mv.Parallelism = tp.tasks
+			}
+			for _, op := range v.Operators {
+				mv.Operators = append(mv.Operators, monitor.Operator{Name: op.Name, UID: op.UID, Kind: op.Kind})
+			}
+			for _, in := range v.Inputs {
+				mv.Inputs = append(mv.Inputs, monitor.Input{From: monitor.VertexID(in.From), Input: in.Input, ShipStrategy: shipStrategy(in.Partition), Side: in.Side})
+			}
+			byUID[v.UID] = len(snap.Vertices)
+			snap.Vertices = append(snap.Vertices, mv)
 		}
-		for _, in := range v.Inputs {
-			mv.Inputs = append(mv.Inputs, monitor.Input{From: monitor.VertexID(in.From), Input: in.Input, ShipStrategy: shipStrategy(in.Partition), Side: in.Side})
-		}
-		byUID[v.UID] = len(snap.Vertices)
-		snap.Vertices = append(snap.Vertices, mv)
+		metrics = append(metrics, tp.metrics()...)
+	}
+	if h.cluster != nil {
+		snap.Cluster = clusterOf(h.cluster)
+		sort.SliceStable(metrics, func(i, j int) bool { return metrics[i].Subtask < metrics[j].Subtask })
 	}
 	sketches := map[string][][]sketch.Item{} // by target name
 	every := map[string]int{}
 	sampled := map[string]int64{}
 	sizes := operatorSizes(snap.Checkpoints.Completed)
-	for _, tm := range h.Metrics() {
+	for _, tm := range metrics {
 		i, ok := byUID[tm.Vertex]
 		if !ok {
 			continue
@@ -234,6 +248,30 @@ func (h *JobHandle) snapshot() *monitor.Snapshot {
 		}
 	}
 	return snap
+}
+
+// clusterOf describes the tasks a cluster member owns.
+func clusterOf(o *cluster.Owned) *monitor.Cluster {
+	member, group := o.Member()
+	c := &monitor.Cluster{Member: member, Group: group, Tasks: []monitor.ClusterTask{}}
+	for _, t := range o.Tasks() {
+		ct := monitor.ClusterTask{
+			ID: t.ID, Stage: t.Stage, Partition: t.Partition, Tasks: t.Tasks, State: t.State, Attempt: t.Attempt,
+			AssignedAt: t.AssignedAt, RestoredAt: t.RestoredAt, RunningAt: t.RunningAt, FirstCommitAt: t.FirstCommitAt,
+			RestoredCheckpoint: t.Restored, CommittedCheckpoint: t.Committed, CommittedAt: t.CommittedAt,
+			Vertices: []string{}, Inputs: []monitor.InputPosition{},
+		}
+		if t.Plan != nil {
+			for _, v := range t.Plan.Vertices {
+				ct.Vertices = append(ct.Vertices, monitor.VertexID(v.UID))
+			}
+		}
+		for _, in := range t.Inputs {
+			ct.Inputs = append(ct.Inputs, monitor.InputPosition{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset})
+		}
+		c.Tasks = append(c.Tasks, ct)
+	}
+	return c
 }
 
 func subtaskStatus(job string, finished bool) string {

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 // head UID) until ctx ends or limit input lines were taken, and returns
 // them as a scenario file (internal/capture; `weir record`).
 func (h *JobHandle) record(ctx context.Context, vertex string, subtask int, limit int) ([]byte, error) {
+	if h.cluster != nil {
+		return nil, errors.New("weir record: input capture does not run on a cluster member yet")
+	}
 	snap := h.snapshot()
 	v := snap.Vertex(vertex)
 	if v == nil {

@@ -107,6 +107,9 @@ func (h *JobHandle) StopWithSavepoint(ctx context.Context, dir string) (string, 
 
 func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
 	e := h.env
+	if h.cluster != nil {
+		return "", errors.New("weir: a cluster job keeps its state in its committed checkpoints; savepoints do not run on a cluster member")
+	}
 	if e.checkpoint == nil {
 		return "", errors.New("weir: savepoints need checkpointing: call EnableCheckpointing on the environment")
 	}

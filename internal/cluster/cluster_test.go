@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -64,6 +65,13 @@ type jobSpec struct {
 	// to listen to target before it starts (TestClusterFailoverHosts: the
 	// broker's address inside a network namespace).
 	Forward string
+	// REST serves the instance's REST API on a free loopback port.
+	REST bool
+	// Q5 runs q5Job over that many events instead (Single: in the
+	// single-process engine at Parallelism).
+	Q5          int64
+	Single      bool
+	Parallelism int
 }
 
 func joinLine(a, b ev) string { return fmt.Sprintf("j %s %d %d %d", a.User, a.TS, a.Amount, b.Amount) }
@@ -92,9 +100,13 @@ func joinWant(evs [][]ev, want map[string]int) {
 // partitioning: a repartition topic), summed in tumbling event-time
 // windows of 100 ms, written exactly once.
 func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
-	env := weir.NewEnvironment(weir.WithParallelism(1),
+	eopts := []weir.Option{weir.WithParallelism(1),
 		weir.WithKafkaCluster(s.Broker, append([]weir.ClusterOption{weir.ClusterSessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...),
-		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))))
+		weir.WithLogger(jobLogger())}
+	if s.REST {
+		eopts = append(eopts, weir.WithRESTAddress("127.0.0.1:0"))
+	}
+	env := weir.NewEnvironment(eopts...)
 	env.EnableCheckpointing(200*time.Millisecond, weir.CheckpointStorage(s.Checkpoints))
 	strategy := weir.ForBoundedOutOfOrderness[ev](0).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS })
 	if s.IdleMS > 0 {
@@ -139,6 +151,13 @@ func memberMain() int {
 	}
 	ns, _ := os.Readlink("/proc/self/ns/net")
 	fmt.Printf("netns %s\n", ns)
+	if s.Q5 > 0 {
+		if err := q5Job(s).Execute(context.Background(), s.Job); err != nil {
+			fmt.Fprintln(os.Stderr, "member:", err)
+			return 1
+		}
+		return 0
+	}
 	env := buildJob(s, weir.ClusterOnTasks(func(ts []string) { fmt.Printf("tasks %s\n", strings.Join(ts, ",")) }))
 	if err := env.Execute(context.Background(), s.Job); err != nil {
 		fmt.Fprintln(os.Stderr, "member:", err)
@@ -149,11 +168,12 @@ func memberMain() int {
 
 // member is an instance running as its own OS process.
 type member struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	tasks []string
-	netns string        // the member's network namespace (/proc/self/ns/net)
-	moved chan struct{} // a value per change of tasks (shared by a test's members)
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	tasks  []string
+	events []taskEvent   // failover events (jobLogger)
+	netns  string        // the member's network namespace (/proc/self/ns/net)
+	moved  chan struct{} // a value per change of tasks (shared by a test's members)
 }
 
 // startMember starts an instance of the test job as an OS process, with
@@ -181,6 +201,15 @@ func startMember(t *testing.T, s jobSpec, moved chan struct{}, wrap ...string) *
 				m.mu.Lock()
 				m.netns = rest
 				m.mu.Unlock()
+			}
+			if rest, ok := strings.CutPrefix(sc.Text(), "event "); ok {
+				var e taskEvent
+				if json.Unmarshal([]byte(rest), &e) == nil {
+					m.mu.Lock()
+					m.events = append(m.events, e)
+					m.mu.Unlock()
+				}
+				continue
 			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "tasks "); ok {
 				m.mu.Lock()
@@ -448,6 +477,7 @@ func failoverTrial(t *testing.T, broker string, seed uint64, start func(i int, s
 	// The victim's tasks move to the others after the session timeout.
 	waitFor(t, moved, 2*time.Minute, fmt.Sprintf("the tasks %v of the killed member to move", lost), func() bool { return ownedBy(ms, victim, lost) })
 	t.Logf("tasks %v moved %v after the kill (session timeout %d ms)", lost, time.Since(killed).Round(time.Millisecond), s.SessionMS)
+	defer logSplit(t, ms, victim, lost, killed, s.SessionMS)
 	ms = append(ms, start(3, s, moved))
 	out.wait(t, count(want), 3*time.Minute)
 	// Let any duplicate surface: every task commits three more
@@ -462,6 +492,104 @@ func failoverTrial(t *testing.T, broker string, seed uint64, start func(i int, s
 			t.Logf("member %d owns %v", i, m.owned())
 		}
 	}
+}
+
+// jobLogger logs at logLevel to stderr; in a member process it also
+// writes the tasks' failover events ("cluster task assigned", "restored",
+// "running", "first commit") to stdout as JSON lines after "event ", for
+// the test to time the failover.
+func jobLogger() *slog.Logger {
+	h := slog.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	if os.Getenv("WEIR_CLUSTER_MEMBER") == "1" {
+		h = eventTee{Handler: h, events: slog.NewJSONHandler(prefixWriter{os.Stdout}, nil)}
+	}
+	return slog.New(h)
+}
+
+// eventTee passes records to Handler and the failover events to events.
+type eventTee struct {
+	slog.Handler
+	events slog.Handler
+}
+
+func (e eventTee) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || e.Handler.Enabled(ctx, l)
+}
+
+func (e eventTee) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "cluster task ") {
+		_ = e.events.Handle(ctx, r)
+	}
+	if e.Handler.Enabled(ctx, r.Level) {
+		return e.Handler.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (e eventTee) WithAttrs(as []slog.Attr) slog.Handler {
+	return eventTee{Handler: e.Handler.WithAttrs(as), events: e.events.WithAttrs(as)}
+}
+
+func (e eventTee) WithGroup(g string) slog.Handler {
+	return eventTee{Handler: e.Handler.WithGroup(g), events: e.events.WithGroup(g)}
+}
+
+// prefixWriter writes each JSON line after "event ".
+type prefixWriter struct{ w io.Writer }
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte("event "), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// taskEvent is a failover event of a member (jobLogger).
+type taskEvent struct {
+	Msg  string `json:"msg"`
+	Task string `json:"task"`
+	AtMs int64  `json:"at_ms"`
+}
+
+// logSplit logs the time from the kill to the first committed output of
+// the moved tasks, split into detection (kill -> the survivor's
+// assignment), restore (assignment -> the committed checkpoint loaded),
+// start (the task's plan built and opened) and catch-up (-> the first
+// checkpoint committed: the output reprocessed since the restored
+// checkpoint is committed with it), for the slowest moved task of each.
+func logSplit(t *testing.T, ms []*member, victim int, lost []string, killed time.Time, sessionMS int64) {
+	at := map[string]map[string]int64{} // task -> event -> first time after the kill
+	for i, m := range ms {
+		if i == victim {
+			continue
+		}
+		m.mu.Lock()
+		for _, e := range m.events {
+			if e.AtMs < killed.UnixMilli() || !slices.Contains(lost, e.Task) {
+				continue
+			}
+			if at[e.Task] == nil {
+				at[e.Task] = map[string]int64{}
+			}
+			if old, ok := at[e.Task][e.Msg]; !ok || e.AtMs < old {
+				at[e.Task][e.Msg] = e.AtMs
+			}
+		}
+		m.mu.Unlock()
+	}
+	var det, res, start, catch, total int64
+	for _, task := range lost {
+		ev := at[task]
+		a, r, run, c := ev["cluster task assigned"], ev["cluster task restored"], ev["cluster task running"], ev["cluster task first commit"]
+		if a == 0 || r == 0 || run == 0 || c == 0 {
+			t.Logf("failover split: task %s has events %v", task, ev)
+			continue
+		}
+		k := killed.UnixMilli()
+		t.Logf("failover split: task %s: detection %d ms, restore %d ms, start %d ms, catch-up %d ms, kill -> first commit %d ms", task, a-k, r-a, run-r, c-run, c-k)
+		det, res, start, catch, total = max(det, a-k), max(res, r-a), max(start, run-r), max(catch, c-run), max(total, c-k)
+	}
+	t.Logf("failover split (slowest moved task each, session timeout %d ms): detection %d ms, restore %d ms, start %d ms, catch-up %d ms; SIGKILL -> first committed output of the moved tasks %d ms", sessionMS, det, res, start, catch, total)
 }
 
 func logLevel() slog.Level {

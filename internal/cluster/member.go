@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -59,6 +60,10 @@ type Config struct {
 	// OnTasks, if set, is told the tasks the instance owns after every
 	// change.
 	OnTasks func(tasks []string)
+	// Owned, if set, is kept up to date with the tasks the instance owns
+	// (their states, checkpoints, input positions and plans), for the
+	// REST API and the metrics.
+	Owned *Owned
 }
 
 // Topic names of a job.
@@ -246,7 +251,11 @@ func (m *member) join(ctx context.Context) error {
 		kgo.ConsumerGroup(GroupID(m.cfg.Job)), kgo.ConsumeTopics(topic),
 		kgo.SessionTimeout(m.cfg.SessionTimeout), kgo.HeartbeatInterval(max(m.cfg.SessionTimeout/6, 100*time.Millisecond)),
 		kgo.DisableAutoCommit(),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { m.assigned(ctx, a[topic]) }),
+		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, a map[string][]int32) {
+			member, _ := cl.GroupMetadata()
+			m.cfg.Owned.setMember(member, GroupID(m.cfg.Job))
+			m.assigned(ctx, a[topic])
+		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { m.revoked(r[topic]) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { m.revoked(r[topic]) }),
 	)
@@ -275,6 +284,9 @@ func (m *member) assigned(ctx context.Context, parts []int32) {
 		tctx, cancel := context.WithCancel(ctx)
 		rt := &runningTask{cancel: cancel, done: make(chan struct{})}
 		m.running[int(p)] = rt
+		now := m.cfg.Runtime.Clock.NowMillis()
+		m.cfg.Owned.update(m.byGlob[p], func(ti *TaskInfo) { ti.State, ti.AssignedAt = TaskRestoring, now })
+		m.log.Info("cluster task assigned", "task", m.byGlob[p].id, "at_ms", now)
 		go func(t taskRef) {
 			defer close(rt.done)
 			m.runTask(tctx, t)
@@ -288,18 +300,21 @@ func (m *member) assigned(ctx context.Context, parts []int32) {
 func (m *member) revoked(parts []int32) {
 	var stop []*runningTask
 	m.mu.Lock()
+	var ids []string
 	for _, p := range parts {
 		if rt := m.running[int(p)]; rt != nil {
 			delete(m.running, int(p))
 			stop = append(stop, rt)
+			ids = append(ids, m.byGlob[p].id)
 		}
 	}
 	m.mu.Unlock()
 	for _, rt := range stop {
 		rt.cancel()
 	}
-	for _, rt := range stop {
+	for i, rt := range stop {
 		<-rt.done
+		m.cfg.Owned.remove(ids[i])
 	}
 	m.tell()
 }
@@ -338,6 +353,7 @@ func (m *member) runTask(ctx context.Context, t taskRef) {
 			return
 		}
 		log.Warn("cluster task failed; restarting from its committed checkpoint", "attempt", attempt, "err", err)
+		m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.State, ti.Plan = TaskRestarting, nil })
 		clk := m.cfg.Runtime.Clock
 		if clock.Sleep(ctx, clk, clk.NowMillis()+min(int64(attempt)*500, 5000)) != nil {
 			return
@@ -351,6 +367,8 @@ func (m *member) runTask(ctx context.Context, t taskRef) {
 func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error {
 	glob := t.st.base + t.index
 	txnID := topicName(m.cfg.Job, t.id)
+	clk := m.cfg.Runtime.Clock
+	m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.State, ti.Plan = TaskRestoring, nil; ti.Attempt++ })
 	cl, err := m.client(kgo.TransactionalID(txnID), kgo.TransactionTimeout(m.cfg.Timeout+m.cfg.Interval+10*time.Second),
 		kgo.RecordPartitioner(partitioner{manual: m.manual, def: kgo.StickyKeyPartitioner(nil)}))
 	if err != nil {
@@ -377,13 +395,18 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 		if rc.Restore, err = m.cfg.Store.Load(ctx, t.id, committed); err != nil {
 			return fmt.Errorf("task %s: loading its committed checkpoint %d: %w", t.id, committed, err)
 		}
-		log.Info("cluster task restoring", "checkpoint", committed)
 	}
+	var assignedAt int64
+	restoredAt := clk.NowMillis()
+	m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.RestoredAt, ti.Restored, assignedAt = restoredAt, committed, ti.AssignedAt })
+	log.Info("cluster task restored", "checkpoint", committed, "at_ms", restoredAt, "restore_ms", restoredAt-assignedAt)
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
 	prod := newTaskProducer(cl, txnID, PointerGroup(m.cfg.Job), tasksTopic(m.cfg.Job), checkpointsTopic(m.cfg.Job), int32(glob), t.id)
 	defer prod.close()
+	var runningAt atomic.Int64 // set when the plan starts
+	firstDone := false
 	rc.Task = &runtime.ClusterTask{ID: t.id, Index: t.index, Count: t.st.tasks, Producer: prod}
 	rc.Checkpoint = &runtime.CheckpointConfig{
 		Interval: m.cfg.Interval, Timeout: m.cfg.Timeout, ExactlyOnce: true,
@@ -392,7 +415,13 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 			if err := m.cfg.Store.Save(ctx, t.id, id, acks); err != nil {
 				return err
 			}
-			return prod.commit(ctx, id)
+			in := m.inputPositions(t, acks)
+			if err := prod.commit(ctx, id, in); err != nil {
+				return err
+			}
+			m.committed(t, log, id, in, !firstDone, runningAt.Load())
+			firstDone = true
+			return nil
 		},
 		OnAbort:           prod.abandon,
 		TolerableFailures: 0,
@@ -400,6 +429,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 	failed := make(chan error, 1)
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	defer context.AfterFunc(pctx, prod.shut)() // a writer waiting for room must not hold the task up
 	rc.Checkpoint.Fail = func(err error) {
 		select {
 		case failed <- err:
@@ -411,7 +441,10 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 	if err != nil {
 		return fmt.Errorf("task %s: %w", t.id, err)
 	}
-	log.Info("cluster task running", "from_checkpoint", committed)
+	now := clk.NowMillis()
+	runningAt.Store(now)
+	m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.State, ti.Plan, ti.RunningAt = TaskRunning, plan, now })
+	log.Info("cluster task running", "from_checkpoint", committed, "at_ms", now, "start_ms", now-restoredAt)
 	err = plan.Run(pctx)
 	select {
 	case ferr := <-failed:
@@ -422,6 +455,22 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 		err = errors.New("the task's plan ended; a cluster task runs until stopped")
 	}
 	return err
+}
+
+// committed records that task t committed checkpoint id with its inputs
+// at positions in; the first commit of an attempt (since is when its plan
+// started) is logged with the time since: the catch-up after a move.
+func (m *member) committed(t taskRef, log *slog.Logger, id int64, in []runtime.PartitionOffset, first bool, since int64) {
+	now := m.cfg.Runtime.Clock.NowMillis()
+	m.cfg.Owned.update(t, func(ti *TaskInfo) {
+		ti.Committed, ti.CommittedAt, ti.Inputs = id, now, in
+		if first {
+			ti.FirstCommitAt = now
+		}
+	})
+	if first {
+		log.Info("cluster task first commit", "checkpoint", id, "at_ms", now, "catchup_ms", now-since)
+	}
 }
 
 // committedCheckpoint returns the checkpoint id task glob committed last

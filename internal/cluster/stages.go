@@ -305,7 +305,7 @@ func (m *member) taskPlanNodes(st *stage) []*runtime.Node {
 		nextID++
 		topic := c.topic
 		r := c.edge.NewRemoteReader(runtime.RemoteReaderSpec{
-			Name: "RemoteReader " + topic, UID: "cluster-in-" + topic, Topic: topic, Channels: c.from.tasks,
+			Name: "RemoteReader " + topic, UID: remoteInUID + topic, Topic: topic, Channels: c.from.tasks,
 			NewFetcher: func(p int, from int64) (runtime.RemoteFetcher, error) { return m.newFetcher(topic, p, from) },
 		})
 		r.ID = nextID

@@ -18,7 +18,13 @@ import (
 // taskProducer is a task's transactional producer (runtime.TaskProducer).
 // Between an operator's barrier (PreCommit) and the commit of that
 // checkpoint's transaction, the operator's records are held back, so that
-// a transaction holds exactly the output before its checkpoint.
+// a transaction holds exactly the output before its checkpoint. What is
+// held is bounded (maxHeld bytes of keys and values over the task's
+// writers): a Produce past the bound waits until the checkpoint commits
+// or is abandoned, which back-pressures the operator. That cannot
+// deadlock: a writer holds only after its operator's barrier, which it
+// has passed on, so the checkpoint it waits for needs nothing more from
+// its task.
 type taskProducer struct {
 	cl       *kgo.Client
 	txnID    string
@@ -33,10 +39,20 @@ type taskProducer struct {
 	err      error // the first failed send
 	promise  func(*kgo.Record, error)
 	finished bool
+	maxHeld  int        // bytes; 0: defaultMaxHeld
+	held     int        // bytes held, guarded by mu
+	released *sync.Cond // on mu: held records were released or the producer closed
+	closed   bool
+	waiting  int // Produce calls waiting for room (tests)
 }
 
+// defaultMaxHeld bounds the bytes a task holds between a barrier and its
+// checkpoint's commit.
+const defaultMaxHeld = 64 << 20
+
 func newTaskProducer(cl *kgo.Client, txnID, group, tasks, cpTopic string, glob int32, task string) *taskProducer {
-	p := &taskProducer{cl: cl, txnID: txnID, group: group, tasks: tasks, cpTopic: cpTopic, glob: glob, task: task}
+	p := &taskProducer{cl: cl, txnID: txnID, group: group, tasks: tasks, cpTopic: cpTopic, glob: glob, task: task, maxHeld: defaultMaxHeld}
+	p.released = sync.NewCond(&p.mu)
 	p.promise = func(_ *kgo.Record, err error) {
 		if err != nil {
 			p.errMu.Lock()
@@ -91,8 +107,17 @@ func (w *txnWriter) Produce(r *runtime.KafkaRecord) error {
 	kr := toKgo(r)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for w.holding && p.held > 0 && p.held+recordBytes(kr) > p.maxHeld && !p.closed {
+		p.waiting++
+		p.released.Wait()
+		p.waiting--
+	}
+	if p.closed {
+		return fmt.Errorf("task %s: writing to Kafka: the task's producer is closed", p.task)
+	}
 	if w.holding {
 		w.held = append(w.held, kr)
+		p.held += recordBytes(kr)
 		return nil
 	}
 	p.cl.Produce(context.Background(), kr, p.promise)
@@ -119,12 +144,16 @@ func (p *taskProducer) release() {
 		clear(w.held)
 		w.held, w.holding = w.held[:0], false
 	}
+	p.held = 0
+	p.released.Broadcast()
 }
+
+func recordBytes(r *kgo.Record) int { return len(r.Key) + len(r.Value) + 64 }
 
 // commit commits the transaction of checkpoint id (whose snapshot is
 // stored) with the pointer to it, and opens the next one with the records
 // held since the barrier.
-func (p *taskProducer) commit(ctx context.Context, id int64) error {
+func (p *taskProducer) commit(ctx context.Context, id int64, in []runtime.PartitionOffset) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cl.Produce(ctx, &kgo.Record{Topic: p.cpTopic, Partition: p.glob, Key: []byte(p.task), Value: []byte(strconv.FormatInt(id, 10))}, p.promise)
@@ -134,7 +163,7 @@ func (p *taskProducer) commit(ctx context.Context, id int64) error {
 	if err := p.sendErr(); err != nil {
 		return fmt.Errorf("task %s: a record of checkpoint %d was not written: %w", p.task, id, err)
 	}
-	if err := p.commitPointer(ctx, id); err != nil {
+	if err := p.commitPointer(ctx, id, in); err != nil {
 		return err
 	}
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -148,8 +177,9 @@ func (p *taskProducer) commit(ctx context.Context, id int64) error {
 }
 
 // commitPointer adds the pointer group's offset to the transaction: the
-// offset of the task's partition of the tasks topic is the checkpoint id.
-func (p *taskProducer) commitPointer(ctx context.Context, id int64) error {
+// offset of the task's partition of the tasks topic is the checkpoint id,
+// its metadata names the task and the positions of its inputs in.
+func (p *taskProducer) commitPointer(ctx context.Context, id int64, in []runtime.PartitionOffset) error {
 	pid, epoch, err := p.cl.ProducerID(ctx)
 	if err != nil {
 		return err
@@ -166,7 +196,7 @@ func (p *taskProducer) commitPointer(ctx context.Context, id int64) error {
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()
 	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = p.txnID, p.group, pid, epoch
 	tc.Generation, tc.MemberID = -1, ""
-	meta := "weir checkpoint " + strconv.FormatInt(id, 10) + " task " + p.task
+	meta := pointerMetadata(id, p.task, in)
 	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	tp.Partition, tp.Offset, tp.Metadata, tp.LeaderEpoch = p.glob, id, &meta, -1
 	tt := kmsg.NewTxnOffsetCommitRequestTopic()
@@ -194,10 +224,21 @@ func (p *taskProducer) abandon(int64) {
 	p.release()
 }
 
+// shut wakes the writers waiting for room (the task is stopping); they
+// fail.
+func (p *taskProducer) shut() {
+	p.mu.Lock()
+	p.closed = true
+	p.released.Broadcast()
+	p.mu.Unlock()
+}
+
 // close aborts the open transaction (its records were never visible).
 func (p *taskProducer) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
+	p.released.Broadcast()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.cl.AbortBufferedRecords(ctx); err == nil {

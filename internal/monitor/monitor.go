@@ -25,6 +25,56 @@ type Snapshot struct {
 	Vertices    []Vertex    `json:"vertices"`
 	Checkpoints Checkpoints `json:"checkpoints"`
 	Exceptions  []Exception `json:"exceptions"`
+	// Cluster is set for a cluster member (weir.WithKafkaCluster): the
+	// instance and the tasks it owns now. Vertices then hold the owned
+	// tasks as subtasks (subtask index = the task's partition).
+	Cluster *Cluster `json:"cluster,omitempty"`
+}
+
+// Cluster is a cluster member's view of its job.
+type Cluster struct {
+	// Member is the instance's consumer group member id, Group the group.
+	Member string `json:"member"`
+	Group  string `json:"group"`
+	// Tasks are the tasks (stage x partition) the instance owns now.
+	Tasks []ClusterTask `json:"tasks"`
+}
+
+// ClusterTask is one task a cluster member owns. Times are milliseconds
+// since the epoch (0: not yet).
+type ClusterTask struct {
+	ID        string `json:"id"`
+	Stage     string `json:"stage"`
+	Partition int    `json:"partition"`
+	// Tasks is the stage's task count.
+	Tasks int `json:"tasks"`
+	// State is RESTORING, RUNNING or RESTARTING.
+	State   string `json:"state"`
+	Attempt int    `json:"attempt"`
+	// Vertices are the IDs of the task's vertices (its subtask in each
+	// is Partition).
+	Vertices   []string `json:"vertices"`
+	AssignedAt int64    `json:"assigned-at"`
+	RestoredAt int64    `json:"restored-at"`
+	RunningAt  int64    `json:"running-at"`
+	// FirstCommitAt is when the task's first checkpoint here committed.
+	FirstCommitAt int64 `json:"first-commit-at"`
+	// RestoredCheckpoint is the checkpoint the task started from (0:
+	// none), CommittedCheckpoint the last it committed here, at
+	// CommittedAt.
+	RestoredCheckpoint  int64 `json:"restored-checkpoint"`
+	CommittedCheckpoint int64 `json:"committed-checkpoint"`
+	CommittedAt         int64 `json:"committed-at"`
+	// Inputs are the positions of the task's input partitions in its
+	// last committed checkpoint.
+	Inputs []InputPosition `json:"inputs"`
+}
+
+// InputPosition is the next offset to read of a Kafka partition.
+type InputPosition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
 }
 
 // Job describes the job.

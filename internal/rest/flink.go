@@ -3,6 +3,7 @@ package rest
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -327,6 +328,9 @@ func (s *Server) vertexDetails(w http.ResponseWriter, r *http.Request, e *entry,
 		StatusDuration map[string]int64 `json:"status-duration"`
 		// Weir: the rates of the last sampling interval.
 		Rates monitor.Rate `json:"weir-rates"`
+		// Weir, on a cluster member: the task (stage x partition) the
+		// subtask is; taskmanager-id is then the instance's group member.
+		Task string `json:"weir-task,omitempty"`
 	}
 	subs := []subtaskInfo{}
 	for i, st := range v.Subtasks {
@@ -340,6 +344,15 @@ func (s *Server) vertexDetails(w http.ResponseWriter, r *http.Request, e *entry,
 			Metrics: subtaskIO(st), TaskManagerID: "weir", StatusDuration: map[string]int64{st.Status: duration(j, snap.Timestamp)},
 			Rates: rt,
 		})
+		if c := snap.Cluster; c != nil {
+			sub := &subs[len(subs)-1]
+			sub.TaskManagerID = c.Member
+			for _, t := range c.Tasks {
+				if t.Partition == st.Index && slices.Contains(t.Vertices, v.ID) {
+					sub.Task, sub.Attempt = t.ID, t.Attempt-1
+				}
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": v.ID, "name": v.Name, "parallelism": v.Parallelism, "maxParallelism": j.MaxParallelism,

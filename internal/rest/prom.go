@@ -179,6 +179,35 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 			}
 		}
 	}
+	collectCluster(e, job, snap.Cluster)
+}
+
+var (
+	clusterTaskLabels  = []string{"job", "task", "stage", "partition", "member"}
+	clusterInputLabels = []string{"job", "task", "topic", "partition"}
+)
+
+// collectCluster emits the tasks a cluster member owns: one series per
+// task, gone when the task moves.
+func collectCluster(e *emitter, job string, c *monitor.Cluster) {
+	if c == nil {
+		return
+	}
+	e.emit("weir_cluster_tasks", "Tasks (stage x partition) this cluster instance owns.", gauge, float64(len(c.Tasks)), []string{"job", "member"}, job, c.Member)
+	for _, t := range c.Tasks {
+		l := []string{job, t.ID, t.Stage, strconv.Itoa(t.Partition), c.Member}
+		running := 0.0
+		if t.State == "RUNNING" {
+			running = 1
+		}
+		e.emit("weir_cluster_task_owned", "1 for each task this instance owns.", gauge, 1, clusterTaskLabels, l...)
+		e.emit("weir_cluster_task_running", "1 while the owned task runs (0: restoring or restarting).", gauge, running, clusterTaskLabels, l...)
+		e.emit("weir_cluster_task_committed_checkpoint", "The last checkpoint the task committed on this instance (0: none yet).", gauge, float64(t.CommittedCheckpoint), clusterTaskLabels, l...)
+		e.emit("weir_cluster_task_restored_checkpoint", "The checkpoint the task restored when it came to this instance (0: none).", gauge, float64(t.RestoredCheckpoint), clusterTaskLabels, l...)
+		for _, in := range t.Inputs {
+			e.emit("weir_cluster_task_committed_offset", "The next offset to read of the task's input partition in its last committed checkpoint.", gauge, float64(in.Offset), clusterInputLabels, job, t.ID, in.Topic, strconv.Itoa(int(in.Partition)))
+		}
+	}
 }
 
 // gaugeMetric names an operator's gauge for Prometheus: weir_ and the

@@ -16,6 +16,8 @@ import (
 //	GET /weir/jobs/{jobid}/snapshot    the job's monitor.Snapshot now
 //	GET /weir/jobs/{jobid}/history     the sampled snapshots (?since=ms: newer ones only)
 //	GET /weir/jobs/{jobid}/doctor      doctor findings over the sampled history
+//	GET /weir/jobs/{jobid}/cluster     a cluster member's tasks (monitor.Cluster); 404 for a job of one process
+//	                                   (also at /jobs/{jobid}/cluster, next to Flink's resources)
 //	GET /weir/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/record?seconds=S&limit=N
 //	                                   capture one subtask's inputs as a scenario file (write action)
 
@@ -25,8 +27,19 @@ func (s *Server) routeWeir(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, e.job.Snapshot())
 	}))
 	mux.HandleFunc("GET /weir/jobs/{jobid}/history", s.withJob(s.history))
+	mux.HandleFunc("GET /weir/jobs/{jobid}/cluster", s.withJob(s.cluster))
+	mux.HandleFunc("GET /jobs/{jobid}/cluster", s.withJob(s.cluster))
 	mux.HandleFunc("GET /weir/jobs/{jobid}/doctor", s.withJob(s.doctor))
 	mux.HandleFunc("GET /weir/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/record", s.guarded(s.withJob(s.record)))
+}
+
+func (s *Server) cluster(w http.ResponseWriter, r *http.Request, e *entry) {
+	c := e.job.Snapshot().Cluster
+	if c == nil {
+		writeError(w, http.StatusNotFound, "job "+e.name+" is not a cluster member (weir.WithKafkaCluster)")
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
 }
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request, e *entry) {
