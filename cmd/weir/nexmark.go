@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,9 @@ flags:
   --rest ADDR         serve the REST API, metrics and dashboard on ADDR while it runs
   --key-sampling N    keyBy key-sketch stride (default 1024; 0 turns the sketches off)
   --scrape D          with --rest, read /metrics and the job's snapshot every D (a monitor's load)
+  --cpuprofile FILE   write a CPU profile of each run (job start to end, without the memory
+                      source's generation) to FILE (with --query all: FILE.<query>); read it
+                      with go tool pprof -top FILE
 `
 
 // nexmarkRun is the summary of one query run.
@@ -95,6 +99,7 @@ type nexmarkOptions struct {
 	sideInput   string
 	bootstrap   string
 	topic       string
+	cpuProfile  string // --cpuprofile
 }
 
 func nexmarkMain(args []string, stdout, stderr io.Writer) int {
@@ -116,6 +121,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.sideInput, "side-input", "", "")
 	fs.StringVar(&o.bootstrap, "kafka-bootstrap", os.Getenv("WEIR_KAFKA_BOOTSTRAP"), "")
 	fs.StringVar(&o.topic, "topic", "", "")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -297,6 +303,13 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	}
 	debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's
 	resetPeakRSS()
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile, q.Name, o.query == "all")
+		if err != nil {
+			return nexmarkRun{}, err
+		}
+		defer stopProfile()
+	}
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
@@ -360,6 +373,23 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		}
 	}
 	return r, nil
+}
+
+// startCPUProfile starts a CPU profile into path (path.<query> when
+// several queries run) and returns the function that ends it.
+func startCPUProfile(path, query string, several bool) (func(), error) {
+	if several {
+		path += "." + query
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // sourceEvents is the number of events the source has emitted so far.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +150,34 @@ func TestNexmarkMemorySource(t *testing.T) {
 	}
 	if n, err := queries.CommittedRows(dir); err != nil || n != 4600 {
 		t.Fatalf("q10 into %s: %d rows, %v", dir, n, err)
+	}
+}
+
+// --cpuprofile writes one profile per query run: the file, or FILE.<query>
+// with --query all.
+func TestNexmarkCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	isProfile := func(path string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // a gzipped profile.proto
+			t.Errorf("%s: %v, %d bytes, want a gzipped pprof profile", path, err, len(b))
+		}
+	}
+	var out, errb bytes.Buffer
+	one := filepath.Join(dir, "q1.pprof")
+	if code := run([]string{"nexmark", "--query", "q1", "--events", "20000", "--parallelism", "2", "--source", "memory", "--cpuprofile", one, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("code %d, stderr %s", code, errb.String())
+	}
+	isProfile(one)
+	if code := run([]string{"nexmark", "--query", "all", "--events", "5000", "--parallelism", "1", "--cpuprofile", filepath.Join(dir, "all"), "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("all: code %d, stderr %s", code, errb.String())
+	}
+	for _, q := range append([]string{"gen"}, queries.Names()...) {
+		isProfile(filepath.Join(dir, "all."+q))
+	}
+	if code := run([]string{"nexmark", "--query", "q0", "--events", "5000", "--cpuprofile", filepath.Join(dir, "missing", "x")}, &out, &errb); code != 1 {
+		t.Errorf("a profile in a missing directory: code %d, want 1", code)
 	}
 }
 
