@@ -91,6 +91,9 @@ RESULTS=$WORK/results.jsonl
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
 # ---- build ---------------------------------------------------------------------------
+# The commit the binaries are built from (later commits during a long run do not count).
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(cd "$ROOT" && [[ -n $(git status --porcelain 2>/dev/null) ]] && echo " (with uncommitted changes)" || true)
 log "building weir (go build ./cmd/weir)"
 (cd "$ROOT" && go build -o "$WORK/weir" ./cmd/weir)
 WEIR=$WORK/weir
@@ -216,7 +219,7 @@ record() { # engine query run out-file: checks the run's JSON line and appends i
 import json, sys
 engine, q, r, line = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 d = json.loads(line)
-d.update(engine=engine, query_name=q, run=r)
+d.update(engine=engine, query_name=q, run=r, load1=float(open("/proc/loadavg").read().split()[0]))
 print(json.dumps(d))
 PY
   log "$engine $q run $r: $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.0f events/s, %d results, %.2f s, %.2f CPU s" % (d["events_per_second"], d["results"], d["seconds"], d["cpu_seconds"]))' "$line")"
@@ -299,8 +302,6 @@ JAVA_VERSION=$(java -version 2>&1 | head -1)
 CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 CORES=$(nproc)
 MEM=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo 2>/dev/null || echo unknown)
-COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(cd "$ROOT" && [[ -n $(git status --porcelain 2>/dev/null) ]] && echo " (with uncommitted changes)" || true)
 
 set +e
 export QUERIES RUNS EVENTS RATE PARALLELISM SEED SOURCE WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE \
