@@ -35,7 +35,8 @@ result count.
 
 flags:
   --query NAME        query to run: %s; gen (the source alone,
-                      the baseline); or all (gen, then every query) (default q0)
+                      the baseline); a comma-separated list of them (one after the other,
+                      on the same events); or all (gen, then every query) (default q0)
   --source KIND       generator: the generators run inside the source, as part of the
                       measurement (default); memory: every generator's events are generated
                       into memory first, then replayed as fast as the job takes them, timed
@@ -62,7 +63,7 @@ flags:
   --key-sampling N    keyBy key-sketch stride (default 1024; 0 turns the sketches off)
   --scrape D          with --rest, read /metrics and the job's snapshot every D (a monitor's load)
   --cpuprofile FILE   write a CPU profile of each run (job start to end, without the memory
-                      source's generation) to FILE (with --query all: FILE.<query>); read it
+                      source's generation) to FILE (several queries: FILE.<query>); read it
                       with go tool pprof -top FILE
 `
 
@@ -138,10 +139,14 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	var qs []queries.Query
 	if o.query == "all" {
 		qs = append([]queries.Query{queries.Generator}, queries.All...)
-	} else if q, ok := queries.Lookup(o.query); ok {
-		qs = []queries.Query{q}
 	} else {
-		bad = append(bad, fmt.Sprintf("unknown query %q (available: %s, gen, all)", o.query, strings.Join(queries.Names(), ", ")))
+		for name := range strings.SplitSeq(o.query, ",") {
+			if q, ok := queries.Lookup(name); ok {
+				qs = append(qs, q)
+			} else {
+				bad = append(bad, fmt.Sprintf("unknown query %q (available: %s, gen, all)", name, strings.Join(queries.Names(), ", ")))
+			}
+		}
 	}
 	if o.events <= 0 {
 		bad = append(bad, fmt.Sprintf("--events must be positive, got %d", o.events))
@@ -188,7 +193,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
-		if o.query == "all" {
+		if len(qs) > 1 {
 			enc.Encode(struct {
 				Query       string       `json:"query"`
 				Events      int64        `json:"events"`
@@ -196,7 +201,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 				Rate        float64      `json:"rate"`
 				Source      string       `json:"source"`
 				Runs        []nexmarkRun `json:"runs"`
-			}{"all", o.events, o.parallelism, o.rate, o.source, runs})
+			}{o.query, o.events, o.parallelism, o.rate, o.source, runs})
 		} else {
 			enc.Encode(runs[0])
 		}
@@ -304,7 +309,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's
 	resetPeakRSS()
 	if o.cpuProfile != "" {
-		stopProfile, err := startCPUProfile(o.cpuProfile, q.Name, o.query == "all")
+		stopProfile, err := startCPUProfile(o.cpuProfile, q.Name, o.query == "all" || strings.Contains(o.query, ","))
 		if err != nil {
 			return nexmarkRun{}, err
 		}

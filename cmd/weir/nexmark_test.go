@@ -154,7 +154,7 @@ func TestNexmarkMemorySource(t *testing.T) {
 }
 
 // --cpuprofile writes one profile per query run: the file, or FILE.<query>
-// with --query all.
+// with several queries (all, or a comma-separated list).
 func TestNexmarkCPUProfile(t *testing.T) {
 	dir := t.TempDir()
 	isProfile := func(path string) {
@@ -175,6 +175,22 @@ func TestNexmarkCPUProfile(t *testing.T) {
 	}
 	for _, q := range append([]string{"gen"}, queries.Names()...) {
 		isProfile(filepath.Join(dir, "all."+q))
+	}
+	out.Reset()
+	if code := run([]string{"nexmark", "--query", "q2,q13", "--events", "5000", "--parallelism", "1", "--source", "memory", "--cpuprofile", filepath.Join(dir, "two"), "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("q2,q13: code %d, stderr %s", code, errb.String())
+	}
+	var two struct {
+		Query string           `json:"query"`
+		Runs  []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &two); err != nil || two.Query != "q2,q13" || len(two.Runs) != 2 || two.Runs[1]["query"] != "q13" {
+		t.Errorf("q2,q13: %v %s", err, out.String())
+	}
+	isProfile(filepath.Join(dir, "two.q2"))
+	isProfile(filepath.Join(dir, "two.q13"))
+	if code := run([]string{"nexmark", "--query", "q2,q99"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown query "q99"`) {
+		t.Errorf("q2,q99: code %d, stderr %s", code, errb.String())
 	}
 	if code := run([]string{"nexmark", "--query", "q0", "--events", "5000", "--cpuprofile", filepath.Join(dir, "missing", "x")}, &out, &errb); code != 1 {
 		t.Errorf("a profile in a missing directory: code %d, want 1", code)
