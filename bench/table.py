@@ -167,6 +167,18 @@ def mode_block(rows, E):
                        geo, len(cpu_ratios), len(cpu_ratios) - len(short), len(cpu_ratios),
                        (" (below 5×: " + ", ".join(short) + ")") if short else ""))
         out.append("")
+    cores = {e: [r["cpu_seconds"] / r["seconds"] for r in rows
+                 if r["engine"] == e and r.get("cpu_seconds") and r.get("seconds") and r["query_name"] in queries]
+             for e in ("weir", "flink")}
+    if cores["weir"] and cores["flink"]:
+        out.append("Cores used (CPU seconds / wall seconds of a run, of %s): Weir median %.2f (%.2f-%.2f), Flink "
+                   "median %.2f (%.2f-%.2f). Well below the %s cores means the runs waited for a CPU: on a shared "
+                   "machine the scheduler shares it per thread, and a JVM running tens of threads gets more of it "
+                   "than a Go process with GOMAXPROCS threads, so under load the events/s ratio can understate "
+                   "the CPU ratio." % (
+                       E["CORES"], med(cores["weir"]), min(cores["weir"]), max(cores["weir"]),
+                       med(cores["flink"]), min(cores["flink"]), max(cores["flink"]), E["CORES"]))
+        out.append("")
     if "gen" in base and all(base["gen"]):
         wg, fg = base["gen"]
         line = ("`gen` is each engine's source alone into the discarding sink (not a query; not in the mean): "
