@@ -43,6 +43,7 @@
 #   OUT            the markdown file to update [BENCHMARKS.md at the repo root]
 #   GENCHECK       1: diff the first events of both generators first [1]
 #   RUN_TIMEOUT    seconds to wait for a Flink warm-up or run before counting it failed [1800]
+#   NOTE           a sentence the block prints under its settings (what was unusual about the run) []
 #   ALLOW_MISSING  1: run the Flink side alone for queries `weir nexmark` does not know [1]
 #
 # Exit status: 0 when every compared query's result counts match, 1 on a mismatch or a

@@ -68,6 +68,7 @@ def mode_block(rows, E):
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     ratios, cpu_ratios, data, base = {}, {}, {}, {}
+    missing = []
     sums = set()
     for q in queries:
         w = [r for r in rows if r["query_name"] == q and r["engine"] == "weir"]
@@ -76,7 +77,10 @@ def mode_block(rows, E):
         we, fe = med([r["events_per_second"] for r in w]), med([r["events_per_second"] for r in f])
         wres = sorted(set(r["results"] for r in w))
         fres = sorted(set(r["results"] for r in f))
-        if not w or not f:
+        if not w and not f:
+            missing.append(q)
+            check = "not run"
+        elif not w or not f:
             check = "weir n/a" if not w else "flink n/a"
         elif q == "q12":
             check = "n/a (processing time)"
@@ -149,9 +153,14 @@ def mode_block(rows, E):
                "(%d s in all; raw JSON per run in `bench/out/%s/`, not committed)" % (
                    source, E["EVENTS"], E["RUNS"], E["QUERIES"], E["PARALLELISM"], E["RATE"],
                    int(E["T1"]) - int(E["T0"]), E["STAMP"]))
+    if E.get("NOTE"):
+        out.append("- Note: " + E["NOTE"])
     out.append("")
     out.extend(lines)
     out.append("")
+    if missing:
+        out.append("Not run (no result from either engine): %s." % ", ".join(missing))
+        out.append("")
     if ratios:
         geo = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios))
         short = [q for q, v in ratios.items() if v < 5]
