@@ -40,10 +40,13 @@
 #   PARALLELISM    parallelism, = number of generators, on both engines [2]
 #   RATE           event rate in events/s of event time (spaces the timestamps) [10000]
 #   SEED           generator seed [0]
-#   WARMUP_EVENTS  events of Flink's warm-up run of the query in the same JVM [min(EVENTS, 2000000)]
+#   WARMUP_EVENTS  events of Flink's warm-up run of the query, once per query in the JVM that
+#                  then serves its RUNS runs [min(EVENTS, 2000000)]
 #   FLINK_JAVA_OPTS extra JVM flags for the Flink runs [-Xms2g -Xmx4g]
 #   OUT            the markdown file to update [BENCHMARKS.md at the repo root]
 #   GENCHECK       1: diff the first events of both generators first [1]
+#   RUN_TIMEOUT    seconds to wait for a Flink warm-up or run before counting it failed [1800]
+#   NOTE           a sentence the block prints under its settings (what was unusual about the run) []
 #   ALLOW_MISSING  1: run the Flink side alone for queries `weir nexmark` does not know [1]
 #
 # Exit status: 0 when every compared query's result counts match, 1 on a mismatch or a
@@ -63,10 +66,11 @@ WARMUP_EVENTS=${WARMUP_EVENTS:-$((EVENTS < 2000000 ? EVENTS : 2000000))}
 FLINK_JAVA_OPTS=${FLINK_JAVA_OPTS:-"-Xms2g -Xmx4g"}
 OUT=${OUT:-$ROOT/BENCHMARKS.md}
 GENCHECK=${GENCHECK:-1}
+RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 ALLOW_MISSING=${ALLOW_MISSING:-1}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
-for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS; do
+for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS RUN_TIMEOUT; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 ((EVENTS > 0)) || die "EVENTS must be > 0"
@@ -91,6 +95,9 @@ RESULTS=$WORK/results.jsonl
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
 # ---- build ---------------------------------------------------------------------------
+# The commit the binaries are built from (later commits during a long run do not count).
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(cd "$ROOT" && [[ -n $(git status --porcelain 2>/dev/null) ]] && echo " (with uncommitted changes)" || true)
 log "building weir (go build ./cmd/weir)"
 (cd "$ROOT" && go build -o "$WORK/weir" ./cmd/weir)
 WEIR=$WORK/weir
@@ -200,21 +207,15 @@ if [[ $SOURCE == kafka ]]; then
     --source kafka "${SOURCE_ARGS[@]}" --json >"$WORK/produce.json" 2>"$WORK/produce.log" ||
     { log "!!! writing the events to $TOPIC failed; see $WORK/produce.log"; exit 1; }
 fi
-run_one() { # engine query run
-  local engine=$1 q=$2 r=$3 out err rc=0
-  out=$WORK/$q.$engine.$r.json
-  err=$WORK/$q.$engine.$r.log
-  if [[ $engine == weir ]]; then
-    "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
-      --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --json >"$out" 2>"$err" || rc=$?
-  else
-    flink --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
-      --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --warmup-events "$WARMUP_EVENTS" --json >"$out" 2>"$err" || rc=$?
-  fi
-  local line
+# Weir: one process per run. Flink: one JVM per query (`--serve`), which runs the warm-up
+# once, then one measured run per "run" line on its stdin, alternating with Weir's runs; so
+# JVM start-up, class loading, the MiniCluster's start, the warm-up and (memory source) the
+# events' generation are paid once per query, not once per run.
+record() { # engine query run out-file: checks the run's JSON line and appends it to RESULTS
+  local engine=$1 q=$2 r=$3 out=$4 line
   line=$(grep -E '^\{' "$out" | tail -1 || true)
-  if ((rc != 0)) || [[ -z $line ]]; then
-    log "!!! $engine $q run $r failed (exit $rc); see $err"
+  if [[ -z $line || $line == *'"error"'* ]]; then
+    log "!!! $engine $q run $r failed${line:+: $line}; see ${out%.json}.log"
     FAILED=1
     return
   fi
@@ -222,11 +223,58 @@ run_one() { # engine query run
 import json, sys
 engine, q, r, line = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 d = json.loads(line)
-d.update(engine=engine, query_name=q, run=r)
+d.update(engine=engine, query_name=q, run=r, load1=float(open("/proc/loadavg").read().split()[0]))
 print(json.dumps(d))
 PY
-  log "$engine $q run $r: $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.0f events/s, %d results, %.2f s" % (d["events_per_second"], d["results"], d["seconds"]))' "$line")"
+  log "$engine $q run $r: $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.0f events/s, %d results, %.2f s, %.2f CPU s" % (d["events_per_second"], d["results"], d["seconds"], d["cpu_seconds"]))' "$line")"
 }
+run_weir() { # query run
+  local q=$1 r=$2 out=$WORK/$1.weir.$2.json rc=0
+  "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+    --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --json >"$out" 2>"${out%.json}.log" || rc=$?
+  ((rc == 0)) || echo "{\"error\":\"exit status $rc\"}" >>"$out"
+  record weir "$q" "$r" "$out"
+}
+FLINK_UP=0
+flink_start() { # query: starts its Flink JVM and waits until the warm-up is done
+  local q=$1 line=
+  coproc FLINKP { flink --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+    --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --warmup-events "$WARMUP_EVENTS" --serve \
+    2>"$WORK/$q.flink.log"; }
+  FLINK_UP=1
+  while IFS= read -r -t "$RUN_TIMEOUT" line <&"${FLINKP[0]}"; do
+    [[ $line == '{"ready":true}' ]] && return 0
+  done
+  log "!!! flink $q: no warm-up (JVM ended or $RUN_TIMEOUT s passed); see $WORK/$q.flink.log"
+  flink_stop
+  return 1
+}
+run_flink() { # query run
+  local q=$1 r=$2 out=$WORK/$1.flink.$2.json line=
+  : >"$out"
+  if ((FLINK_UP)) && echo run >&"${FLINKP[1]}" 2>/dev/null; then
+    while IFS= read -r -t "$RUN_TIMEOUT" line <&"${FLINKP[0]}"; do
+      if [[ $line == '{'* ]]; then
+        echo "$line" >>"$out"
+        break
+      fi
+    done
+  fi
+  [[ -s $out ]] || { echo '{"error":"the Flink JVM ended or did not answer within RUN_TIMEOUT"}' >"$out"; flink_stop; }
+  record flink "$q" "$r" "$out"
+}
+flink_stop() {
+  ((FLINK_UP)) || return 0
+  FLINK_UP=0
+  local pid=${FLINKP_PID:-}
+  { echo quit >&"${FLINKP[1]}"; } 2>/dev/null || true
+  if [[ -n $pid ]]; then
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+}
+trap 'flink_stop; rm -rf "${GENDIR:-/nonexistent}"' EXIT
 
 T0=$(date +%s)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -241,10 +289,13 @@ for q in $QUERIES; do
     fi
     log "weir nexmark does not know $q (yet): Flink side alone"
   fi
+  log "flink $q: JVM start and warm-up ($WARMUP_EVENTS events)"
+  flink_start "$q" || FAILED=1
   for ((r = 1; r <= RUNS; r++)); do
-    ((have_weir)) && run_one weir "$q" "$r"
-    run_one flink "$q" "$r"
+    ((have_weir)) && run_weir "$q" "$r"
+    run_flink "$q" "$r"
   done
+  flink_stop
 done
 T1=$(date +%s)
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -255,8 +306,6 @@ JAVA_VERSION=$(java -version 2>&1 | head -1)
 CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 CORES=$(nproc)
 MEM=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo 2>/dev/null || echo unknown)
-COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(cd "$ROOT" && [[ -n $(git status --porcelain 2>/dev/null) ]] && echo " (with uncommitted changes)" || true)
 
 set +e
 export QUERIES RUNS EVENTS RATE PARALLELISM SEED SOURCE WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE \

@@ -38,6 +38,16 @@ def fmt_mib(v):
     return "–" if v is None else "%.0f" % (v / 1048576)
 
 
+# What a query's row says beside its name: the baseline, the queries whose results are not a
+# discarding sink's count (q10), that read a file (q13), or that depend on the wall clock (q12).
+LABELS = {
+    "gen": " (source only)",
+    "q10": " (file sink: rows committed)",
+    "q12": " (processing time)",
+    "q13": " (side input file)",
+}
+
+
 def order_dependent(q):
     # q18 and q19 emit when a bid becomes the newest or one of the ten highest of its key; a
     # few keys get bids from two generators, in an order that varies between runs
@@ -57,7 +67,8 @@ def mode_block(rows, E):
         "Weir CPU s | Flink CPU s | CPU Flink / Weir | Weir peak RSS MiB | Flink peak RSS MiB |",
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
-    ratios, data, base = {}, {}, {}
+    ratios, cpu_ratios, data, base = {}, {}, {}, {}
+    missing = []
     sums = set()
     for q in queries:
         w = [r for r in rows if r["query_name"] == q and r["engine"] == "weir"]
@@ -66,7 +77,10 @@ def mode_block(rows, E):
         we, fe = med([r["events_per_second"] for r in w]), med([r["events_per_second"] for r in f])
         wres = sorted(set(r["results"] for r in w))
         fres = sorted(set(r["results"] for r in f))
-        if not w or not f:
+        if not w and not f:
+            missing.append(q)
+            check = "not run"
+        elif not w or not f:
             check = "weir n/a" if not w else "flink n/a"
         elif q == "q12":
             check = "n/a (processing time)"
@@ -84,11 +98,13 @@ def mode_block(rows, E):
         data[q] = {"weir": we, "flink": fe}
         wc = med([r.get("cpu_seconds", 0) for r in w]) if w else None
         fc = med([r.get("cpu_seconds", 0) for r in f]) if f else None
+        if wc and fc and q != "gen":
+            cpu_ratios[q] = fc / wc
 
         def res(xs):
             return "–" if not xs else "/".join(str(x) for x in xs)
 
-        label = q + (" (source only)" if q == "gen" else "")
+        label = q + LABELS.get(q, "")
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             label, fmt_eps(we), fmt_eps(fe), "%.2f×" % (we / fe) if we and fe else "–",
             res(wres), res(fres), check,
@@ -108,7 +124,9 @@ def mode_block(rows, E):
                 "`weir nexmark --source memory`; Flink: the same in the module's `--source memory`), then replayed as fast "
                 "as the engine takes them. Time runs from the first event read to the end of input at the last sink "
                 "(Weir: to the end of the job; q10: to the last commit of its file sink), so generation, process, JVM "
-                "and MiniCluster start-up are excluded.")
+                "and MiniCluster start-up are excluded. Flink runs each query's warm-up and measured runs in one JVM "
+                "(`--serve`), each run a job submitted to the JVM's one MiniCluster, on events generated once (their "
+                "checksum is taken again after every run).")
     elif source == "kafka":
         what = ("Kafka to Kafka: the events were written once to a topic of the broker (one partition per generator, "
                 "one text line per event, `weir nexmark --source kafka`); each engine reads it with its own Kafka "
@@ -134,8 +152,11 @@ def mode_block(rows, E):
                    "" if source == "kafka" else
                    "Results are counted in a discarding sink on both sides (q10: the rows committed to files)."))
     out.append("")
-    out.append("- Machine: %s cores (`nproc`), %s, %s; load average (1, 5, 15 min) %s before the runs, %s after" % (
-        E["CORES"], E["CPU_MODEL"], E["MEM"], E["LOAD_BEFORE"], E["LOAD_AFTER"]))
+    loads = [r["load1"] for r in rows if r.get("load1") is not None]
+    out.append("- Machine: %s cores (`nproc`), %s, %s; load average (1, 5, 15 min) %s before the runs, %s after%s" % (
+        E["CORES"], E["CPU_MODEL"], E["MEM"], E["LOAD_BEFORE"], E["LOAD_AFTER"],
+        "; 1-minute load at the end of each run %.1f-%.1f (median %.1f)" % (min(loads), max(loads), med(loads))
+        if loads else ""))
     out.append("- Versions: %s; %s; Flink %s; Weir %s%s" % (
         E["GO_VERSION"], E["JAVA_VERSION"], flink_version, E["COMMIT"], E["DIRTY"]))
     out.append("- Workload: %s events, rate %s events/s of event time, parallelism %s (= generators), seed %s; "
@@ -146,15 +167,40 @@ def mode_block(rows, E):
                "(%d s in all; raw JSON per run in `bench/out/%s/`, not committed)" % (
                    source, E["EVENTS"], E["RUNS"], E["QUERIES"], E["PARALLELISM"], E["RATE"],
                    int(E["T1"]) - int(E["T0"]), E["STAMP"]))
+    if E.get("NOTE"):
+        out.append("- Note: " + E["NOTE"])
     out.append("")
     out.extend(lines)
     out.append("")
+    if missing:
+        out.append("Not run (no result from either engine): %s." % ", ".join(missing))
+        out.append("")
     if ratios:
         geo = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios))
         short = [q for q, v in ratios.items() if v < 5]
         out.append("Weir / Flink events/s: geometric mean %.2f× over %d queries; at least 5× on %d of %d%s." % (
             geo, len(ratios), len(ratios) - len(short), len(ratios),
             (" (below 5×: " + ", ".join(short) + ")") if short else ""))
+        out.append("")
+    if cpu_ratios:
+        geo = math.exp(sum(math.log(v) for v in cpu_ratios.values()) / len(cpu_ratios))
+        short = [q for q, v in cpu_ratios.items() if v < 5]
+        out.append("CPU seconds, Flink / Weir (the same work; less sensitive to other tenants' load than wall "
+                   "time): geometric mean %.2f× over %d queries; at least 5× on %d of %d%s." % (
+                       geo, len(cpu_ratios), len(cpu_ratios) - len(short), len(cpu_ratios),
+                       (" (below 5×: " + ", ".join(short) + ")") if short else ""))
+        out.append("")
+    cores = {e: [r["cpu_seconds"] / r["seconds"] for r in rows
+                 if r["engine"] == e and r.get("cpu_seconds") and r.get("seconds") and r["query_name"] in queries]
+             for e in ("weir", "flink")}
+    if cores["weir"] and cores["flink"]:
+        out.append("Cores used (CPU seconds / wall seconds of a run, of %s): Weir median %.2f (%.2f-%.2f), Flink "
+                   "median %.2f (%.2f-%.2f). Well below the %s cores means the runs waited for a CPU: on a shared "
+                   "machine the scheduler shares it per thread, and a JVM running tens of threads gets more of it "
+                   "than a Go process with GOMAXPROCS threads, so under load the events/s ratio can understate "
+                   "the CPU ratio." % (
+                       E["CORES"], med(cores["weir"]), min(cores["weir"]), max(cores["weir"]),
+                       med(cores["flink"]), min(cores["flink"]), max(cores["flink"]), E["CORES"]))
         out.append("")
     if "gen" in base and all(base["gen"]):
         wg, fg = base["gen"]
@@ -195,10 +241,19 @@ def block_medians(block):
     return {"stamp": "", "commit": "", "medians": data}
 
 
+def find_block(text, mode):
+    """The match of mode's block in text, or None; a block written before the modes existed is the
+    generator's."""
+    m = re.search(r"<!-- compare\.sh:begin mode=%s.*?<!-- compare\.sh:end mode=%s -->" % (mode, mode), text, flags=re.S)
+    if not m and mode == "generator":
+        m = re.search(r"<!-- compare\.sh:begin \(.*?<!-- compare\.sh:end -->", text, flags=re.S)
+    return m
+
+
 def summary(text):
     blocks = {}
     for mode, _ in MODES:
-        m = re.search(r"<!-- compare\.sh:begin mode=%s.*?<!-- compare\.sh:end mode=%s -->" % (mode, mode), text, flags=re.S)
+        m = find_block(text, mode)
         if m:
             blocks[mode] = block_medians(m.group(0))
     order = ["gen"] + ["q%d" % i for i in range(24)]
@@ -244,10 +299,7 @@ def main():
     block, lines, problems = mode_block(rows, E)
     text = open(out_path).read() if os.path.exists(out_path) else "# Benchmarks\n"
     mode = E["SOURCE"]
-    m = re.search(r"<!-- compare\.sh:begin mode=%s.*?<!-- compare\.sh:end mode=%s -->" % (mode, mode), text, flags=re.S)
-    if not m and mode == "generator":
-        # Blocks written before the modes existed are generator blocks.
-        m = re.search(r"<!-- compare\.sh:begin \(.*?<!-- compare\.sh:end -->", text, flags=re.S)
+    m = find_block(text, mode)
     if m:
         text = text[:m.start()] + block + text[m.end():]
     else:
@@ -259,8 +311,10 @@ def main():
     if m:
         text = text[:m.start()] + s + text[m.end():]
     else:
-        first = re.search(r"<!-- compare\.sh:begin mode=", text)
-        text = text[:first.start()] + s + "\n\n" + text[first.start():]
+        # Right under the section's heading, else before the first block.
+        head = re.search(r"^## Weir vs Flink\n", text, flags=re.M)
+        at = head.end() if head else re.search(r"<!-- compare\.sh:begin", text).start()
+        text = text[:at] + ("\n" if head else "") + s + "\n\n" + text[at:].lstrip("\n")
     open(out_path, "w").write(text)
     print("\n".join(lines))
     if problems:

@@ -35,7 +35,8 @@ result count.
 
 flags:
   --query NAME        query to run: %s; gen (the source alone,
-                      the baseline); or all (gen, then every query) (default q0)
+                      the baseline); a comma-separated list of them (one after the other,
+                      on the same events); or all (gen, then every query) (default q0)
   --source KIND       generator: the generators run inside the source, as part of the
                       measurement (default); memory: every generator's events are generated
                       into memory first, then replayed as fast as the job takes them, timed
@@ -66,7 +67,9 @@ flags:
   --scrape D          with --rest, read /metrics and the job's snapshot every D (a monitor's load)
   --keep-results      with --source kafka, keep the results topics (named in --json's
                       results_topic)
-  --cpuprofile FILE   write a CPU profile of the runs (go tool pprof FILE)
+  --cpuprofile FILE   write a CPU profile of each run (job start to end, without the memory
+                      source's generation) to FILE (several queries: FILE.<query>); read it
+                      with go tool pprof -top FILE
 `
 
 // nexmarkRun is the summary of one query run.
@@ -107,7 +110,7 @@ type nexmarkOptions struct {
 	sideInput   string
 	bootstrap   string
 	topic       string
-	cpuProfile  string
+	cpuProfile  string // --cpuprofile
 	keepResults bool
 }
 
@@ -148,10 +151,14 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	var qs []queries.Query
 	if o.query == "all" {
 		qs = append([]queries.Query{queries.Generator}, queries.All...)
-	} else if q, ok := queries.Lookup(o.query); ok {
-		qs = []queries.Query{q}
 	} else {
-		bad = append(bad, fmt.Sprintf("unknown query %q (available: %s, gen, all)", o.query, strings.Join(queries.Names(), ", ")))
+		for name := range strings.SplitSeq(o.query, ",") {
+			if q, ok := queries.Lookup(name); ok {
+				qs = append(qs, q)
+			} else {
+				bad = append(bad, fmt.Sprintf("unknown query %q (available: %s, gen, all)", name, strings.Join(queries.Names(), ", ")))
+			}
+		}
 	}
 	if o.events <= 0 {
 		bad = append(bad, fmt.Sprintf("--events must be positive, got %d", o.events))
@@ -187,17 +194,6 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer cleanup()
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "weir nexmark: --cpuprofile: %v\n", err)
-			return 1
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
 	var runs []nexmarkRun
 	for _, q := range qs {
 		r, err := runNexmark(ctx, q, o, env, progress)
@@ -209,7 +205,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
-		if o.query == "all" {
+		if len(qs) > 1 {
 			enc.Encode(struct {
 				Query       string       `json:"query"`
 				Events      int64        `json:"events"`
@@ -217,7 +213,7 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 				Rate        float64      `json:"rate"`
 				Source      string       `json:"source"`
 				Runs        []nexmarkRun `json:"runs"`
-			}{"all", o.events, o.parallelism, o.rate, o.source, runs})
+			}{o.query, o.events, o.parallelism, o.rate, o.source, runs})
 		} else {
 			enc.Encode(runs[0])
 		}
@@ -338,6 +334,13 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	}
 	debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's
 	resetPeakRSS()
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile, q.Name, o.query == "all" || strings.Contains(o.query, ","))
+		if err != nil {
+			return nexmarkRun{}, err
+		}
+		defer stopProfile()
+	}
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
@@ -412,6 +415,23 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		}
 	}
 	return r, nil
+}
+
+// startCPUProfile starts a CPU profile into path (path.<query> when
+// several queries run) and returns the function that ends it.
+func startCPUProfile(path, query string, several bool) (func(), error) {
+	if several {
+		path += "." + query
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // sourceEvents is the number of events the source has emitted so far.

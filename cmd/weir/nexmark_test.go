@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,50 @@ func TestNexmarkMemorySource(t *testing.T) {
 	}
 	if n, err := queries.CommittedRows(dir); err != nil || n != 4600 {
 		t.Fatalf("q10 into %s: %d rows, %v", dir, n, err)
+	}
+}
+
+// --cpuprofile writes one profile per query run: the file, or FILE.<query>
+// with several queries (all, or a comma-separated list).
+func TestNexmarkCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	isProfile := func(path string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // a gzipped profile.proto
+			t.Errorf("%s: %v, %d bytes, want a gzipped pprof profile", path, err, len(b))
+		}
+	}
+	var out, errb bytes.Buffer
+	one := filepath.Join(dir, "q1.pprof")
+	if code := run([]string{"nexmark", "--query", "q1", "--events", "20000", "--parallelism", "2", "--source", "memory", "--cpuprofile", one, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("code %d, stderr %s", code, errb.String())
+	}
+	isProfile(one)
+	if code := run([]string{"nexmark", "--query", "all", "--events", "5000", "--parallelism", "1", "--cpuprofile", filepath.Join(dir, "all"), "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("all: code %d, stderr %s", code, errb.String())
+	}
+	for _, q := range append([]string{"gen"}, queries.Names()...) {
+		isProfile(filepath.Join(dir, "all."+q))
+	}
+	out.Reset()
+	if code := run([]string{"nexmark", "--query", "q2,q13", "--events", "5000", "--parallelism", "1", "--source", "memory", "--cpuprofile", filepath.Join(dir, "two"), "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("q2,q13: code %d, stderr %s", code, errb.String())
+	}
+	var two struct {
+		Query string           `json:"query"`
+		Runs  []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &two); err != nil || two.Query != "q2,q13" || len(two.Runs) != 2 || two.Runs[1]["query"] != "q13" {
+		t.Errorf("q2,q13: %v %s", err, out.String())
+	}
+	isProfile(filepath.Join(dir, "two.q2"))
+	isProfile(filepath.Join(dir, "two.q13"))
+	if code := run([]string{"nexmark", "--query", "q2,q99"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown query "q99"`) {
+		t.Errorf("q2,q99: code %d, stderr %s", code, errb.String())
+	}
+	if code := run([]string{"nexmark", "--query", "q0", "--events", "5000", "--cpuprofile", filepath.Join(dir, "missing", "x")}, &out, &errb); code != 1 {
+		t.Errorf("a profile in a missing directory: code %d, want 1", code)
 	}
 }
 

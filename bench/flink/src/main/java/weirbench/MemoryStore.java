@@ -10,6 +10,17 @@ final class MemoryStore {
     private MemoryStore() {}
 
     private static volatile Event[][] splits;
+    /** What the events held were generated from (events, rate, seed, generators), or null. */
+    private static String heldKey;
+
+    private static String key(NexmarkConfig cfg) {
+        return cfg.events + "/" + cfg.rate + "/" + cfg.seed + "/" + cfg.generators;
+    }
+
+    /** Whether the events held are cfg's (generate was last called with the same events, rate, seed and generators). */
+    static boolean holds(NexmarkConfig cfg) {
+        return splits != null && key(cfg).equals(heldKey);
+    }
 
     /** Generates every event of cfg's generators (cfg.generators of them) into memory. */
     static void generate(NexmarkConfig cfg) {
@@ -23,6 +34,7 @@ final class MemoryStore {
             s[i] = events;
         }
         splits = s;
+        heldKey = key(cfg);
     }
 
     static Event[] split(int index) {
@@ -46,5 +58,6 @@ final class MemoryStore {
 
     static void clear() {
         splits = null;
+        heldKey = null;
     }
 }

@@ -1,7 +1,10 @@
 package weirbench;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -14,9 +17,15 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.PipelineOptions;
 import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.configuration.TaskManagerOptions;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.runtime.minicluster.RpcServiceSharing;
 import org.apache.flink.runtime.util.EnvironmentInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
 
 /**
  * {@code weir-nexmark-flink --query qN --events N --parallelism P [--rate R] [--json]}: runs one
@@ -55,6 +64,8 @@ public final class NexmarkMain {
             "  --seed S             generator seed (default 0)",
             "  --warmup-events N    events of the warm-up run (default: --events; 0: no warm-up)",
             "  --json               print one JSON object",
+            "  --serve              after the warm-up print {\"ready\":true}, then one measured run per line",
+            "                       \"run\" on stdin, each printing its JSON object, until \"quit\" or end of input",
             "");
 
     static final class Options {
@@ -65,6 +76,7 @@ public final class NexmarkMain {
         long seed;
         long warmupEvents = -1;
         boolean json;
+        boolean serve;
         String source = "generator";
         String outputDir;
         String sideInput;
@@ -91,6 +103,11 @@ public final class NexmarkMain {
                 a = "-" + a; // -query as --query, like Go's flag package
             }
             if (a.equals("--json")) {
+                o.json = true;
+                continue;
+            }
+            if (a.equals("--serve")) {
+                o.serve = true;
                 o.json = true;
                 continue;
             }
@@ -164,6 +181,7 @@ public final class NexmarkMain {
             System.exit(2);
             return;
         }
+        phase("jvm");
         Path tmp = null;
         try {
             if ((o.query.equals("q10") && o.outputDir == null) || (o.query.equals("q13") && o.sideInput == null)) {
@@ -180,14 +198,52 @@ public final class NexmarkMain {
                     System.err.printf(Locale.ROOT, "warm-up: %d events in %.3f s%n", o.warmupEvents, RunStats.seconds());
                 }
             }
-            run(o, o.events, out);
-            report(o, System.out);
+            if (o.serve) {
+                serve(o, out);
+            } else {
+                run(o, o.events, out);
+                report(o, System.out);
+            }
         } finally {
             if (tmp != null) {
                 deleteTree(tmp);
             }
         }
         System.exit(0);
+    }
+
+    /**
+     * The --serve loop: after the warm-up, prints {"ready":true}, then one measured run per line
+     * "run" read from stdin, each printing its JSON line (or {"error":...} when the run fails, the
+     * stack trace on stderr), until "quit" or the end of stdin. One JVM and one warm-up then serve
+     * every run of a query, so that bench/compare.sh can alternate them with Weir's runs without
+     * paying JVM start-up, class loading, the warm-up and, with the memory source, the events'
+     * generation once per run.
+     */
+    static void serve(Options o, Path out) throws IOException {
+        System.out.println("{\"ready\":true}");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line; (line = in.readLine()) != null; ) {
+            line = line.trim();
+            if (line.equals("quit")) {
+                return;
+            }
+            if (!line.equals("run")) {
+                System.out.println("{\"error\":\"unknown command (want run or quit)\"}");
+                System.out.flush();
+                continue;
+            }
+            try {
+                run(o, o.events, out);
+                report(o, System.out);
+            } catch (Exception e) {
+                e.printStackTrace();
+                String msg = String.valueOf(e.getMessage()).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ");
+                System.out.println("{\"error\":\"" + msg + "\"}");
+            }
+            System.out.flush();
+        }
     }
 
     static void deleteTree(Path dir) throws IOException {
@@ -218,11 +274,19 @@ public final class NexmarkMain {
         NexmarkConfig cfg = config(o, events);
         boolean memory = o.source.equals("memory");
         eventsChecksum = null;
+        phase("start run of " + events);
         if (memory) {
-            MemoryStore.clear();
-            System.gc();
-            MemoryStore.generate(cfg);
-            eventsChecksum = String.format(Locale.ROOT, "%016x", MemoryStore.checksum());
+            // The same events as the previous run (the warm-up, an earlier --serve run) are kept:
+            // generating them again costs as much as a run; the checksum after each run shows the
+            // query left them as they were.
+            if (!MemoryStore.holds(cfg)) {
+                MemoryStore.clear();
+                System.gc();
+                MemoryStore.generate(cfg);
+                heldChecksum = String.format(Locale.ROOT, "%016x", MemoryStore.checksum());
+                phase("generate");
+            }
+            eventsChecksum = heldChecksum;
         }
         if (out != null) {
             deleteTree(out);
@@ -249,11 +313,17 @@ public final class NexmarkMain {
         } else if (results != null) {
             sinkAll(results);
         }
+        phase("build");
         System.gc();
+        phase("gc");
         RunStats.resetPeakRss();
         RunStats.reset();
         try {
-            env.execute("nexmark " + o.query);
+            StreamGraph graph = env.getStreamGraph();
+            graph.setJobName("nexmark " + o.query);
+            JobGraph job = graph.getJobGraph();
+            cluster(conf, o.parallelism).executeJobBlocking(job);
+            phase("execute (measured " + RunStats.seconds() + " s)");
             if (resultsTopic != null) {
                 long inTopic = KafkaResults.count(admin, resultsTopic);
                 if (inTopic != RunStats.results.sum()) {
@@ -278,7 +348,60 @@ public final class NexmarkMain {
             RunStats.results.add(committed[0]);
             RunStats.endAtWallClock(committed[1]);
         }
-        MemoryStore.clear();
+        if (memory) {
+            String after = String.format(Locale.ROOT, "%016x", MemoryStore.checksum());
+            if (!after.equals(heldChecksum)) {
+                MemoryStore.clear();
+                throw new IllegalStateException("the query changed the events in memory (checksum " + heldChecksum + " before the run, " + after + " after)");
+            }
+            phase("checksum after the run");
+        }
+    }
+
+    /** The checksum of the events MemoryStore holds. */
+    private static String heldChecksum;
+
+    private static MiniCluster cluster;
+
+    /**
+     * The MiniCluster every run of this JVM (the warm-up, each --serve run) is submitted to,
+     * started by the first: configured as Flink's local executor configures the one it starts per
+     * job (PerJobMiniClusterFactory: one TaskManager, parallelism slots, a shared RPC service, a
+     * random REST port), so the job runs as env.execute() would run it, without a cluster's start
+     * and shutdown (about 2.5 CPU seconds, 5-10 s under load) before and after each run. Like a
+     * session cluster, it keeps its threads and JIT-compiled code from one job to the next.
+     */
+    static MiniCluster cluster(Configuration conf, int parallelism) throws Exception {
+        if (cluster == null) {
+            Configuration c = new Configuration(conf);
+            if (!c.contains(RestOptions.BIND_PORT)) {
+                c.set(RestOptions.BIND_PORT, "0");
+            }
+            MiniCluster mc = new MiniCluster(new MiniClusterConfiguration.Builder()
+                    .setConfiguration(c)
+                    .setNumTaskManagers(c.get(TaskManagerOptions.MINI_CLUSTER_NUM_TASK_MANAGERS))
+                    .setNumSlotsPerTaskManager(parallelism)
+                    .setRpcServiceSharing(RpcServiceSharing.SHARED)
+                    .build());
+            mc.start();
+            cluster = mc;
+        }
+        return cluster;
+    }
+
+    private static long lastPhase = -1;
+
+    /** Prints how long the phase just ended took (wall and process CPU) to stderr. */
+    static void phase(String what) {
+        var rt = java.lang.management.ManagementFactory.getRuntimeMXBean();
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long now = System.nanoTime();
+        if (lastPhase < 0) {
+            System.err.printf(Locale.ROOT, "phase jvm start %.3f s, cpu %.3f s%n", rt.getUptime() / 1e3, os.getProcessCpuTime() / 1e9);
+        } else {
+            System.err.printf(Locale.ROOT, "phase %s %.3f s, cpu total %.3f s%n", what, (now - lastPhase) / 1e9, os.getProcessCpuTime() / 1e9);
+        }
+        lastPhase = now;
     }
 
     /** The memory source's events checksum of the last run (null with the generator source). */
