@@ -206,7 +206,7 @@ func TestQueueModelLong(t *testing.T) {
 		seq uint64
 		ord int
 	}
-	for seed := range uint64(4) {
+	for seed := range uint64(2) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		q := NewQueue[int, string]()
 		var model []entry
