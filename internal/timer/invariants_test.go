@@ -28,12 +28,20 @@ func TestQueueCheckFindsDamage(t *testing.T) {
 	q.Add(Timer[int, int]{Timestamp: 5, Key: 1})
 	q.Add(Timer[int, int]{Timestamp: 7, Key: 1})
 	q.n++
-	wantViolation(t, "live timers in buckets", func() { q.Add(Timer[int, int]{Timestamp: 9, Key: 1}) })
+	wantViolation(t, "live timers in runs and pending", func() { q.Add(Timer[int, int]{Timestamp: 9, Key: 1}) })
 
 	q = NewQueue[int, int]()
 	q.Add(Timer[int, int]{Timestamp: 5, Key: 1})
 	q.Add(Timer[int, int]{Timestamp: 7, Key: 1})
 	q.Add(Timer[int, int]{Timestamp: 9, Key: 1})
-	q.heap[0], q.heap[1] = q.heap[1], q.heap[0] // positions now stale, order broken
-	wantViolation(t, "records position", func() { q.Add(Timer[int, int]{Timestamp: 9, Key: 2}) })
+	q.Peek() // sorts them into a run
+	rs := q.runs[0].refs
+	rs[0], rs[1] = rs[1], rs[0] // order broken
+	wantViolation(t, "out of order", func() { q.Add(Timer[int, int]{Timestamp: 9, Key: 2}) })
+
+	q = NewQueue[int, int]()
+	q.Add(Timer[int, int]{Timestamp: 5, Key: 1})
+	q.Add(Timer[int, int]{Timestamp: 7, Key: 1})
+	q.dead++
+	wantViolation(t, "dead refs", func() { q.Delete(7, 1, 0) })
 }

@@ -5,9 +5,9 @@
 package timer
 
 import (
+	"cmp"
 	"iter"
 	"slices"
-	"sort"
 
 	"github.com/weirstream/weir/internal/invariants"
 )
@@ -33,12 +33,11 @@ type ident[K comparable, N comparable] struct {
 	ns  N
 }
 
-// slot holds one queued timer.
+// slot holds one registered timer.
 type slot[K comparable, N comparable] struct {
 	timer Timer[K, N]
-	seq   uint64  // registration order, breaks timestamp ties
-	b     *bucket // the bucket of timer.Timestamp, set while the slot is queued
-	live  bool    // false once deleted; the slot is freed when its bucket passes it
+	seq   uint64 // registration order, breaks timestamp ties
+	live  bool   // false once deleted or polled; freed when its ref is dropped
 }
 
 // entry names a queued timer for snapshots: its timestamp, registration
@@ -49,47 +48,80 @@ type entry struct {
 	slot int
 }
 
-// bucket holds the timers of one timestamp in registration order.
-type bucket struct {
-	ts    int64
-	items []int // slot indices, ascending seq; items[:head] are gone
-	head  int
-	live  int // live timers in items[head:]
-	pos   int // index in Queue.heap
+// ref is a timer's place in the order: its timestamp and registration
+// number (copied from its slot, so that ordering never reads a slot) and
+// its slot. ord is its position in the pending list when it was added,
+// which breaks ties of equal timestamps and numbers (restored timers of
+// several old subtasks) in the order they were added.
+type ref struct {
+	ts   int64
+	seq  uint64
+	ord  uint32
+	slot int32
 }
+
+// before reports whether a comes before b: by timestamp, then registration
+// number. Equal pairs keep the order in which they were added.
+func (a ref) before(b ref) bool { return a.ts < b.ts || (a.ts == b.ts && a.seq < b.seq) }
+
+func cmpRef(a, b ref) int {
+	switch {
+	case a.ts != b.ts:
+		return cmp.Compare(a.ts, b.ts)
+	case a.seq != b.seq:
+		return cmp.Compare(a.seq, b.seq)
+	}
+	return cmp.Compare(a.ord, b.ord)
+}
+
+// run is a sorted array of refs, consumed from its head.
+type run struct {
+	refs []ref
+	head int
+}
+
+func (r *run) len() int { return len(r.refs) - r.head }
 
 // Queue is a priority set of timers ordered by timestamp, ties broken by
 // registration order (so the order is deterministic), and de-duplicated on
 // (Timestamp, Key, Namespace).
 //
-// Timers with the same timestamp share a bucket, a FIFO of slot indices in
-// registration order; a binary heap orders the buckets by timestamp. Window
-// and cleanup timers of many keys usually share a few timestamps, so adding
-// and polling are then O(1) (a map lookup and an append or a pop); with
-// distinct timestamps they are O(log n) as in a plain heap. An index map
-// finds a timer's slot for de-duplication and Delete, which only marks the
-// slot dead: the slot is freed when its bucket's head passes it or the
-// bucket empties. Slots and buckets are recycled, so steady-state operation
-// does not allocate beyond map growth.
+// Timers are ordered lazily, for the way timers are used: most are
+// registered between two watermarks (or clock advances) and fired, or
+// deleted, in bulk. An added timer is appended to a pending list and only
+// ordered when the earliest timer is asked for and the pending list may
+// hold it: then the pending list's live timers are sorted into a run, and
+// runs are merged so that each is at least twice the length of the next
+// (a log-structured merge: O(log n) runs, each timer copied O(log n) times
+// sequentially). The earliest timer is the least of the runs' heads.
+// Ordering compares refs, which carry the timestamp and registration
+// number, so it reads arrays in order instead of chasing pointers through a
+// heap. An index map finds a timer's slot for de-duplication and Delete,
+// which only marks the slot dead: its ref is dropped when a run's head
+// passes it, when the pending list is sorted, or when dead refs outnumber
+// live timers (compact). Slots and arrays are recycled, so steady-state
+// operation does not allocate beyond growth.
 //
 // The zero Queue is empty and ready to use. A Queue is not safe for
 // concurrent use.
 type Queue[K comparable, N comparable] struct {
 	slots   []slot[K, N]
-	free    []int
-	index   map[ident[K, N]]int
-	buckets map[int64]*bucket // the buckets by timestamp
-	heap    []*bucket         // min-heap of the buckets by timestamp
-	spare   []*bucket
-	last    *bucket // the bucket of the latest Add, to skip a map lookup
-	n       int
+	free    []int32
+	index   map[ident[K, N]]int32
+	pend    []ref // added since the last sort, in registration order
+	pendMin ref   // the least of pend (valid while pend is not empty)
+	runs    []run // sorted runs, oldest first; ties go to the older run
+	spare   [][]ref
+	minp    int // 1 + the index of the run with the earliest live head, 0 if not known
+	n       int // live timers
+	dead    int // refs (pending or in runs) to deleted timers
 	seq     uint64
 	checks  uint64 // changes seen by check (the invariants build tag)
 }
 
 // NewQueue returns an empty queue.
 func NewQueue[K comparable, N comparable]() *Queue[K, N] {
-	return &Queue[K, N]{index: make(map[ident[K, N]]int), buckets: make(map[int64]*bucket)}
+	return &Queue[K, N]{index: make(map[ident[K, N]]int32)}
 }
 
 // Len returns the number of queued timers.
@@ -106,17 +138,16 @@ func (q *Queue[K, N]) Add(t Timer[K, N]) bool { return q.add(t, 0) }
 func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 	id := ident[K, N]{t.Timestamp, t.Key, t.Namespace}
 	if q.index == nil {
-		q.index = make(map[ident[K, N]]int)
-		q.buckets = make(map[int64]*bucket)
+		q.index = make(map[ident[K, N]]int32)
 	} else if _, ok := q.index[id]; ok {
 		return false
 	}
-	var si int
+	var si int32
 	if n := len(q.free); n > 0 {
 		si = q.free[n-1]
 		q.free = q.free[:n-1]
 	} else {
-		si = len(q.slots)
+		si = int32(len(q.slots))
 		q.slots = append(q.slots, slot[K, N]{})
 	}
 	if seq == 0 {
@@ -125,43 +156,18 @@ func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 	} else if seq > q.seq {
 		q.seq = seq
 	}
-	b := q.bucketFor(t.Timestamp)
-	q.slots[si] = slot[K, N]{timer: t, seq: seq, b: b, live: true}
+	q.slots[si] = slot[K, N]{timer: t, seq: seq, live: true}
 	q.index[id] = si
 	q.n++
-	if k := len(b.items); k > b.head && q.slots[b.items[k-1]].seq > seq {
-		// An older registration number (restores only): keep seq order.
-		i := b.head + sort.Search(k-b.head, func(i int) bool { return q.slots[b.items[b.head+i]].seq > seq })
-		b.items = slices.Insert(b.items, i, si)
-	} else {
-		b.items = append(b.items, si)
+	r := ref{ts: t.Timestamp, seq: seq, ord: uint32(len(q.pend)), slot: si}
+	if len(q.pend) == 0 || r.before(q.pendMin) {
+		q.pendMin = r
 	}
-	b.live++
+	q.pend = append(q.pend, r)
 	if invariants.Enabled {
 		q.check()
 	}
 	return true
-}
-
-// bucketFor returns the live bucket of ts, creating it if needed.
-func (q *Queue[K, N]) bucketFor(ts int64) *bucket {
-	if b := q.last; b != nil && b.ts == ts {
-		return b
-	}
-	b := q.buckets[ts]
-	if b == nil {
-		if n := len(q.spare); n > 0 {
-			b = q.spare[n-1]
-			q.spare = q.spare[:n-1]
-		} else {
-			b = &bucket{}
-		}
-		b.ts = ts
-		q.buckets[ts] = b
-		q.push(b)
-	}
-	q.last = b
-	return b
 }
 
 // Contains reports whether a timer with timestamp ts, key and namespace ns
@@ -180,12 +186,11 @@ func (q *Queue[K, N]) Delete(ts int64, key K, ns N) bool {
 		return false
 	}
 	delete(q.index, id)
-	s := &q.slots[si]
-	s.live = false
-	b := s.b
+	q.slots[si].live = false
 	q.n--
-	if b.live--; b.live == 0 {
-		q.release(b)
+	q.dead++
+	if q.dead > q.n+compactSlack {
+		q.compact()
 	}
 	if invariants.Enabled {
 		q.check()
@@ -193,65 +198,267 @@ func (q *Queue[K, N]) Delete(ts int64, key K, ns N) bool {
 	return true
 }
 
-// release frees the slots left in b (all dead), removes b from the
-// buckets and the heap and recycles it.
-func (q *Queue[K, N]) release(b *bucket) {
-	for _, si := range b.items[b.head:] {
-		q.freeSlot(si)
-	}
-	delete(q.buckets, b.ts)
-	if q.last == b {
-		q.last = nil
-	}
-	q.remove(b.pos)
-	b.items, b.head, b.live = b.items[:0], 0, 0
-	q.spare = append(q.spare, b)
-}
+// compactSlack is how many more dead refs than live timers a queue keeps
+// before it drops them all (compact), so that memory stays within about
+// twice the live timers and compacting costs O(1) per Delete.
+const compactSlack = 1024
 
-func (q *Queue[K, N]) freeSlot(si int) {
+func (q *Queue[K, N]) freeSlot(si int32) {
 	q.slots[si] = slot[K, N]{} // drop references held by the key and namespace
 	q.free = append(q.free, si)
 }
 
-// front returns the bucket of the earliest timer, its head on a live slot,
-// or nil if the queue is empty.
-func (q *Queue[K, N]) front() *bucket {
-	if len(q.heap) == 0 {
+// keepLive drops the refs of dead timers from rs, freeing their slots, and
+// returns the rest in order.
+func (q *Queue[K, N]) keepLive(rs []ref) []ref {
+	out := rs[:0]
+	for _, r := range rs {
+		if q.slots[r.slot].live {
+			out = append(out, r)
+		} else {
+			q.freeSlot(r.slot)
+			q.dead--
+		}
+	}
+	return out
+}
+
+// compact drops every dead ref, pending or in runs.
+func (q *Queue[K, N]) compact() {
+	q.pend = q.keepLive(q.pend)
+	q.pendMin = ref{}
+	for i, r := range q.pend {
+		q.pend[i].ord = uint32(i)
+		if i == 0 || r.before(q.pendMin) {
+			q.pendMin = r
+		}
+	}
+	runs := q.runs[:0]
+	for _, r := range q.runs {
+		r.refs = q.keepLive(r.refs[r.head:])
+		r.head = 0
+		if len(r.refs) == 0 {
+			q.recycle(r.refs)
+			continue
+		}
+		runs = append(runs, r)
+	}
+	clear(q.runs[len(runs):])
+	q.runs = runs
+	q.minp = 0
+	q.normalize()
+}
+
+// buffer returns an empty array with room for n refs, recycled if one is
+// spare.
+func (q *Queue[K, N]) buffer(n int) []ref {
+	best := -1
+	for i, b := range q.spare {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(q.spare[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]ref, 0, n+n/4)
+	}
+	return q.takeSpare(best)
+}
+
+// takeSpare removes spare array i and returns it emptied.
+func (q *Queue[K, N]) takeSpare(i int) []ref {
+	b := q.spare[i]
+	last := len(q.spare) - 1
+	q.spare[i] = q.spare[last]
+	q.spare[last] = nil
+	q.spare = q.spare[:last]
+	return b[:0]
+}
+
+// recycle keeps b for a later buffer; of more than maxSpare arrays the
+// smallest is dropped.
+func (q *Queue[K, N]) recycle(b []ref) {
+	if cap(b) == 0 {
+		return
+	}
+	if len(q.spare) < maxSpare {
+		q.spare = append(q.spare, b[:0])
+		return
+	}
+	small := 0
+	for i, s := range q.spare {
+		if cap(s) < cap(q.spare[small]) {
+			small = i
+		}
+	}
+	if cap(q.spare[small]) < cap(b) {
+		q.spare[small] = b[:0]
+	}
+}
+
+const maxSpare = 8
+
+// sortPending turns the pending list's live timers into the newest run.
+func (q *Queue[K, N]) sortPending() {
+	p := q.keepLive(q.pend)
+	if len(p) == 0 {
+		q.pend = p
+		return
+	}
+	if !slices.IsSortedFunc(p, cmpRef) {
+		slices.SortFunc(p, cmpRef)
+	}
+	q.runs = append(q.runs, run{refs: p})
+	q.pend = q.largestSpare()
+	q.minp = 0
+	q.normalize()
+}
+
+// largestSpare takes the largest spare array (the pending list refills to
+// about the size it had), or returns nil.
+func (q *Queue[K, N]) largestSpare() []ref {
+	if len(q.spare) == 0 {
 		return nil
 	}
-	b := q.heap[0]
-	for !q.slots[b.items[b.head]].live {
-		q.freeSlot(b.items[b.head])
-		b.head++
+	big := 0
+	for i, s := range q.spare {
+		if cap(s) > cap(q.spare[big]) {
+			big = i
+		}
 	}
-	return b
+	return q.takeSpare(big)
+}
+
+// normalize merges the newest runs while one is not at least twice the
+// length of the run after it, so that there are O(log n) runs.
+func (q *Queue[K, N]) normalize() {
+	for k := len(q.runs); k >= 2 && q.runs[k-2].len() <= 2*q.runs[k-1].len(); k = len(q.runs) {
+		q.mergeLast()
+	}
+}
+
+// mergeLast merges the two newest runs into one, dropping dead refs; on
+// ties the older run's ref comes first.
+func (q *Queue[K, N]) mergeLast() {
+	k := len(q.runs)
+	a, b := q.runs[k-2], q.runs[k-1]
+	x, y := a.refs[a.head:], b.refs[b.head:]
+	out := q.buffer(len(x) + len(y))
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		var r ref
+		if y[j].before(x[i]) {
+			r = y[j]
+			j++
+		} else {
+			r = x[i]
+			i++
+		}
+		if q.slots[r.slot].live {
+			out = append(out, r)
+		} else {
+			q.freeSlot(r.slot)
+			q.dead--
+		}
+	}
+	out = append(out, q.keepLive(x[i:])...)
+	out = append(out, q.keepLive(y[j:])...)
+	q.recycle(a.refs)
+	q.recycle(b.refs)
+	q.runs[k-1] = run{}
+	q.runs = q.runs[:k-1]
+	if len(out) == 0 {
+		q.recycle(out)
+		q.runs[k-2] = run{}
+		q.runs = q.runs[:k-2]
+	} else {
+		q.runs[k-2] = run{refs: out}
+	}
+	q.minp = 0
+}
+
+// dropRun removes run i, which is empty, keeping the others' order.
+func (q *Queue[K, N]) dropRun(i int) {
+	q.recycle(q.runs[i].refs)
+	q.runs = slices.Delete(q.runs, i, i+1)
+	q.minp = 0
+}
+
+// minRun returns the index of the run whose head is the earliest live
+// timer of the runs, dropping dead heads and empty runs, or -1 if the runs
+// hold no live timer.
+func (q *Queue[K, N]) minRun() int {
+	if i := q.minp - 1; i >= 0 {
+		if r := &q.runs[i]; q.slots[r.refs[r.head].slot].live {
+			return i
+		}
+	}
+	best := -1
+	for i := 0; i < len(q.runs); {
+		r := &q.runs[i]
+		for r.head < len(r.refs) && !q.slots[r.refs[r.head].slot].live {
+			q.freeSlot(r.refs[r.head].slot)
+			q.dead--
+			r.head++
+		}
+		if r.head == len(r.refs) {
+			q.dropRun(i)
+			if best > i {
+				best--
+			}
+			continue
+		}
+		if best < 0 || r.refs[r.head].before(q.runs[best].refs[q.runs[best].head]) {
+			best = i
+		}
+		i++
+	}
+	q.minp = best + 1
+	return best
+}
+
+// front returns the index of the run whose head is the earliest queued
+// timer, sorting the pending list first if it may hold it, or -1 if the
+// queue is empty.
+func (q *Queue[K, N]) front() int {
+	if q.n == 0 {
+		return -1
+	}
+	i := q.minRun()
+	if len(q.pend) > 0 && (i < 0 || q.pendMin.before(q.runs[i].refs[q.runs[i].head])) {
+		q.sortPending()
+		i = q.minRun()
+	}
+	return i
 }
 
 // Peek returns the earliest timer without removing it; ok is false if the
 // queue is empty.
 func (q *Queue[K, N]) Peek() (t Timer[K, N], ok bool) {
-	b := q.front()
-	if b == nil {
+	i := q.front()
+	if i < 0 {
 		return t, false
 	}
-	return q.slots[b.items[b.head]].timer, true
+	r := &q.runs[i]
+	return q.slots[r.refs[r.head].slot].timer, true
 }
 
 // Poll removes and returns the earliest timer; ok is false if the queue is
 // empty.
 func (q *Queue[K, N]) Poll() (t Timer[K, N], ok bool) {
-	b := q.front()
-	if b == nil {
+	i := q.front()
+	if i < 0 {
 		return t, false
 	}
-	si := b.items[b.head]
+	r := &q.runs[i]
+	si := r.refs[r.head].slot
 	t = q.slots[si].timer
 	delete(q.index, ident[K, N]{t.Timestamp, t.Key, t.Namespace})
 	q.freeSlot(si)
-	b.head++
+	r.head++
 	q.n--
-	if b.live--; b.live == 0 {
-		q.release(b)
+	q.minp = 0
+	if r.head == len(r.refs) {
+		q.dropRun(i)
 	}
 	if invariants.Enabled {
 		q.check()
@@ -272,139 +479,78 @@ func (q *Queue[K, N]) All() iter.Seq[Timer[K, N]] {
 }
 
 // entries yields every queued timer's entry in queue order (timestamp,
-// then registration number), so snapshots are deterministic.
+// then registration number), so snapshots are deterministic. It first
+// sorts the pending timers and merges all runs into one.
 func (q *Queue[K, N]) entries() iter.Seq[entry] {
 	return func(yield func(entry) bool) {
-		times := make([]int64, 0, len(q.buckets))
-		for ts := range q.buckets {
-			times = append(times, ts)
+		if len(q.pend) > 0 {
+			q.sortPending()
 		}
-		slices.Sort(times)
-		for _, ts := range times {
-			b := q.buckets[ts]
-			for _, si := range b.items[b.head:] {
-				if s := &q.slots[si]; s.live && !yield(entry{ts: b.ts, seq: s.seq, slot: si}) {
-					return
-				}
+		for len(q.runs) > 1 {
+			q.mergeLast()
+		}
+		if len(q.runs) == 0 {
+			return
+		}
+		r := q.runs[0]
+		for _, x := range r.refs[r.head:] {
+			if q.slots[x.slot].live && !yield(entry{ts: x.ts, seq: x.seq, slot: int(x.slot)}) {
+				return
 			}
 		}
 	}
 }
 
-// push adds b to the heap.
-func (q *Queue[K, N]) push(b *bucket) {
-	b.pos = len(q.heap)
-	q.heap = append(q.heap, b)
-	q.up(b.pos)
-}
-
-// remove removes the bucket at heap position i.
-func (q *Queue[K, N]) remove(i int) {
-	h := q.heap
-	n := len(h) - 1
-	if i != n {
-		h[i] = h[n]
-		h[i].pos = i
-	}
-	h[n] = nil
-	q.heap = h[:n]
-	if i != n && !q.down(i) {
-		q.up(i)
-	}
-}
-
-// up moves the bucket at heap position i towards the root.
-func (q *Queue[K, N]) up(i int) {
-	h := q.heap
-	b := h[i]
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p].ts <= b.ts {
-			break
-		}
-		h[i] = h[p]
-		h[i].pos = i
-		i = p
-	}
-	h[i] = b
-	b.pos = i
-}
-
-// down moves the bucket at heap position i towards the leaves and reports
-// whether it moved.
-func (q *Queue[K, N]) down(i int) bool {
-	h := q.heap
-	n := len(h)
-	b := h[i]
-	start := i
-	for {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h[c+1].ts < h[c].ts {
-			c++
-		}
-		if b.ts <= h[c].ts {
-			break
-		}
-		h[i] = h[c]
-		h[i].pos = i
-		i = c
-	}
-	h[i] = b
-	b.pos = i
-	return i > start
-}
-
-// check verifies the queue's structure (the invariants build tag): the
-// heap orders the buckets by timestamp and knows their positions, the
-// bucket map holds exactly the heap's buckets, every bucket's live slots
-// are in registration order with its count, and the index names exactly
-// the live slots. It runs in full while the queue is small and on every
-// 1024th change otherwise, so that large queues stay usable.
+// check verifies the queue's structure (the invariants build tag): every
+// run is in order, every ref carries its slot's timestamp and number, the
+// live refs are exactly the indexed timers, and the counts of live timers
+// and dead refs are right. It runs in full while the queue is small and on
+// every 1024th change otherwise, so that large queues stay usable.
 func (q *Queue[K, N]) check() {
 	q.checks++
 	if q.n > 256 && q.checks%1024 != 0 {
 		return
 	}
-	if len(q.heap) != len(q.buckets) {
-		invariants.Violated("timer queue: %d buckets in the heap, %d in the map", len(q.heap), len(q.buckets))
+	live, dead := 0, 0
+	visit := func(where string, r ref) {
+		s := &q.slots[r.slot]
+		if !s.live {
+			dead++
+			return
+		}
+		live++
+		if s.timer.Timestamp != r.ts || s.seq != r.seq {
+			invariants.Violated("timer queue: %s ref (%d, %d) names slot %d holding (%d, %d)", where, r.ts, r.seq, r.slot, s.timer.Timestamp, s.seq)
+		}
+		if got, ok := q.index[ident[K, N]{s.timer.Timestamp, s.timer.Key, s.timer.Namespace}]; !ok || got != r.slot {
+			invariants.Violated("timer queue: live slot %d (timestamp %d) is not indexed", r.slot, r.ts)
+		}
 	}
-	live := 0
-	for i, b := range q.heap {
-		if b.pos != i {
-			invariants.Violated("timer queue: bucket %d at heap position %d records position %d", b.ts, i, b.pos)
+	for i, r := range q.pend {
+		visit("pending", r)
+		if r.before(q.pendMin) {
+			invariants.Violated("timer queue: pending timer %d before the pending minimum %d", r.ts, q.pendMin.ts)
 		}
-		if i > 0 && q.heap[(i-1)/2].ts > b.ts {
-			invariants.Violated("timer queue: bucket %d below bucket %d in the heap", b.ts, q.heap[(i-1)/2].ts)
+		if r.ord != uint32(i) {
+			invariants.Violated("timer queue: pending ref %d records position %d", i, r.ord)
 		}
-		if q.buckets[b.ts] != b {
-			invariants.Violated("timer queue: the bucket map does not hold the heap's bucket %d", b.ts)
+	}
+	for i := range q.runs {
+		rs := q.runs[i].refs[q.runs[i].head:]
+		if len(rs) == 0 {
+			invariants.Violated("timer queue: run %d is empty", i)
 		}
-		n, last := 0, uint64(0)
-		for _, si := range b.items[b.head:] {
-			s := &q.slots[si]
-			if !s.live {
-				continue
+		for j, r := range rs {
+			visit("run", r)
+			if j > 0 && r.before(rs[j-1]) {
+				invariants.Violated("timer queue: run %d out of order (%d, %d) after (%d, %d)", i, r.ts, r.seq, rs[j-1].ts, rs[j-1].seq)
 			}
-			if s.b != b || s.timer.Timestamp != b.ts {
-				invariants.Violated("timer queue: slot %d (timestamp %d) queued in bucket %d", si, s.timer.Timestamp, b.ts)
-			}
-			if s.seq < last { // equal numbers: timers merged from several old subtasks
-				invariants.Violated("timer queue: bucket %d out of registration order (%d after %d)", b.ts, s.seq, last)
-			}
-			if got, ok := q.index[ident[K, N]{s.timer.Timestamp, s.timer.Key, s.timer.Namespace}]; !ok || got != si {
-				invariants.Violated("timer queue: live slot %d of bucket %d is not indexed", si, b.ts)
-			}
-			n, last = n+1, s.seq
 		}
-		if n != b.live || n == 0 {
-			invariants.Violated("timer queue: bucket %d holds %d live timers, records %d", b.ts, n, b.live)
-		}
-		live += n
 	}
 	if live != q.n || len(q.index) != q.n {
-		invariants.Violated("timer queue: %d live timers in buckets, %d indexed, length %d", live, len(q.index), q.n)
+		invariants.Violated("timer queue: %d live timers in runs and pending, %d indexed, length %d", live, len(q.index), q.n)
+	}
+	if dead != q.dead {
+		invariants.Violated("timer queue: %d dead refs, %d counted", dead, q.dead)
 	}
 }

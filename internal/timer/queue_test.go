@@ -2,6 +2,7 @@ package timer
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -192,4 +193,173 @@ func TestQueueModel(t *testing.T) {
 			t.Fatalf("All yielded %d, want %d", n, len(model))
 		}
 	})
+}
+
+// TestQueueModelLong runs long random sequences of adds, deletes, peeks,
+// polls and snapshots' iterations against a sorted-slice model, in phases
+// that leave thousands of deleted timers in sorted runs and in the pending
+// list (so that compaction, merges of many runs and dead heads are all
+// exercised), with restored registration numbers mixed in.
+func TestQueueModelLong(t *testing.T) {
+	type entry struct {
+		t   Timer[int, string]
+		seq uint64
+		ord int
+	}
+	for seed := range uint64(2) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		q := NewQueue[int, string]()
+		var model []entry
+		var seq uint64
+		ord := 0
+		find := func(ts int64, k int, ns string) int {
+			return slices.IndexFunc(model, func(e entry) bool {
+				return e.t.Timestamp == ts && e.t.Key == k && e.t.Namespace == ns
+			})
+		}
+		least := func() int {
+			i := 0
+			for j, e := range model {
+				m := model[i]
+				if e.t.Timestamp < m.t.Timestamp || (e.t.Timestamp == m.t.Timestamp && (e.seq < m.seq || (e.seq == m.seq && e.ord < m.ord))) {
+					i = j
+				}
+			}
+			return i
+		}
+		for phase := range 12 {
+			// add-heavy, delete-heavy and poll-heavy phases in turn
+			pAdd, pDel := []int{70, 20, 30}[phase%3], []int{15, 75, 20}[phase%3]
+			for range 3000 {
+				ts := rng.Int64N(400) + int64(phase)*20
+				k := rng.IntN(40)
+				ns := []string{"a", "b"}[rng.IntN(2)]
+				switch p := rng.IntN(100); {
+				case p < pAdd:
+					tmr := tm(ts, k, ns)
+					want := find(ts, k, ns) < 0
+					restoredSeq := uint64(0)
+					if rng.IntN(10) == 0 && seq > 0 {
+						restoredSeq = 1 + rng.Uint64N(seq) // an older number, as a restore gives
+					}
+					if got := q.add(tmr, restoredSeq); got != want {
+						t.Fatalf("add(%v) = %v, want %v", tmr, got, want)
+					}
+					if want {
+						s := restoredSeq
+						if s == 0 {
+							seq++
+							s = seq
+						}
+						ord++
+						model = append(model, entry{tmr, s, ord})
+					}
+				case p < pAdd+pDel:
+					if len(model) > 0 && rng.IntN(4) > 0 {
+						e := model[rng.IntN(len(model))]
+						ts, k, ns = e.t.Timestamp, e.t.Key, e.t.Namespace
+					}
+					i := find(ts, k, ns)
+					if got := q.Delete(ts, k, ns); got != (i >= 0) {
+						t.Fatalf("Delete(%d,%d,%s) = %v, want %v", ts, k, ns, got, i >= 0)
+					}
+					if i >= 0 {
+						model = slices.Delete(model, i, i+1)
+					}
+				case p < 97:
+					peek := rng.IntN(2) == 0
+					var got Timer[int, string]
+					var ok bool
+					if peek {
+						got, ok = q.Peek()
+					} else {
+						got, ok = q.Poll()
+					}
+					if ok != (len(model) > 0) {
+						t.Fatalf("Peek/Poll ok = %v with %d modelled", ok, len(model))
+					}
+					if ok {
+						i := least()
+						if got != model[i].t {
+							t.Fatalf("phase %d: Peek/Poll = %v, want %v", phase, got, model[i].t)
+						}
+						if !peek {
+							model = slices.Delete(model, i, i+1)
+						}
+					}
+				default:
+					var got []Timer[int, string]
+					for x := range q.All() {
+						got = append(got, x)
+					}
+					want := slices.Clone(model)
+					slices.SortStableFunc(want, func(a, b entry) int {
+						if c := cmp.Compare(a.t.Timestamp, b.t.Timestamp); c != 0 {
+							return c
+						}
+						if c := cmp.Compare(a.seq, b.seq); c != 0 {
+							return c
+						}
+						return cmp.Compare(a.ord, b.ord)
+					})
+					if len(got) != len(want) {
+						t.Fatalf("All yielded %d timers, want %d", len(got), len(want))
+					}
+					for i := range got {
+						if got[i] != want[i].t {
+							t.Fatalf("All[%d] = %v, want %v", i, got[i], want[i].t)
+						}
+					}
+				}
+				if q.Len() != len(model) {
+					t.Fatalf("Len = %d, want %d", q.Len(), len(model))
+				}
+			}
+		}
+		for len(model) > 0 {
+			i := least()
+			got, ok := q.Poll()
+			if !ok || got != model[i].t {
+				t.Fatalf("final Poll = %v %v, want %v", got, ok, model[i].t)
+			}
+			model = slices.Delete(model, i, i+1)
+		}
+		if _, ok := q.Poll(); ok || q.Len() != 0 {
+			t.Fatal("queue not empty at the end")
+		}
+	}
+}
+
+// TestQueueCompacts deletes most of a large queue's timers after they were
+// sorted into runs and while more are pending: the dead refs are dropped
+// (memory stays bounded by the live timers) and the order is kept.
+func TestQueueCompacts(t *testing.T) {
+	q := NewQueue[int, string]()
+	for i := range 5000 {
+		q.Add(tm(int64(i%977), i, "w"))
+	}
+	q.Peek() // into runs
+	for i := range 5000 {
+		q.Add(tm(int64(i%613), i, "p"))
+	}
+	for i := range 5000 {
+		if i%10 != 0 {
+			q.Delete(int64(i%977), i, "w")
+			q.Delete(int64(i%613), i, "p")
+		}
+	}
+	if q.Len() != 1000 {
+		t.Fatalf("Len = %d, want 1000", q.Len())
+	}
+	if q.dead > q.n+compactSlack {
+		t.Fatalf("%d dead refs kept for %d live timers", q.dead, q.n)
+	}
+	last := int64(-1)
+	for q.Len() > 0 {
+		x, _ := q.Poll()
+		if x.Timestamp < last {
+			t.Fatalf("Poll went back from %d to %d", last, x.Timestamp)
+		}
+		last = x.Timestamp
+	}
 }
