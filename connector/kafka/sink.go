@@ -182,7 +182,7 @@ func (s *Sink[T]) Validate(ctx context.Context) error {
 	if s.err != nil || s.cfg.guarantee != ExactlyOnce {
 		return s.err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...)}, s.cfg.opts...)...)
+	cl, err := newClient(append([]kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...)}, s.cfg.opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka sink: %w", err)
 	}
@@ -268,6 +268,20 @@ func (s *Sink[T]) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...), kgo.RequestTimeoutOverhead(s.cfg.requestTimeout)}
 	opts = append(opts, extra...)
 	opts = append(opts, s.cfg.opts...)
+	return newClient(opts...)
+}
+
+// newClientMu serializes the creation of clients: kgo.NewClient writes
+// into slices held by options (kgo.ProducerBatchCompression's codecs are
+// deduplicated in place by kgo.DefaultCompressor), and the options a user
+// gives WithClientOptions are shared by every subtask's client, so two
+// subtasks opening at once raced on them (found by the race detector).
+var newClientMu sync.Mutex
+
+// newClient is kgo.NewClient, one call at a time.
+func newClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	newClientMu.Lock()
+	defer newClientMu.Unlock()
 	return kgo.NewClient(opts...)
 }
 

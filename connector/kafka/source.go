@@ -263,7 +263,7 @@ func (s *Source[T]) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	opts = append(opts, s.cfg.opts...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: %w", err)
 	}
