@@ -69,8 +69,16 @@ func TestMetricsWatermarksAndIdleness(t *testing.T) {
 			slices.Equal(a[0].InputWatermarks, []int64{199}) && slices.Equal(a[0].InputIdle, []bool{false}) &&
 			a[0].OutputWatermark == 199 && slices.Equal(c[0].InputWatermarks, []int64{199}) && slices.Equal(c[0].InputIdle, []bool{false})
 	}
+	// send only hands the records to the source's channel: the clock moves
+	// once the source has read both, so that the first periodic tick after
+	// them emits 199 (a tick before them would emit nothing, and a second
+	// tick could count toward the idleness timeout).
+	readBoth := func() bool {
+		s := operatorMetrics(h, "src")
+		return len(s) == 1 && len(s[0].Splits) == 1 && s[0].Splits[0].Records == 2
+	}
 	waitMetrics(t, h, "watermark 199", func() {
-		if tick == 0 {
+		if tick == 0 && readBoth() {
 			advance() // the first periodic tick emits 199
 		}
 	}, watermarkSeen)
