@@ -210,6 +210,7 @@ func TestNexmarkCPUProfile(t *testing.T) {
 func TestNexmarkKafkaSource(t *testing.T) {
 	broker := kafkatest.Broker(t)
 	topic := fmt.Sprintf("weir-nexmark-test-%d", time.Now().UnixNano())
+	t.Cleanup(func() { deleteTopic(t, broker, topic) })
 	args := []string{"nexmark", "--events", "5000", "--parallelism", "2", "--json", "--kafka-bootstrap", broker}
 	type qrun struct {
 		Query          string `json:"query"`
@@ -304,4 +305,20 @@ func readQ2Results(t *testing.T, broker, topic string) int64 {
 		})
 	}
 	return n
+}
+
+// deleteTopic deletes the events topic a test wrote (the broker is shared
+// and long-lived outside the test command).
+func deleteTopic(t *testing.T, broker, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Errorf("deleting %s: %v", topic, err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).DeleteTopic(ctx, topic); err != nil {
+		t.Errorf("deleting %s: %v", topic, err)
+	}
 }
