@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -207,6 +208,11 @@ func exactlyOnceTrial(t *testing.T, addr string, seed uint64) {
 	defer inj.timers.Wait()
 
 	restores := &countHandler{msg: "restoring from checkpoint"}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the job's last log records:\n%s", restores.tail())
+		}
+	})
 	env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithRestartStrategy(weir.FixedDelayRestart(50, 20*time.Millisecond)),
 		weir.WithLogger(slog.New(restores)))
 	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointTimeout(20*time.Second), weir.TolerableCheckpointFailures(1000))
@@ -236,8 +242,8 @@ func exactlyOnceTrial(t *testing.T, addr string, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	written := 0
-	for _, w := range wave {
+	written, start := 0, time.Now()
+	for i, w := range wave {
 		produce(t, cl, w...)
 		written += len(w) / 2
 		checkpoints := snapshots(h)
@@ -251,6 +257,7 @@ func exactlyOnceTrial(t *testing.T, addr string, seed uint64) {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
+		t.Logf("wave %d read and two checkpoints taken after %v", i, time.Since(start).Round(time.Millisecond))
 	}
 	waitCommitted(t, ctx, addr, results, n, h)
 	inj.timers.Wait()
@@ -290,10 +297,14 @@ func exactlyOnceTrial(t *testing.T, addr string, seed uint64) {
 	}
 }
 
-// countHandler counts the log records with message msg and drops all.
+// countHandler counts the log records with message msg and keeps the
+// last 200 records of level Info and above, for a failed trial to show.
 type countHandler struct {
 	msg string
 	n   atomic.Int64
+
+	mu   sync.Mutex
+	last []string
 }
 
 func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -301,7 +312,30 @@ func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == h.msg {
 		h.n.Add(1)
 	}
+	if r.Level < slog.LevelInfo {
+		return nil
+	}
+	line := r.Time.Format("15:04:05.000") + " " + r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "stack" { // the panics' stacks are injected ones
+			line += " " + a.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.last) == 200 {
+		h.last = h.last[1:]
+	}
+	h.last = append(h.last, line)
 	return nil
+}
+
+// tail returns the records kept, one per line.
+func (h *countHandler) tail() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.last, "\n")
 }
 func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *countHandler) WithGroup(string) slog.Handler      { return h }
@@ -323,7 +357,7 @@ func waitCommitted(t *testing.T, ctx context.Context, addr, topic string, n int,
 		fs := cl.PollFetches(pctx)
 		pcancel()
 		if ctx.Err() != nil {
-			t.Fatalf("only %d of %d results committed before the deadline", seen, n)
+			t.Fatalf("only %d of %d results committed before the deadline; the job's tasks: %s", seen, n, taskSummary(h))
 		}
 		seen += fs.NumRecords()
 	}
@@ -353,4 +387,17 @@ func snapshots(h *weir.JobHandle) int64 {
 		}
 	}
 	return least
+}
+
+// taskSummary is what a stuck job's tasks show: per task its checkpoints,
+// and per operator its records and watermarks.
+func taskSummary(h *weir.JobHandle) string {
+	var b strings.Builder
+	for _, tm := range h.Metrics() {
+		fmt.Fprintf(&b, "\n  %s[%d] checkpoints=%d:", tm.Task, tm.Subtask, tm.Checkpoints)
+		for _, om := range tm.Operators {
+			fmt.Fprintf(&b, " %s(in=%d out=%d inWM=%v outWM=%d idle=%v)", om.Name, om.RecordsIn, om.RecordsOut, om.InputWatermarks, om.OutputWatermark, om.OutputIdle)
+		}
+	}
+	return b.String()
 }
