@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -69,11 +70,12 @@ func (a *generatorAdapter[T]) OnPeriodicEmit(out watermark.Output) {
 // WatermarkStrategy tells how to take timestamps from records and generate
 // watermarks, at a source or in AssignTimestampsAndWatermarks.
 type WatermarkStrategy[T any] struct {
-	gen  func() watermark.Generator[T]
-	ts   func(v T, recordTS int64) int64
-	idle time.Duration
-	err  error
-	durs []durationSetting // checked where the strategy is used (durations.go)
+	gen   func() watermark.Generator[T]
+	ts    func(v T, recordTS int64) int64
+	idle  time.Duration
+	align *runtime.Alignment
+	err   error
+	durs  []durationSetting // checked where the strategy is used (durations.go)
 }
 
 // ForBoundedOutOfOrderness emits watermark = max timestamp - d - 1 on each
@@ -139,21 +141,64 @@ func (s WatermarkStrategy[T]) check(env *Environment, what string) {
 	}
 }
 
-func (s WatermarkStrategy[T]) factory(clk Clock) func() watermark.Generator[T] {
+// WithWatermarkAlignment aligns the watermarks of every source whose
+// strategy names the same group, as Flink's withWatermarkAlignment
+// (FLIP-182, and FLIP-217 for the splits of one source subtask): every
+// updateInterval of processing time (0 means Flink's default, 1 s) each
+// source subtask reports its watermark to the group and learns the
+// group's limit, its lowest watermark plus maxDrift. A source subtask
+// whose watermark is above the limit stops reading; one that reads
+// several splits (Kafka partitions, files) also stops reading each split
+// whose own watermark is above it, and reads the others on. Paused splits
+// are not read at all (nothing is buffered for them) and resume when the
+// group's lowest watermark catches up; an idle or finished source holds
+// nobody back; a source that has not emitted a watermark yet is not
+// waited for. A paused split's idleness clock stands still (FLIP-471).
+// Alignment applies at sources only: a strategy with it given to
+// AssignTimestampsAndWatermarks fails the job when it is built.
+func (s WatermarkStrategy[T]) WithWatermarkAlignment(group string, maxDrift, updateInterval time.Duration) WatermarkStrategy[T] {
+	if updateInterval == 0 {
+		updateInterval = time.Second
+	}
+	var err error
+	switch {
+	case group == "":
+		err = fmt.Errorf("watermark alignment needs a group name")
+	case maxDrift < 0:
+		err = fmt.Errorf("watermark alignment: the maximum drift must not be negative, got %v", maxDrift)
+	case updateInterval < 0:
+		err = fmt.Errorf("watermark alignment: the update interval must be positive, got %v", updateInterval)
+	}
+	if err != nil {
+		if s.err == nil {
+			s.err = err
+		}
+		return s
+	}
+	s.durs = append(append([]durationSetting(nil), s.durs...),
+		durationSetting{"watermark alignment maximum drift", maxDrift}, durationSetting{"watermark alignment update interval", updateInterval})
+	s.align = &runtime.Alignment{Group: group, MaxDrift: maxDrift.Milliseconds(), UpdateInterval: updateInterval.Milliseconds()}
+	return s
+}
+
+// factory returns the per-split generator factory; activity is the
+// split's input-activity clock, which idleness measures on.
+func (s WatermarkStrategy[T]) factory() func(activity clock.Relative) watermark.Generator[T] {
 	if s.gen == nil {
 		return nil
 	}
 	if s.idle > 0 {
-		return func() watermark.Generator[T] { return watermark.WithIdleness(s.gen(), s.idle, clk) }
+		return func(c clock.Relative) watermark.Generator[T] { return watermark.WithIdleness(s.gen(), s.idle, c) }
 	}
-	return s.gen
+	return func(clock.Relative) watermark.Generator[T] { return s.gen() }
 }
 
 func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks[T] {
 	return runtime.SourceWatermarks[T]{
-		NewGenerator: s.factory(env.cfg.clock),
+		NewGenerator: s.factory(),
 		Timestamp:    s.ts,
 		Interval:     env.cfg.wmInterval.Milliseconds(),
+		Alignment:    s.align,
 	}
 }
 
@@ -234,11 +279,14 @@ func (o *assignerOp[T]) EndInput() (err error) {
 // are dropped except the final maximum one).
 func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[T]) DataStream[T] {
 	s.check(ds.env, fmt.Sprintf("operator %q", "Timestamps/Watermarks"))
+	if s.align != nil {
+		ds.env.fail(fmt.Errorf("operator %q: watermark alignment applies to sources only (group %q)", "Timestamps/Watermarks", s.align.Group))
+	}
 	env := ds.env
 	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
 		o := &assignerOp[T]{opBase: base(bc), out: out, ts: s.ts, pts: bc.Time, interval: env.cfg.wmInterval.Milliseconds()}
-		if f := s.factory(env.cfg.clock); f != nil {
-			o.gen = f()
+		if f := s.factory(); f != nil {
+			o.gen = f(env.cfg.clock)
 		} else {
 			o.gen = watermark.None[T]()
 		}

@@ -193,7 +193,8 @@ func (o scenOut) Barrier(b Barrier) error {
 	fmt.Fprintf(&o.r.log, "forward barrier %d\n", b.ID)
 	return nil
 }
-func (o scenOut) SetContext(context.Context) {}
+func (o scenOut) SetContext(context.Context)  {}
+func (o scenOut) SetActivity(*clock.Pausable) {}
 
 func newScenRig(t *testing.T, args []string) *scenRig {
 	cc := &CheckpointConfig{ExactlyOnce: true}

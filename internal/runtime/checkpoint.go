@@ -6,6 +6,8 @@ import (
 	"encoding/gob"
 	"fmt"
 	"time"
+
+	"github.com/weirstream/weir/internal/clock"
 )
 
 // OperatorSnapshot is the state of one operator in one subtask at a
@@ -106,6 +108,9 @@ type barrierWriter interface {
 	Barrier(b Barrier) error
 	// SetContext sets the context whose end releases a blocked send.
 	SetContext(ctx context.Context)
+	// SetActivity sets the clock to pause while a send waits for credit
+	// (the task's input-activity clock).
+	SetActivity(c *clock.Pausable)
 }
 
 type namedSnapshotter struct {

@@ -62,6 +62,7 @@ type barrierLog struct{ barriers chan Barrier }
 
 func (w *barrierLog) Flush() error                  { return nil }
 func (w *barrierLog) SetContext(context.Context)    {}
+func (w *barrierLog) SetActivity(*clock.Pausable)   {}
 func (w *barrierLog) Barrier(b Barrier) error       { w.barriers <- b; return nil }
 func (w *barrierLog) expect(t *testing.T, id int64) { t.Helper(); expectBarrier(t, w.barriers, id) }
 

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/sketch"
 )
 
@@ -309,6 +310,9 @@ type Writer[T any] struct {
 	sketch  *KeySketch // hash exchanges: sampled keys
 	skip    int        // records until the next sampled one
 	rand    *rand.Rand // shuffle
+	// activity stops while a send waits for credit (FLIP-471: time the
+	// task is blocked by backpressure is not time without input).
+	activity *clock.Pausable
 }
 
 func (w *Writer[T]) buf(c int) *batchMsg[T] {
@@ -490,6 +494,10 @@ func (w *Writer[T]) EndInput() error { return w.broadcastCtrl(ctrl{kind: ctrlEnd
 // on credits: the running task's.
 func (w *Writer[T]) SetContext(ctx context.Context) { w.ctx = ctx }
 
+// SetActivity sets the clock that stands still while a send waits for
+// credit.
+func (w *Writer[T]) SetActivity(c *clock.Pausable) { w.activity = c }
+
 // Flush sends every non-empty pending batch.
 func (w *Writer[T]) Flush() error {
 	for c, m := range w.pending {
@@ -530,10 +538,16 @@ func (w *Writer[T]) send(c int) error {
 		if w.metrics != nil {
 			w.metrics.live.bpSince.Store(w.metrics.live.at(start))
 		}
+		if w.activity != nil {
+			w.activity.Pause()
+		}
 		select {
 		case m.credit <- struct{}{}:
 		case <-w.ctx.Done():
 			return w.ctx.Err()
+		}
+		if w.activity != nil {
+			w.activity.Resume()
 		}
 		if w.metrics != nil {
 			w.metrics.BackPressuredNanos.Add(int64(time.Since(start)))

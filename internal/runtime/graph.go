@@ -93,6 +93,11 @@ type BuildContext struct {
 	Credits        int
 	// UID identifies the operator's state across runs.
 	UID string
+	// Activity is the task's input-activity clock (FLIP-471): it stops
+	// while the task is blocked on backpressure.
+	Activity *clock.Pausable
+	// Alignment holds the job's watermark alignment groups.
+	Alignment *AlignmentGroups
 	// Restored is the state to restore from, or nil.
 	Restored *Restored
 	// Mailbox is the task's mailbox, for operators that wait on other
@@ -318,6 +323,8 @@ type Plan struct {
 	Vertices []Vertex
 	cfg      Config
 	acks     chan TaskAck
+	// alignment holds the watermark alignment groups of this run.
+	alignment *AlignmentGroups
 }
 
 // BuildPlan chains nodes into tasks, creates the exchanges and builds every
@@ -396,7 +403,7 @@ func BuildPlan(ctx context.Context, nodes []*Node, cfg Config) (*Plan, error) {
 			exchanges[e] = x
 		}
 	}
-	plan := &Plan{cfg: cfg}
+	plan := &Plan{cfg: cfg, alignment: NewAlignmentGroups()}
 	plan.Vertices = describeVertices(heads, members, head, chained)
 	for _, h := range heads {
 		for sub := 0; sub < h.Parallelism; sub++ {
@@ -446,9 +453,10 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			Main:      main, Sides: sides, Time: t, Clock: cfg.Clock,
 			BatchSize: cfg.BatchSize, Credits: cfg.Credits,
 			UID: UIDOf(n), Restored: restoredFor(cfg.Restore[UIDOf(n)], sub, kgs),
-			Mailbox: t.Mailbox(),
-			Fail:    func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
-			Cluster: cfg.Task,
+			Mailbox:  t.Mailbox(),
+			Fail:     func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
+			Cluster:  cfg.Task,
+			Activity: t.Activity(), Alignment: plan.alignment,
 		}
 		b, err := n.Build(bc)
 		if err != nil {

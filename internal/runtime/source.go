@@ -50,7 +50,14 @@ type RestorableSource[T any] interface {
 // split and an optional timestamp assigner.
 type SourceWatermarks[T any] struct {
 	// NewGenerator makes one generator per split; nil means no watermarks.
-	NewGenerator func() watermark.Generator[T]
+	// activity is the split's input-activity clock (FLIP-471): processing
+	// time that stops while the split is paused by watermark alignment or
+	// its task is blocked by backpressure; idleness detection measures on
+	// it.
+	NewGenerator func(activity clock.Relative) watermark.Generator[T]
+	// Alignment aligns the source's watermarks with the other sources of
+	// its group; nil means no alignment.
+	Alignment *Alignment
 	// Timestamp extracts the event timestamp; nil keeps the record's own.
 	Timestamp func(v T, recordTS int64) int64
 	// Interval is the periodic emission interval in ms; 0 disables it.
@@ -90,6 +97,12 @@ type SourceOperator[T any] struct {
 	// cluster is set when the source runs in a cluster task: it reads
 	// partition cluster.Index of its topics (ClusterSource).
 	cluster *ClusterTask
+	// splitClocks are the splits' input-activity clocks, over the task's.
+	splitClocks []*clock.Pausable
+	activity    *clock.Pausable
+	// align is set when the source takes part in watermark alignment
+	// (align.go).
+	align *alignState
 
 	positions   map[string][]byte // split -> position after the last emitted batch
 	restoredPos map[string][]byte
@@ -185,6 +198,14 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 	s.mux = watermark.NewMultiplexer(s.emitter)
 	s.positions = map[string][]byte{}
 	s.splitIndex = map[string]int{}
+	s.activity = bc.Activity
+	if s.activity == nil {
+		s.activity = clock.NewPausable(bc.Clock)
+	}
+	var err error
+	if s.align, err = newAlignState(wms.Alignment, bc.Alignment, alignMember(bc)); err != nil {
+		return nil, fmt.Errorf("source %q: %w", name, err)
+	}
 	if ds, ok := src.(DynamicSource[T]); ok {
 		if _, ok := src.(ClusterSource); bc.Cluster != nil && !ok {
 			return nil, fmt.Errorf("source %q: %T cannot run in a cluster (only Kafka sources can)", name, src)
@@ -232,12 +253,18 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 	return s, nil
 }
 
-// addGenerator gives split sp (the last one added) its watermark generator.
+// addGenerator gives split sp (the last one added) its input-activity
+// clock, its alignment state and its watermark generator.
 func (s *SourceOperator[T]) addGenerator(sp Split) {
+	c := clock.NewPausable(s.activity)
+	s.splitClocks = append(s.splitClocks, c)
+	if s.align != nil {
+		s.align.addSplit()
+	}
 	if s.wms.NewGenerator == nil {
 		return
 	}
-	g := s.wms.NewGenerator()
+	g := s.wms.NewGenerator(c)
 	s.gens = append(s.gens, g)
 	s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
 	s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
@@ -248,6 +275,9 @@ func (s *SourceOperator[T]) addGenerator(sp Split) {
 func (s *SourceOperator[T]) Open() error {
 	if s.wms.NewGenerator != nil && s.wms.Interval > 0 {
 		s.pts.Schedule(s.pts.Now()+s.wms.Interval, s.periodic)
+	}
+	if s.align != nil {
+		s.pts.Schedule(s.pts.Now()+s.align.params.UpdateInterval, s.alignTick)
 	}
 	if s.dyn != nil {
 		return s.openDynamic()
@@ -282,7 +312,10 @@ func (s *SourceOperator[T]) periodic(at int64) error {
 		s.mux.OnPeriodicEmit()
 	}
 	s.pts.Schedule(at+s.wms.Interval, s.periodic)
-	return s.takeErr()
+	if err := s.takeErr(); err != nil {
+		return err
+	}
+	return s.checkAlignment()
 }
 
 func (s *SourceOperator[T]) takeErr() error {
@@ -351,7 +384,10 @@ func (s *SourceOperator[T]) endSplit(i int) error {
 	if s.nEnded == len(s.splits) && (s.dyn == nil || s.dyn.final) {
 		return s.finish()
 	}
-	return s.takeErr()
+	if err := s.takeErr(); err != nil {
+		return err
+	}
+	return s.checkAlignment()
 }
 
 // finish ends the source: the maximum watermark, then the end of input.
@@ -366,6 +402,14 @@ func (s *SourceOperator[T]) finish() error {
 		return err
 	}
 	s.done = true
+	if a := s.align; a != nil {
+		// A finished source holds nobody back (Flink reports the maximum
+		// watermark at the end of data).
+		a.groups.Report(a.params.Group, a.member, MaxWatermark, true)
+		for _, g := range a.gates {
+			g.set(false)
+		}
+	}
 	return s.out.End()
 }
 
@@ -440,7 +484,7 @@ func (m *srcMsg[T]) process() error {
 	if m.end {
 		return m.s.endSplit(m.split)
 	}
-	return nil
+	return m.s.checkAlignment()
 }
 
 func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox chan message, credit chan struct{}) {
@@ -488,6 +532,9 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 	defer r.Close()
 	pr, positioned := r.(PositionedReader)
 	for {
+		if s.align != nil && !s.align.gates[i].wait(ctx) {
+			return
+		}
 		var buf []Record[T]
 		select {
 		case buf = <-free:

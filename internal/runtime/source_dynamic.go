@@ -283,6 +283,9 @@ func (s *SourceOperator[T]) openDynamic() error {
 	}
 	d.reader = r
 	d.readerPtr.Store(&r)
+	if _, ok := r.(SplitPauser); s.align != nil && !ok {
+		return fmt.Errorf("source %q: watermark alignment needs a source whose reader can pause splits (SplitPauser)", s.name)
+	}
 	var add []Split
 	var pos [][]byte
 	for _, sp := range d.restored {
@@ -480,6 +483,9 @@ func (m *discoveryMsg[T]) process() error {
 		if err := d.reader.AddSplits(add, make([][]byte, len(add))); err != nil {
 			return fmt.Errorf("source %q: %w", s.name, err)
 		}
+		if err := s.checkAlignment(); err != nil {
+			return err
+		}
 	}
 	d.discovered = true
 	if m.final {
@@ -547,5 +553,5 @@ func (m *fetchMsg[T]) process() error {
 		}
 		return fmt.Errorf("source %q: read error: %w", s.name, m.err)
 	}
-	return nil
+	return s.checkAlignment()
 }

@@ -116,6 +116,7 @@ type Task struct {
 	writers  []barrierWriter
 	lifes    []namedLifecycle
 	starters []func(ctx context.Context, wg *sync.WaitGroup)
+	activity *clock.Pausable
 	done     func() bool
 
 	gauges    refresher
@@ -153,7 +154,7 @@ type namedLifecycle struct {
 // NewTask returns an empty task. done reports when the task has finished.
 func NewTask(name string, subtask int, clk clock.Clock) *Task {
 	return &Task{
-		Name: name, Subtask: subtask, clk: clk,
+		Name: name, Subtask: subtask, clk: clk, activity: clock.NewPausable(clk),
 		wake:    make(chan struct{}, 1),
 		mail:    NewMailbox(),
 		armedAt: MaxWatermark,
@@ -167,8 +168,17 @@ func (t *Task) SetInbox(c chan message) { t.inbox = c }
 // AddOutput registers an output to flush after every step (topological order).
 func (t *Task) AddOutput(o OutputPort) { t.outputs = append(t.outputs, o) }
 
-// AddWriter registers an exchange writer to flush after every step.
-func (t *Task) AddWriter(w barrierWriter) { t.writers = append(t.writers, w) }
+// AddWriter registers an exchange writer to flush after every step; its
+// blocked sends pause the task's input-activity clock.
+func (t *Task) AddWriter(w barrierWriter) {
+	w.SetActivity(t.activity)
+	t.writers = append(t.writers, w)
+}
+
+// Activity returns the task's input-activity clock (Flink's
+// PausableRelativeClock of FLIP-471): processing time that stands still
+// while the task waits for credit to send. Only the task goroutine uses it.
+func (t *Task) Activity() *clock.Pausable { return t.activity }
 
 // AddLifecycle registers an operator to open before and close after running.
 func (t *Task) AddLifecycle(name string, l Lifecycle) {

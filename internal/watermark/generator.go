@@ -116,9 +116,12 @@ func (noWatermarks[T]) PeriodicOnly() bool       { return true }
 //
 // The timeout is compared in whole milliseconds (a fractional timeout t gives
 // the same answers as floor(t) with a millisecond clock). WithIdleness panics
-// if timeout is not positive. In Flink clk is the task's input-activity clock,
-// which is paused while the task is back-pressured.
-func WithIdleness[T any](g Generator[T], timeout time.Duration, clk clock.Clock) Generator[T] {
+// if timeout is not positive. clk is, as in Flink (FLIP-471), the split's
+// input-activity clock: a source gives each split a clock that stops while
+// the split is paused by watermark alignment or its task is blocked by
+// backpressure, so that time in which the split could not be read does not
+// count as time without records.
+func WithIdleness[T any](g Generator[T], timeout time.Duration, clk clock.Relative) Generator[T] {
 	if timeout <= 0 {
 		panic("watermark: idleness timeout must be greater than zero")
 	}
@@ -130,7 +133,7 @@ func WithIdleness[T any](g Generator[T], timeout time.Duration, clk clock.Clock)
 
 type withIdleness[T any] struct {
 	g       Generator[T]
-	clk     clock.Clock
+	clk     clock.Relative
 	timeout int64 // milliseconds
 
 	counter     uint64 // activity counter; wrapping is harmless
