@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir/internal/runtime"
@@ -242,6 +243,11 @@ type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	user           any // the user's function, for Open and Close
 	rc             runtimeCtx
 	sample         ijSample // probes sampled for `weir doctor` (metrics_ops.go)
+	// buffered counts the records in both sides' buffers; bufferedG and
+	// peakG publish it and its highest value to the gauges after each
+	// batch and watermark (read from any goroutine).
+	buffered         int64
+	bufferedG, peakG atomic.Int64
 }
 
 func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], lower, upper int64,
@@ -291,6 +297,7 @@ func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
 		if err := o.restore(o.restored.KeyGroups); err != nil {
 			return err
 		}
+		o.publishBuffered()
 	}
 	if op, ok := o.user.(Opener); ok {
 		return op.Open(o.rc)
@@ -501,6 +508,7 @@ func processChunk[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, 
 		if s.track {
 			jf = s.ownJF(si)
 		}
+		o.buffered++
 		if s.own(ks).add(ts, &s.cur, matched, jf) {
 			o.seq++
 			s.queue.push(ts+s.delay, si, o.seq)
@@ -511,12 +519,34 @@ func processChunk[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, 
 
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
 	defer o.catch(&err)
+	defer o.publishBuffered()
 	return processSide(o, &o.leftSide, recs)
 }
 
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch2(recs []runtime.Record[R]) (err error) {
 	defer o.catch(&err)
+	defer o.publishBuffered()
 	return processSide(o, &o.rightSide, recs)
+}
+
+// publishBuffered publishes the number of buffered records to the gauges.
+func (o *intervalJoinOp[K, L, R, OUT]) publishBuffered() {
+	o.bufferedG.Store(o.buffered)
+	if o.buffered > o.peakG.Load() {
+		o.peakG.Store(o.buffered)
+	}
+}
+
+// Gauges implements runtime.GaugeReporter: the records both sides hold in
+// their buffers (interval_join_buffered_records) and the most they held at
+// once since the subtask started (interval_join_buffered_records_peak),
+// the state that watermark alignment keeps bounded when one input runs
+// ahead of the other.
+func (o *intervalJoinOp[K, L, R, OUT]) Gauges() []runtime.Gauge {
+	return []runtime.Gauge{
+		{Name: "interval_join_buffered_records", Value: float64(o.bufferedG.Load())},
+		{Name: "interval_join_buffered_records_peak", Value: float64(o.peakG.Load())},
+	}
 }
 
 // cleanup removes the bucket ts of one side of slot si, emitting its
@@ -535,6 +565,7 @@ func cleanup[K comparable, L, R, OUT, X any](o *intervalJoinOp[K, L, R, OUT], si
 		}
 	}
 	b.removeRange(i, j, jf)
+	o.buffered -= int64(j - i)
 	ks := o.slots.at(si)
 	if !ks.left.idle && ks.left.empty() && ks.right.empty() {
 		ks.left.idle = true
@@ -600,6 +631,7 @@ func (o *intervalJoinOp[K, L, R, OUT]) ProcessWatermark(wm int64) (err error) {
 	defer o.catch(&err)
 	o.wm = wm
 	o.sweep()
+	defer o.publishBuffered()
 	if err := o.drain(wm); err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ type ijFlags struct{ l, r []bool }
 
 func (b *ijBuf[T]) empty() bool { return int(b.head) == len(b.es) }
 
+// live returns the number of live entries.
+func (b *ijBuf[T]) live() int { return len(b.es) - int(b.head) }
+
 // search returns the index of the first live entry with ts >= t.
 func (b *ijBuf[T]) search(t int64) int {
 	es := b.es

@@ -353,6 +353,7 @@ func (o *intervalJoinOp[K, L, R, OUT]) restoreKeyGroup(kg int, data []byte, cs i
 		}); err != nil {
 			return fmt.Errorf("right records of key %v: %w", k, err)
 		}
+		o.buffered += int64(ks.left.live() + ks.right.live())
 		if ks.left.empty() && ks.right.empty() && !ks.left.idle {
 			ks.left.idle = true
 			o.idle = append(o.idle, si)

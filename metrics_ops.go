@@ -69,12 +69,7 @@ func sampleProbe[Y any](s *ijSample, ts, lo, hi int64, b *ijBuf[Y]) {
 // sides) as state entries, pending cleanups as timers; it publishes the
 // probe sample.
 func (o *intervalJoinOp[K, L, R, OUT]) ReportState(g *runtime.StateGauges) {
-	var n int64
-	for i := int32(0); i < o.slots.n; i++ {
-		ks := o.slots.at(i)
-		n += int64(len(ks.left.es)-int(ks.left.head)) + int64(len(ks.right.es)-int(ks.right.head))
-	}
-	g.StateEntries.Store(n)
+	g.StateEntries.Store(o.buffered)
 	t := int64(o.qL.n + o.qR.n)
 	g.Timers.Store(t)
 	g.TimersRegistered.Store(int64(o.seq))

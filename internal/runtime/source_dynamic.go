@@ -257,17 +257,22 @@ func (s *SourceOperator[T]) NotifyCheckpointComplete(id int64) error {
 	return nil
 }
 
-// Gauges implements GaugeReporter with the reader's gauges.
+// Gauges implements GaugeReporter: the watermark alignment gauges of an
+// aligned source (align.go) and a dynamic source's reader's gauges.
 func (s *SourceOperator[T]) Gauges() []Gauge {
+	var out []Gauge
+	if s.align != nil {
+		out = s.align.gauges()
+	}
 	if s.dyn == nil {
-		return nil
+		return out
 	}
 	if r := s.dyn.readerPtr.Load(); r != nil {
 		if g, ok := (*r).(GaugeReporter); ok {
-			return g.Gauges()
+			out = append(out, g.Gauges()...)
 		}
 	}
-	return nil
+	return out
 }
 
 // openDynamic opens the subtask's reader and gives it the restored splits.
