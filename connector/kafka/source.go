@@ -464,6 +464,36 @@ func (r *subtaskReader[T]) AddSplits(splits []weir.Split, positions [][]byte) er
 	return nil
 }
 
+// PauseOrResumeSplits implements weir.SplitPauser for watermark
+// alignment: the client stops fetching the paused partitions (kgo's
+// PauseFetchPartitions) until they are resumed. Records already fetched
+// for a partition when it is paused may still be returned (nothing is
+// lost or repeated: Fetch keeps the partition's position).
+func (r *subtaskReader[T]) PauseOrResumeSplits(pause, resume []string) error {
+	r.mu.Lock()
+	byTopic := func(ids []string) map[string][]int32 {
+		var m map[string][]int32
+		for _, id := range ids {
+			if st := r.parts[id]; st != nil && !st.ended {
+				if m == nil {
+					m = map[string][]int32{}
+				}
+				m[st.tp.Topic] = append(m[st.tp.Topic], st.tp.Partition)
+			}
+		}
+		return m
+	}
+	p, res := byTopic(pause), byTopic(resume)
+	r.mu.Unlock()
+	if p != nil {
+		r.cl.PauseFetchPartitions(p)
+	}
+	if res != nil {
+		r.cl.ResumeFetchPartitions(res)
+	}
+	return nil
+}
+
 // Fetch implements weir.SubtaskReader.
 func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]weir.SplitBatch[T], []weir.Record[T], error) {
 	pctx, cancel := context.WithCancel(ctx)
@@ -713,3 +743,5 @@ func (r *subtaskReader[T]) Close() error {
 	r.cl.Close()
 	return nil
 }
+
+var _ runtime.SplitPauser = (*subtaskReader[int])(nil)
