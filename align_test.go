@@ -150,7 +150,7 @@ type skewRun struct {
 func runSkewedJoin(t *testing.T, align, twoSources bool) skewRun {
 	t.Helper()
 	const (
-		step     = 10  // ms of processing time per clock step
+		step     = 10   // ms of processing time per clock step
 		nSlow    = 3000 // slow split: 10 records per step, 1 ms apart
 		drift    = 100 * time.Millisecond
 		fastSkew = 10 // the fast split's records are 10 ms apart
