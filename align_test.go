@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/clock"
 )
 
 // paced is a test source whose splits produce records at a pace set by
@@ -114,25 +115,13 @@ func (r *pacedReader) Read(ctx context.Context, buf []weir.Record[pacedRec]) ([]
 			return buf, nil
 		}
 		s.p.report(sp, now, false)
-		if err := weirSleep(ctx, s.clk, (now/s.stepMs+1)*s.stepMs); err != nil {
+		if err := clock.Sleep(ctx, s.clk, (now/s.stepMs+1)*s.stepMs); err != nil {
 			return buf, err
 		}
 	}
 }
 
 func (r *pacedReader) Close() error { return nil }
-
-func weirSleep(ctx context.Context, clk *weir.ManualClock, until int64) error {
-	ch := make(chan struct{})
-	stop := clk.AfterFunc(until, func() { close(ch) })
-	defer stop()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // skewRun is one run of the skewed interval join.
 type skewRun struct {
