@@ -14,59 +14,50 @@ import (
 	"github.com/weirstream/weir/internal/clock"
 )
 
-// paced is a test source whose splits produce records at a pace set by
-// the manual clock: split s makes perStep[s] records per clock step of
-// stepMs, record i with timestamp i*tsStep[s], n[s] in all. The splits
-// run at different event-time speeds: the fast one runs ahead of the slow
-// one in event time at the same processing time. Readers report to the
-// pacer when they have caught up with the clock, so that the test
-// advances it only when every reader it waits for has read all it may.
+// paced is a test source whose splits are written to at a pace set by
+// the manual clock, as Kafka partitions by producers: split s gets
+// spec[s].perStep new records in each clock step of stepMs, at the middle
+// of the step (so that reading never races the periodic watermark and the
+// alignment update, which run at whole steps), record i with timestamp
+// i*spec[s].spacing, spec[s].n in all. A reader reads at the middle of a
+// step only, at most perStep records (its fetch capacity): a split that
+// alignment paused reads its backlog at that pace once it resumes, not
+// all at once. The splits run at
+// different event-time speeds at the same processing time.
 type paced struct {
-	clk     *weir.ManualClock
-	stepMs  int64
-	only    int // the one split of this source, or -1 for all
-	n       []int64
-	perStep []int64
-	tsStep  []int64
-	p       *pacer
+	clk    *weir.ManualClock
+	stepMs int64
+	only   int // the one split of this source, or -1 for all
+	spec   []pacedSpec
+	p      *pacer
 }
 
+type pacedSpec struct{ n, perStep, spacing int64 }
+
+// pacer tells the test what the readers did: the clock time each split
+// caught up with (read all it may and waits for the clock), which ended,
+// and how many records they returned in all.
 type pacer struct {
 	mu     sync.Mutex
-	caught map[int]int64 // split -> clock time it caught up with
+	caught map[int]int64
 	ended  map[int]bool
-	wake   chan struct{}
+	read   int64
 }
 
-func newPacer() *pacer {
-	return &pacer{caught: map[int]int64{}, ended: map[int]bool{}, wake: make(chan struct{}, 1)}
-}
+func newPacer() *pacer { return &pacer{caught: map[int]int64{}, ended: map[int]bool{}} }
 
-func (p *pacer) report(split int, now int64, ended bool) {
-	p.mu.Lock()
-	p.caught[split] = now
-	if ended {
-		p.ended[split] = true
-	}
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-// allEnded reports whether splits 0..n-1 have all ended.
-func (p *pacer) allEnded(n int) bool {
+func (p *pacer) state() (caught map[int]int64, ended map[int]bool, read int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.ended) == n
+	return maps(p.caught), maps(p.ended), p.read
 }
 
-// ready reports whether split has read all the clock allows at now.
-func (p *pacer) ready(split int, now int64) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ended[split] || p.caught[split] >= now
+func maps[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 type pacedSplit int
@@ -78,14 +69,14 @@ func (s *paced) Splits(int) ([]weir.Split, error) {
 		return []weir.Split{pacedSplit(s.only)}, nil
 	}
 	var out []weir.Split
-	for i := range s.n {
+	for i := range s.spec {
 		out = append(out, pacedSplit(i))
 	}
 	return out, nil
 }
 
 func (s *paced) Reader(sp weir.Split) (weir.SplitReader[pacedRec], error) {
-	return &pacedReader{s: s, split: int(sp.(pacedSplit))}, nil
+	return &pacedReader{s: s, split: int(sp.(pacedSplit)), at: -1}, nil
 }
 
 type pacedRec struct {
@@ -97,25 +88,48 @@ type pacedReader struct {
 	s     *paced
 	split int
 	next  int64
+	at    int64 // the clock reading the reader last read at
+	used  int64 // records read at that reading
+}
+
+// written is the number of records of spec written by clock time now.
+func (s *paced) written(spec pacedSpec, now int64) int64 {
+	half := s.stepMs / 2
+	if now < half {
+		return 0
+	}
+	return min(spec.n, ((now-half)/s.stepMs+1)*spec.perStep)
 }
 
 func (r *pacedReader) Read(ctx context.Context, buf []weir.Record[pacedRec]) ([]weir.Record[pacedRec], error) {
-	s, sp := r.s, r.split
+	s, sp := r.s, r.s.spec[r.split]
 	for {
 		now := s.clk.NowMillis()
-		allowed := min(s.n[sp], (now/s.stepMs+1)*s.perStep[sp])
-		if r.next < allowed {
-			for ; r.next < allowed; r.next++ {
-				buf = append(buf, weir.Record[pacedRec]{Value: pacedRec{sp, r.next}, TS: r.next * s.tsStep[sp]})
+		if now != r.at {
+			r.at, r.used = now, 0
+		}
+		// Records are written, and read, at the middle of a step only.
+		if take := min(s.written(sp, now)-r.next, sp.perStep-r.used); take > 0 && now%s.stepMs == s.stepMs/2 {
+			for range take {
+				buf = append(buf, weir.Record[pacedRec]{Value: pacedRec{r.split, r.next}, TS: r.next * sp.spacing})
+				r.next++
 			}
-			if r.next == s.n[sp] {
-				s.p.report(sp, now, true)
+			r.used += take
+			s.p.mu.Lock()
+			s.p.read += take
+			if r.next == sp.n {
+				s.p.ended[r.split] = true
+			}
+			s.p.mu.Unlock()
+			if r.next == sp.n {
 				return buf, io.EOF
 			}
 			return buf, nil
 		}
-		s.p.report(sp, now, false)
-		if err := clock.Sleep(ctx, s.clk, (now/s.stepMs+1)*s.stepMs); err != nil {
+		s.p.mu.Lock()
+		s.p.caught[r.split] = now
+		s.p.mu.Unlock()
+		if err := clock.Sleep(ctx, s.clk, now+1); err != nil {
 			return buf, err
 		}
 	}
@@ -123,41 +137,61 @@ func (r *pacedReader) Read(ctx context.Context, buf []weir.Record[pacedRec]) ([]
 
 func (r *pacedReader) Close() error { return nil }
 
-// skewRun is one run of the skewed interval join.
-type skewRun struct {
-	pairs []string
-	peak  float64 // the join's most buffered records
-	// pausedSeen reports whether the fast split was ever seen paused.
-	pausedSeen bool
-	maxDrift   float64
+// skew is the job of the alignment tests: a fast split (event time 5x
+// faster than the slow one) joined with a slow one on equal timestamps.
+type skew struct {
+	step    int64 // ms of processing time per clock step
+	fast    pacedSpec
+	slow    pacedSpec
+	drift   time.Duration
+	idle    time.Duration // idleness timeout, 0 for none
+	aligned bool
+	two     bool // one source each instead of one source of two splits
 }
 
-// runSkewedJoin joins a fast split (event time 10x faster) with a slow one
-// on equal timestamps, both read at the same pace of the manual clock, in
-// one source with two splits or (twoSources) one source each, aligned in
-// one group when align is set.
-func runSkewedJoin(t *testing.T, align, twoSources bool) skewRun {
+func newSkew() skew {
+	return skew{
+		step: 10,
+		// 50 ms of event time per step, 200 records: ts 0, 10, ..., 1990.
+		fast: pacedSpec{n: 200, perStep: 5, spacing: 10},
+		// 10 ms of event time per step, 2000 records: ts 0, 1, ..., 1999.
+		slow:  pacedSpec{n: 2000, perStep: 10, spacing: 1},
+		drift: 100 * time.Millisecond,
+	}
+}
+
+// skewRun is what one run of the skewed join saw.
+type skewRun struct {
+	pairs []string
+	peak  float64 // the join's most buffered records (its peak gauge)
+	// fastPaused counts the samples in which alignment paused the fast
+	// split, idleSeen those in which a split was idle, maxDrift the
+	// largest drift gauge.
+	fastPaused, idleSeen int
+	maxDrift             float64
+}
+
+// run runs the job to its end, stepping the manual clock by half steps
+// whenever every split has read what the clock allows (or is paused by
+// alignment) and the join has received every record read.
+func (k skew) run(t *testing.T) skewRun {
 	t.Helper()
-	const (
-		step     = 10   // ms of processing time per clock step
-		nSlow    = 3000 // slow split: 10 records per step, 1 ms apart
-		drift    = 100 * time.Millisecond
-		fastSkew = 10 // the fast split's records are 10 ms apart
-	)
 	clk := weir.NewManualClock(0)
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk),
-		weir.WithAutoWatermarkInterval(step*time.Millisecond), weir.WithBufferSize(16))
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk), weir.WithLogger(quietLogger()),
+		weir.WithAutoWatermarkInterval(time.Duration(k.step)*time.Millisecond), weir.WithBufferSize(16))
 	p := newPacer()
 	src := func(only int) *paced {
-		return &paced{clk: clk, stepMs: step, only: only, p: p,
-			n: []int64{nSlow / fastSkew, nSlow}, perStep: []int64{10, 10}, tsStep: []int64{fastSkew, 1}}
+		return &paced{clk: clk, stepMs: k.step, only: only, p: p, spec: []pacedSpec{k.fast, k.slow}}
 	}
 	strategy := weir.ForMonotonousTimestamps[pacedRec]()
-	if align {
-		strategy = strategy.WithWatermarkAlignment("skew", drift, step*time.Millisecond)
+	if k.idle > 0 {
+		strategy = strategy.WithIdleness(k.idle)
+	}
+	if k.aligned {
+		strategy = strategy.WithWatermarkAlignment("skew", k.drift, time.Duration(k.step)*time.Millisecond)
 	}
 	var fast, slow weir.DataStream[pacedRec]
-	if twoSources {
+	if k.two {
 		fast = weir.FromSource[pacedRec](env, src(0), strategy, "fast")
 		slow = weir.FromSource[pacedRec](env, src(1), strategy, "slow")
 	} else {
@@ -166,103 +200,191 @@ func runSkewedJoin(t *testing.T, align, twoSources bool) skewRun {
 		slow = weir.Filter(both, func(r pacedRec) bool { return r.Split == 1 })
 	}
 	key := func(pacedRec) int { return 0 }
-	joined := weir.IntervalJoin(weir.KeyBy(fast, key), weir.KeyBy(slow, key), weir.Between(0, 0),
-		weir.ProcessJoinFunc[pacedRec, pacedRec, string](func(l, r pacedRec, ctx weir.JoinContext, out weir.Collector[string]) error {
+	joined := weir.IntervalJoinFunc(weir.KeyBy(fast, key), weir.KeyBy(slow, key), weir.Between(0, 0),
+		func(l, r pacedRec, ctx weir.JoinContext, out weir.Collector[string]) error {
 			out.Collect(fmt.Sprintf("%d@%d=%d@%d", l.I, ctx.LeftTimestamp(), r.I, ctx.RightTimestamp()))
 			return nil
-		}))
+		})
 	got := weir.Collect(joined)
 	h := start(t, env)
 
 	var run skewRun
-	gauges := func() {
+	// look reads the metrics: the records the join received, whether the
+	// fast and slow splits are paused, the gauges.
+	look := func() (joinIn int64, paused map[int]bool) {
+		paused = map[int]bool{}
 		for _, tm := range h.Metrics() {
 			for _, om := range tm.Operators {
 				for _, g := range om.Gauges {
 					switch g.Name {
 					case "interval_join_buffered_records_peak":
 						run.peak = max(run.peak, g.Value)
+						joinIn = om.RecordsIn
 					case "watermark_alignment_drift_ms":
 						run.maxDrift = max(run.maxDrift, g.Value)
-					case "watermark_alignment_split_paused":
-						if g.Labels["split"] == "paced-0" {
-							run.pausedSeen = true
+					}
+				}
+				for _, sm := range om.Splits {
+					for s := range 2 {
+						if sm.ID == pacedSplit(s).SplitID() {
+							paused[s] = sm.Paused
+							if sm.Idle {
+								run.idleSeen++
+							}
 						}
 					}
 				}
 			}
 		}
+		return joinIn, paused
 	}
-	// splitPaused reports whether alignment pauses split s now.
-	splitPaused := func(s int) bool {
-		for _, tm := range h.Metrics() {
-			for _, om := range tm.Operators {
-				for _, g := range om.Gauges {
-					if g.Name == "watermark_alignment_split_paused" && g.Labels["split"] == pacedSplit(s).SplitID() {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
-	// Advance the clock a step at a time once every split has read what
-	// the clock allows; an aligned split may instead be paused (then it
-	// reads nothing until a later alignment update).
-	deadline := time.After(60 * time.Second)
-	for !p.allEnded(2) {
+	guard := time.After(60 * time.Second) // a hang guard, not a timing
+	for {
 		now := clk.NowMillis()
-		ok := true
+		caught, ended, read := p.state()
+		joinIn, paused := look()
+		ready := joinIn == read
 		for s := range 2 {
-			if !p.ready(s, now) && !(align && splitPaused(s)) {
-				ok = false
+			if !ended[s] && caught[s] < now && !paused[s] {
+				ready = false
 			}
 		}
-		if ok {
-			gauges()
-			clk.Advance(step)
+		if ready && len(ended) == 2 {
+			break
+		}
+		if ready {
+			if paused[0] {
+				run.fastPaused++
+			}
+			clk.Advance(k.step / 2)
 			continue
 		}
 		select {
-		case <-p.wake:
 		case <-h.Done():
 			t.Fatalf("job ended early: %v", h.Wait())
-		case <-time.After(time.Millisecond): // re-read the pause gauges
-		case <-deadline:
-			t.Fatal("the splits did not catch up with the clock")
+		case <-guard:
+			t.Fatalf("stuck at %d ms: caught %v, ended %v, read %d, join received %d, paused %v", now, caught, ended, read, joinIn, paused)
+		case <-time.After(200 * time.Microsecond): // poll the metrics again
 		}
 	}
+	// The sources have ended; the maximum watermark empties the join.
 	if err := wait(t, h); err != nil {
 		t.Fatal(err)
 	}
-	gauges()
 	run.pairs = got.Values()
 	slices.Sort(run.pairs)
 	return run
 }
 
-// TestWatermarkAlignmentBoundsIntervalJoin is the end-to-end test of
-// issue 19. It is not yet in the suite (WEIR_ALIGN_E2E=1 runs it): in its
-// first runs the aligned join still buffered 272 records against 300
-// unaligned with one source of two splits, and the two-source case did
-// not finish; see the branch's report.
+// alignedBound is the most records the join may buffer with alignment,
+// derived from the drift and the event-time rates. At every half step the
+// join holds the fast records above its watermark and the slow ones of
+// the last steps. The fast split is read on until an alignment update
+// (every step) finds its watermark more than the drift above the group's
+// lowest (the slow split's): it then is at most the drift plus one step of
+// fast event time ahead; one more batch (a step) may follow, read by a
+// reader that was already waiting in Read when the pause came (Flink's
+// readers too emit what they fetched before a pause). The slow split's
+// watermark, which bounds the join's, lags the slow records read by up to
+// one step plus one millisecond (monotonous watermarks are max - 1), and
+// the slow records of that step and the one being read are buffered.
+func (k skew) alignedBound() float64 {
+	fastPerStepMs := k.fast.perStep * k.fast.spacing
+	slowPerStepMs := k.slow.perStep * k.slow.spacing
+	ahead := k.drift.Milliseconds() + 2*fastPerStepMs + slowPerStepMs + 1
+	fastHeld := ahead/k.fast.spacing + 1
+	slowHeld := 2 * k.slow.perStep
+	return float64(fastHeld + slowHeld)
+}
+
+// unalignedFloor is the least the join must buffer without alignment:
+// when the fast split has ended, the slow one has read only as far as the
+// same number of steps allows, and every fast record above that is held.
+func (k skew) unalignedFloor() float64 {
+	steps := (k.fast.n + k.fast.perStep - 1) / k.fast.perStep
+	slowTS := steps * k.slow.perStep * k.slow.spacing
+	return float64((k.fast.n*k.fast.spacing - slowTS) / k.fast.spacing)
+}
+
+// TestWatermarkAlignmentBoundsIntervalJoin (issue 19): an interval join
+// of a fast split with a slow one buffers the fast records until the
+// slow watermark catches up. Without alignment the buffer grows with the
+// skew (all the fast records above the slow split's progress); with it,
+// the fast split is paused whenever it runs more than the drift ahead and
+// the buffer stays under the bound the drift and the rates give; the
+// joined pairs are the same. Both for two splits of one source (FLIP-217,
+// the split is paused) and for two sources in one group (FLIP-182, the
+// fast source's subtask waits).
 func TestWatermarkAlignmentBoundsIntervalJoin(t *testing.T) {
-	if os.Getenv("WEIR_ALIGN_E2E") != "1" {
-		t.Skip("WEIR_ALIGN_E2E=1 runs the unfinished end-to-end alignment test")
-	}
 	for _, two := range []bool{false, true} {
 		name := "splits of one source"
 		if two {
 			name = "two sources"
 		}
 		t.Run(name, func(t *testing.T) {
-			free := runSkewedJoin(t, false, two)
-			aligned := runSkewedJoin(t, true, two)
-			t.Logf("peak buffered: unaligned %v, aligned %v; aligned drift up to %v ms, fast split paused: %v",
-				free.peak, aligned.peak, aligned.maxDrift, aligned.pausedSeen)
-			if len(free.pairs) != 300 || !slices.Equal(free.pairs, aligned.pairs) {
-				t.Fatalf("results differ: %d pairs unaligned, %d aligned", len(free.pairs), len(aligned.pairs))
+			k := newSkew()
+			k.two = two
+			free := k.run(t)
+			k.aligned = true
+			aligned := k.run(t)
+			bound, floor := k.alignedBound(), k.unalignedFloor()
+			t.Logf("peak buffered: unaligned %v (floor %v), aligned %v (bound %v); aligned drift up to %v ms, fast split paused in %d samples",
+				free.peak, floor, aligned.peak, bound, aligned.maxDrift, aligned.fastPaused)
+			if want := int(k.fast.n); len(free.pairs) != want || !slices.Equal(free.pairs, aligned.pairs) {
+				t.Fatalf("results differ: %d pairs unaligned, %d aligned, want %d", len(free.pairs), len(aligned.pairs), want)
+			}
+			if free.peak < floor {
+				t.Errorf("unaligned, the join buffered at most %v records, want at least %v", free.peak, floor)
+			}
+			if aligned.peak > bound {
+				t.Errorf("aligned, the join buffered up to %v records, want at most %v", aligned.peak, bound)
+			}
+			if aligned.fastPaused == 0 || free.fastPaused != 0 {
+				t.Errorf("the fast split was paused in %d samples aligned, %d unaligned", aligned.fastPaused, free.fastPaused)
 			}
 		})
+	}
+}
+
+// TestAlignmentPausedSplitNotIdle (FLIP-471): a split that alignment
+// pauses for longer than its idleness timeout is not declared idle: its
+// idleness clock stands still while it is paused. (With the processing
+// clock instead, the fast split would go idle in every long pause.)
+func TestAlignmentPausedSplitNotIdle(t *testing.T) {
+	for _, two := range []bool{false, true} {
+		t.Run(fmt.Sprint("two sources ", two), func(t *testing.T) {
+			k := newSkew()
+			k.two, k.aligned = two, true
+			// The fast split is paused for about drift/slow speed = 10
+			// steps at a time; the timeout is 3 steps.
+			k.idle = 3 * time.Duration(k.step) * time.Millisecond
+			run := k.run(t)
+			if run.fastPaused < 10 {
+				t.Fatalf("the fast split was paused in only %d samples", run.fastPaused)
+			}
+			if run.idleSeen != 0 {
+				t.Fatalf("a split was idle in %d samples", run.idleSeen)
+			}
+			if len(run.pairs) != int(k.fast.n) {
+				t.Fatalf("%d pairs, want %d", len(run.pairs), k.fast.n)
+			}
+		})
+	}
+}
+
+// TestWatermarkAlignmentBoundsIntervalJoinLong runs a longer skew when
+// WEIR_ALIGN_E2E=1.
+func TestWatermarkAlignmentBoundsIntervalJoinLong(t *testing.T) {
+	if os.Getenv("WEIR_ALIGN_E2E") != "1" {
+		t.Skip("WEIR_ALIGN_E2E=1 runs the long variant")
+	}
+	k := newSkew()
+	k.fast.n, k.slow.n = 2000, 20000
+	free := k.run(t)
+	k.aligned = true
+	aligned := k.run(t)
+	t.Logf("peak buffered: unaligned %v, aligned %v (bound %v)", free.peak, aligned.peak, k.alignedBound())
+	if aligned.peak > k.alignedBound() || free.peak < k.unalignedFloor() || !slices.Equal(free.pairs, aligned.pairs) {
+		t.Fatal("alignment did not bound the join")
 	}
 }

@@ -83,13 +83,16 @@ type OperatorGauges struct {
 
 // SplitMetrics describes one split of a source subtask: records read,
 // the split's current watermark (its generator's last, MinWatermark
-// before any) and whether it is idle or has ended.
+// before any), whether it is idle or has ended, and whether watermark
+// alignment pauses it (WithWatermarkAlignment: its watermark, or its
+// subtask's, ran more than the maximum drift ahead of the group).
 type SplitMetrics struct {
 	ID        string
 	Records   int64
 	Watermark int64
 	Idle      bool
 	Ended     bool
+	Paused    bool
 }
 
 // JoinSample is what an interval join counts on one probe in 64: the

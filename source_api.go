@@ -257,6 +257,19 @@ type PositionCommitter interface {
 	CommitPositions(checkpoint int64, positions map[string][]byte)
 }
 
+// SplitPauser is implemented by SubtaskReaders that can stop fetching
+// some of their splits, as Flink's SourceReader.pauseOrResumeSplits
+// (Kafka pauses partitions); a source with watermark alignment
+// (WatermarkStrategy.WithWatermarkAlignment) needs it, and the job fails
+// at start without it. It runs on the task goroutine and must not block.
+// Records of a paused split that the reader had already fetched may
+// still be returned; none may be lost or repeated.
+type SplitPauser interface {
+	// PauseOrResumeSplits stops reading the splits of pause and reads
+	// those of resume again (split ids).
+	PauseOrResumeSplits(pause, resume []string) error
+}
+
 // GaugeReporter is implemented by SubtaskReaders that publish gauges.
 // Gauges may be called from any goroutine.
 type GaugeReporter interface {
@@ -282,7 +295,10 @@ func (a dynamicAdapter[T]) NewSubtaskReader(info runtime.SubtaskInfo) (runtime.S
 	if err != nil || r == nil {
 		return nil, err
 	}
-	sa := subtaskAdapter[T]{r}
+	sa := subtaskAdapter[T]{r: r}
+	if p, ok := r.(SplitPauser); ok {
+		sa.p = p
+	}
 	pc, isPC := r.(PositionCommitter)
 	gr, isGR := r.(GaugeReporter)
 	switch {
@@ -316,7 +332,19 @@ func (a dynamicAdapter[T]) DecodeSplit(data []byte) (runtime.Split, error) {
 	return a.d.DecodeSplit(data)
 }
 
-type subtaskAdapter[T any] struct{ r SubtaskReader[T] }
+type subtaskAdapter[T any] struct {
+	r SubtaskReader[T]
+	p SplitPauser // nil if r cannot pause splits
+}
+
+// SplitPauser hands the runtime the reader's SplitPauser, nil if it has
+// none (runtime.splitPauser).
+func (a subtaskAdapter[T]) SplitPauser() runtime.SplitPauser {
+	if a.p == nil {
+		return nil
+	}
+	return a.p
+}
 
 func (a subtaskAdapter[T]) Discover(ctx context.Context, first bool, known func(string) bool) ([]runtime.Split, error) {
 	ss, err := a.r.Discover(ctx, first, known)

@@ -286,7 +286,14 @@ func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[
 	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
 		o := &assignerOp[T]{opBase: base(bc), out: out, ts: s.ts, pts: bc.Time, interval: env.cfg.wmInterval.Milliseconds()}
 		if f := s.factory(); f != nil {
-			o.gen = f(env.cfg.clock)
+			// Idleness measures on the task's input-activity clock, which
+			// stops while the task is back-pressured (FLIP-471), as
+			// Flink's TimestampsAndWatermarksOperator.
+			var c clock.Relative = env.cfg.clock
+			if bc.Activity != nil {
+				c = bc.Activity
+			}
+			o.gen = f(c)
 		} else {
 			o.gen = watermark.None[T]()
 		}

@@ -744,4 +744,4 @@ func (r *subtaskReader[T]) Close() error {
 	return nil
 }
 
-var _ runtime.SplitPauser = (*subtaskReader[int])(nil)
+var _ weir.SplitPauser = (*subtaskReader[int])(nil)

@@ -197,6 +197,8 @@ type Split struct {
 	Watermark int64  `json:"watermark"`
 	Idle      bool   `json:"idle"`
 	Ended     bool   `json:"ended"`
+	// Paused is set while watermark alignment pauses the split.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Gauge is a value an operator publishes (a Kafka source's consumer lag

@@ -76,6 +76,7 @@ func subtaskMetricMap(snap *monitor.Snapshot, v *monitor.Vertex, st monitor.Subt
 			m[q+"numRecordsIn"] = fmtInt(sp.Records)
 			m[q+"watermark"] = fmtInt(sp.Watermark)
 			m[q+"idle"] = strconv.FormatBool(sp.Idle)
+			m[q+"paused"] = strconv.FormatBool(sp.Paused)
 		}
 		for _, g := range op.Gauges {
 			m[p+g.Scope()+g.Name] = fmtFloat(g.Value)

@@ -141,6 +141,11 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 						idle = 1
 					}
 					e.emit("weir_source_split_idle", "1 if the split is idle.", gauge, idle, splitLabels, sl...)
+					paused := 0.0
+					if sp.Paused {
+						paused = 1
+					}
+					e.emit("weir_source_split_paused", "1 if watermark alignment pauses the split.", gauge, paused, splitLabels, sl...)
 				}
 				for _, g := range op.Gauges {
 					name, labels, values := gaugeMetric(g)

@@ -39,6 +39,17 @@ type SplitPauser interface {
 	PauseOrResumeSplits(pause, resume []string) error
 }
 
+// splitPauser returns r's SplitPauser, nil if it has none: r itself, or
+// what an adapter around a reader reports (the root package's
+// SubtaskReader adapter, whose optional interfaces vary per reader).
+func splitPauser(r any) SplitPauser {
+	if a, ok := r.(interface{ SplitPauser() SplitPauser }); ok {
+		return a.SplitPauser()
+	}
+	p, _ := r.(SplitPauser)
+	return p
+}
+
 // AlignmentGroups holds the alignment groups of one run of a job: the last
 // watermark each member (a source subtask) reported. It is Flink's
 // per-group WatermarkAggregator in the coordinator store, in memory since
@@ -233,6 +244,7 @@ func (s *SourceOperator[T]) checkAlignment() error {
 			continue
 		}
 		a.paused[i] = p
+		s.stats.at(i).paused.Store(p) // at once: metrics show pauses without waiting for a refresh
 		if p {
 			pause = append(pause, s.splits[i].SplitID())
 			s.splitClocks[i].Pause()
@@ -257,7 +269,7 @@ func (s *SourceOperator[T]) checkAlignment() error {
 // pauseDynamic hands pauses to a dynamic source's reader (openDynamic
 // checked that it can pause).
 func (s *SourceOperator[T]) pauseDynamic(pause, resume []string) error {
-	p := s.dyn.reader.(SplitPauser)
+	p := splitPauser(s.dyn.reader)
 	if err := p.PauseOrResumeSplits(pause, resume); err != nil {
 		return fmt.Errorf("source %q: pausing splits for watermark alignment: %w", s.name, err)
 	}

@@ -535,11 +535,14 @@ func (w *Writer[T]) send(c int) error {
 	case m.credit <- struct{}{}:
 	default:
 		start := time.Now()
-		if w.metrics != nil {
-			w.metrics.live.bpSince.Store(w.metrics.live.at(start))
-		}
+		// The activity clock stops before the blocked send is published,
+		// so that whoever sees the back-pressure also sees the clock
+		// stopped.
 		if w.activity != nil {
 			w.activity.Pause()
+		}
+		if w.metrics != nil {
+			w.metrics.live.bpSince.Store(w.metrics.live.at(start))
 		}
 		select {
 		case m.credit <- struct{}{}:

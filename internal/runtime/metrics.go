@@ -113,6 +113,7 @@ type SplitMetrics struct {
 	Watermark int64
 	Idle      bool
 	Ended     bool
+	Paused    bool
 }
 
 // JoinSample is what an interval join counts on a sample of its probes:

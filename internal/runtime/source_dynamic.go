@@ -288,7 +288,7 @@ func (s *SourceOperator[T]) openDynamic() error {
 	}
 	d.reader = r
 	d.readerPtr.Store(&r)
-	if _, ok := r.(SplitPauser); s.align != nil && !ok {
+	if s.align != nil && splitPauser(r) == nil {
 		return fmt.Errorf("source %q: watermark alignment needs a source whose reader can pause splits (SplitPauser)", s.name)
 	}
 	var add []Split

@@ -15,6 +15,7 @@ type splitStats struct {
 	watermark atomic.Int64
 	idle      atomic.Bool
 	ended     atomic.Bool
+	paused    atomic.Bool
 }
 
 // splitStatsList holds a source subtask's splitStats by split index; it
@@ -54,7 +55,7 @@ func (l *splitStatsList) metrics() []SplitMetrics {
 		if st.id == "" {
 			continue // not published yet
 		}
-		out = append(out, SplitMetrics{ID: st.id, Records: st.records.Load(), Watermark: st.watermark.Load(), Idle: st.idle.Load(), Ended: st.ended.Load()})
+		out = append(out, SplitMetrics{ID: st.id, Records: st.records.Load(), Watermark: st.watermark.Load(), Idle: st.idle.Load(), Ended: st.ended.Load(), Paused: st.paused.Load()})
 	}
 	return out
 }
