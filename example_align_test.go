@@ -20,7 +20,7 @@ func ExampleWatermarkStrategy_WithWatermarkAlignment() {
 		WithTimestampAssigner(func(v int64, _ int64) int64 { return v }).
 		WithWatermarkAlignment("orders-and-payments", 100*time.Millisecond, 10*time.Millisecond)
 	orders := weir.Generate(env, 1000, 0, func(i int64) int64 { return i * 10 }, strategy) // 10 ms apart
-	payments := weir.Generate(env, 10000, 0, func(i int64) int64 { return i }, strategy)  // 1 ms apart
+	payments := weir.Generate(env, 10000, 0, func(i int64) int64 { return i }, strategy)   // 1 ms apart
 	key := func(int64) int { return 0 }
 	pairs := weir.IntervalJoinFunc(weir.KeyBy(orders, key), weir.KeyBy(payments, key), weir.Between(0, 0),
 		func(o, p int64, _ weir.JoinContext, out weir.Collector[int]) error {
