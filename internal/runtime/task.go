@@ -126,6 +126,7 @@ type Task struct {
 	seq       uint64
 	armedAt   int64
 	armedStop func() bool
+	advancing bool // AdvanceProcessingTime runs callbacks: arm at its end
 	curOp     string
 
 	snaps     []namedSnapshotter
@@ -205,7 +206,7 @@ func (t *Task) Schedule(at int64, f func(at int64) error) {
 }
 
 func (t *Task) arm() {
-	if len(t.timers) == 0 {
+	if len(t.timers) == 0 || t.advancing {
 		return
 	}
 	at := t.timers[0].at
@@ -240,13 +241,20 @@ func (t *Task) AdvanceProcessingTime(now int64) error {
 	if err := t.Failure(); err != nil {
 		return err
 	}
-	t.armedAt = MaxWatermark
+	// The callbacks do not arm the wake-up: one that schedules while
+	// another due callback is still queued would arm it, a time that has
+	// passed, and no wake-up would come for the later ones (a task without
+	// input would never run its timers again). It is armed once, after.
+	t.advancing = true
 	for len(t.timers) > 0 && t.timers[0].at <= now {
 		cb := heap.Pop(&t.timers).(*ptCallback)
 		if err := t.guard(func() error { return cb.f(cb.at) }); err != nil {
+			t.advancing = false
 			return err
 		}
 	}
+	t.advancing = false
+	t.armedAt = MaxWatermark
 	t.arm()
 	return t.Flush()
 }
