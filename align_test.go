@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -37,19 +38,61 @@ type pacedSpec struct{ n, perStep, spacing int64 }
 // pacer tells the test what the readers did: the clock time each split
 // caught up with (read all it may and waits for the clock), which ended,
 // and how many records they returned in all.
+// The splits' watermark generators tell it the clock time of each
+// split's last periodic emission and the watermark it emitted.
 type pacer struct {
 	mu     sync.Mutex
 	caught map[int]int64
 	ended  map[int]bool
 	read   int64
+	ticked map[int]int64
+	wms    map[int]int64
 }
 
-func newPacer() *pacer { return &pacer{caught: map[int]int64{}, ended: map[int]bool{}} }
+func newPacer() *pacer {
+	return &pacer{caught: map[int]int64{}, ended: map[int]bool{}, ticked: map[int]int64{}, wms: map[int]int64{}}
+}
 
-func (p *pacer) state() (caught map[int]int64, ended map[int]bool, read int64) {
+func (p *pacer) state() (caught map[int]int64, ended map[int]bool, read int64, ticked, wms map[int]int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return maps(p.caught), maps(p.ended), p.read
+	return maps(p.caught), maps(p.ended), p.read, maps(p.ticked), maps(p.wms)
+}
+
+// pacedGen is the monotonous watermark generator (the highest timestamp
+// minus 1) of one split, telling the pacer of each periodic emission.
+type pacedGen struct {
+	split int
+	max   int64
+	clk   *weir.ManualClock
+	p     *pacer
+}
+
+func (g *pacedGen) OnEvent(_ pacedRec, ts int64, _ weir.WatermarkOutput) { g.max = max(g.max, ts) }
+
+func (g *pacedGen) OnPeriodicEmit(out weir.WatermarkOutput) {
+	wm := int64(weir.MinWatermark)
+	if g.max > weir.MinWatermark {
+		wm = g.max - 1
+		out.EmitWatermark(wm)
+	}
+	g.p.mu.Lock()
+	g.p.ticked[g.split], g.p.wms[g.split] = g.clk.NowMillis(), wm
+	g.p.mu.Unlock()
+}
+
+// pacedStrategy makes the generators of the given splits, in split
+// order (a source makes one per split, in order).
+func pacedStrategy(clk *weir.ManualClock, p *pacer, splits ...int) weir.WatermarkStrategy[pacedRec] {
+	var mu sync.Mutex
+	next := 0
+	return weir.ForGenerator(func() weir.WatermarkGenerator[pacedRec] {
+		mu.Lock()
+		defer mu.Unlock()
+		g := &pacedGen{split: splits[next%len(splits)], max: weir.MinWatermark, clk: clk, p: p}
+		next++
+		return g
+	})
 }
 
 func maps[K comparable, V any](m map[K]V) map[K]V {
@@ -183,19 +226,22 @@ func (k skew) run(t *testing.T) skewRun {
 	src := func(only int) *paced {
 		return &paced{clk: clk, stepMs: k.step, only: only, p: p, spec: []pacedSpec{k.fast, k.slow}}
 	}
-	strategy := weir.ForMonotonousTimestamps[pacedRec]()
-	if k.idle > 0 {
-		strategy = strategy.WithIdleness(k.idle)
-	}
-	if k.aligned {
-		strategy = strategy.WithWatermarkAlignment("skew", k.drift, time.Duration(k.step)*time.Millisecond)
+	strategy := func(splits ...int) weir.WatermarkStrategy[pacedRec] {
+		s := pacedStrategy(clk, p, splits...)
+		if k.idle > 0 {
+			s = s.WithIdleness(k.idle)
+		}
+		if k.aligned {
+			s = s.WithWatermarkAlignment("skew", k.drift, time.Duration(k.step)*time.Millisecond)
+		}
+		return s
 	}
 	var fast, slow weir.DataStream[pacedRec]
 	if k.two {
-		fast = weir.FromSource[pacedRec](env, src(0), strategy, "fast")
-		slow = weir.FromSource[pacedRec](env, src(1), strategy, "slow")
+		fast = weir.FromSource[pacedRec](env, src(0), strategy(0), "fast")
+		slow = weir.FromSource[pacedRec](env, src(1), strategy(1), "slow")
 	} else {
-		both := weir.FromSource[pacedRec](env, src(-1), strategy, "paced")
+		both := weir.FromSource[pacedRec](env, src(-1), strategy(0, 1), "paced")
 		fast = weir.Filter(both, func(r pacedRec) bool { return r.Split == 0 })
 		slow = weir.Filter(both, func(r pacedRec) bool { return r.Split == 1 })
 	}
@@ -211,7 +257,7 @@ func (k skew) run(t *testing.T) skewRun {
 	var run skewRun
 	// look reads the metrics: the records the join received, whether the
 	// fast and slow splits are paused, the gauges.
-	look := func() (joinIn int64, paused map[int]bool) {
+	look := func() (joinIn int64, paused map[int]bool, joinWMs []int64) {
 		paused = map[int]bool{}
 		for _, tm := range h.Metrics() {
 			for _, om := range tm.Operators {
@@ -219,7 +265,7 @@ func (k skew) run(t *testing.T) skewRun {
 					switch g.Name {
 					case "interval_join_buffered_records_peak":
 						run.peak = max(run.peak, g.Value)
-						joinIn = om.RecordsIn
+						joinIn, joinWMs = om.RecordsIn, om.InputWatermarks
 					case "watermark_alignment_drift_ms":
 						run.maxDrift = max(run.maxDrift, g.Value)
 					}
@@ -236,17 +282,49 @@ func (k skew) run(t *testing.T) skewRun {
 				}
 			}
 		}
-		return joinIn, paused
+		return joinIn, paused, joinWMs
 	}
-	guard := time.After(60 * time.Second) // a hang guard, not a timing
+	// The join's inputs: the watermark each gets from the splits behind
+	// it (a source's is its splits' lowest), unknown (false) once they
+	// have all ended (the source then sends the maximum).
+	inputs := [][]int{{0}, {1}}
+	if !k.two {
+		inputs = [][]int{{0, 1}, {0, 1}}
+	}
+	wantWM := func(in []int, wms map[int]int64, ended map[int]bool) (int64, bool) {
+		low, live := int64(math.MaxInt64), false
+		for _, s := range in {
+			w, ok := wms[s]
+			if !ok {
+				w = weir.MinWatermark
+			}
+			low, live = min(low, w), live || !ended[s]
+		}
+		return low, live
+	}
+	guard := time.After(30 * time.Second) // a hang guard, not a timing
 steps:
 	for {
 		now := clk.NowMillis()
-		caught, ended, read := p.state()
-		joinIn, paused := look()
+		caught, ended, read, ticked, wms := p.state()
+		joinIn, paused, joinWMs := look()
 		ready := joinIn == read
 		for s := range 2 {
-			if !ended[s] && caught[s] < now && !paused[s] {
+			// A reader has read what the clock allows when it waits for
+			// the clock (from the start: the task has opened), or it is
+			// paused.
+			if c, ok := caught[s]; !ended[s] && (!ok || c < now) && !paused[s] {
+				ready = false
+			}
+			// At a whole step the periodic emission (and the alignment
+			// update, which runs just before it) has run.
+			if now > 0 && now%k.step == 0 && !ended[s] && ticked[s] != now {
+				ready = false
+			}
+		}
+		// The join has the watermarks emitted, before the next reads.
+		for i, in := range inputs {
+			if w, live := wantWM(in, wms, ended); live && (len(joinWMs) != 2 || joinWMs[i] != w) {
 				ready = false
 			}
 		}
@@ -268,8 +346,8 @@ steps:
 		select {
 		case <-h.Done():
 			// What the readers did before the job ended, read again.
-			_, ended, read = p.state()
-			joinIn, _ = look()
+			_, ended, read, _, _ = p.state()
+			joinIn, _, _ = look()
 			if len(ended) == 2 && joinIn == read {
 				break steps // the last records and the maximum watermark went through
 			}
@@ -289,23 +367,30 @@ steps:
 }
 
 // alignedBound is the most records the join may buffer with alignment,
-// derived from the drift and the event-time rates. At every half step the
-// join holds the fast records above its watermark and the slow ones of
-// the last steps. The fast split is read on until an alignment update
-// (every step) finds its watermark more than the drift above the group's
-// lowest (the slow split's): it then is at most the drift plus one step of
-// fast event time ahead; one more batch (a step) may follow, read by a
-// reader that was already waiting in Read when the pause came (Flink's
-// readers too emit what they fetched before a pause). The slow split's
-// watermark, which bounds the join's, lags the slow records read by up to
-// one step plus one millisecond (monotonous watermarks are max - 1), and
-// the slow records of that step and the one being read are buffered.
+// derived from the drift, the update interval (one step here) and the
+// fetch size (a reader reads at most perStep records per step). The join
+// holds the records above its watermark, the slow split's (its lowest).
+// The fast split fetches at step k's half only if, at the alignment
+// update of step k, its watermark (emitted at step k-1, from the fetches
+// up to step k-2) was within the drift of the group's lowest watermark
+// as reported at step k-1 (the slow split's, from its fetches up to
+// step k-2, or one step older when the other subtask has not reported
+// yet; the subtask's own report, when the group is one source, is at
+// least as new). So the fast split may be up to the drift ahead of the
+// slow one's last-but-one fetch, plus two fetches: the one its watermark
+// did not show yet (one update interval of lag) and the one under way
+// when the pause came (read after the pause, as Flink's fetcher hands on
+// what it fetched). Against the slow watermark the join has at that
+// moment (one slow fetch newer, minus 1 for monotonous watermarks),
+// that is drift + 2 fast fetches - 1 slow fetch + 1 ms of fast event
+// time; the slow records held are the last fetch and the one record at
+// the slow watermark + 1.
 func (k skew) alignedBound() float64 {
-	fastPerStepMs := k.fast.perStep * k.fast.spacing
-	slowPerStepMs := k.slow.perStep * k.slow.spacing
-	ahead := k.drift.Milliseconds() + 2*fastPerStepMs + slowPerStepMs + 1
-	fastHeld := ahead/k.fast.spacing + 1
-	slowHeld := 2 * k.slow.perStep
+	fastFetchMs := k.fast.perStep * k.fast.spacing
+	slowFetchMs := k.slow.perStep * k.slow.spacing
+	ahead := k.drift.Milliseconds() + 2*fastFetchMs - slowFetchMs + 1
+	fastHeld := (ahead + k.fast.spacing - 1) / k.fast.spacing
+	slowHeld := (slowFetchMs + 1 + k.slow.spacing - 1) / k.slow.spacing
 	return float64(fastHeld + slowHeld)
 }
 

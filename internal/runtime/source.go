@@ -273,11 +273,15 @@ func (s *SourceOperator[T]) addGenerator(sp Split) {
 
 // Open schedules periodic watermark emission.
 func (s *SourceOperator[T]) Open() error {
-	if s.wms.NewGenerator != nil && s.wms.Interval > 0 {
-		s.pts.Schedule(s.pts.Now()+s.wms.Interval, s.periodic)
-	}
+	// The alignment update is scheduled first: when it falls on a
+	// periodic emission it runs before it (it reports the watermark
+	// emitted last, as Flink's report lags the emission), and the
+	// emission's own check then applies the limit it learnt.
 	if s.align != nil {
 		s.pts.Schedule(s.pts.Now()+s.align.params.UpdateInterval, s.alignTick)
+	}
+	if s.wms.NewGenerator != nil && s.wms.Interval > 0 {
+		s.pts.Schedule(s.pts.Now()+s.wms.Interval, s.periodic)
 	}
 	if s.dyn != nil {
 		return s.openDynamic()
@@ -451,6 +455,9 @@ type srcMsg[T any] struct {
 	err    error
 	credit chan struct{}
 	free   chan []Record[T]
+	// ack, for an aligned source, tells the reader the batch was
+	// processed (alignment decided on it).
+	ack chan struct{}
 }
 
 func (m *srcMsg[T]) process() error {
@@ -466,6 +473,9 @@ func (m *srcMsg[T]) process() error {
 			}
 		}
 		<-m.credit
+		if m.ack != nil {
+			m.ack <- struct{}{}
+		}
 	}()
 	if m.err != nil {
 		var oe *OperatorError
@@ -531,6 +541,15 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 	}
 	defer r.Close()
 	pr, positioned := r.(PositionedReader)
+	// An aligned split's reader fetches again only once the task has
+	// processed its last batch (and so applied every pause due by then):
+	// a pause reaches the split at its next fetch, and at most the fetch
+	// under way when the pause came is read after it (Flink's fetcher
+	// too hands on what it fetched before the pause).
+	var ack chan struct{}
+	if s.align != nil {
+		ack = make(chan struct{}, 1)
+	}
 	for {
 		if s.align != nil && !s.align.gates[i].wait(ctx) {
 			return
@@ -545,7 +564,7 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 		if ctx.Err() != nil {
 			return
 		}
-		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free}
+		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free, ack: ack}
 		if positioned && (err == nil || errors.Is(err, io.EOF)) {
 			p, perr := pr.Position()
 			if perr != nil {
@@ -567,6 +586,13 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 		}
 		if !send(m) {
 			return
+		}
+		if ack != nil {
+			select {
+			case <-ack:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }
