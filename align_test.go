@@ -257,8 +257,8 @@ func (k skew) run(t *testing.T) skewRun {
 	var run skewRun
 	// look reads the metrics: the records the join received, whether the
 	// fast and slow splits are paused, the gauges.
-	look := func() (joinIn int64, paused map[int]bool, joinWMs []int64) {
-		paused = map[int]bool{}
+	look := func() (joinIn int64, paused, idle map[int]bool, joinWMs []int64) {
+		paused, idle = map[int]bool{}, map[int]bool{}
 		for _, tm := range h.Metrics() {
 			for _, om := range tm.Operators {
 				for _, g := range om.Gauges {
@@ -273,7 +273,7 @@ func (k skew) run(t *testing.T) skewRun {
 				for _, sm := range om.Splits {
 					for s := range 2 {
 						if sm.ID == pacedSplit(s).SplitID() {
-							paused[s] = sm.Paused
+							paused[s], idle[s] = sm.Paused, sm.Idle
 							if sm.Idle {
 								run.idleSeen++
 							}
@@ -282,18 +282,21 @@ func (k skew) run(t *testing.T) skewRun {
 				}
 			}
 		}
-		return joinIn, paused, joinWMs
+		return joinIn, paused, idle, joinWMs
 	}
 	// The join's inputs: the watermark each gets from the splits behind
-	// it (a source's is its splits' lowest), unknown (false) once they
-	// have all ended (the source then sends the maximum).
+	// it (a source's is its active splits' lowest), unknown (false) once
+	// they have all ended (the source then sends the maximum) or are idle.
 	inputs := [][]int{{0}, {1}}
 	if !k.two {
 		inputs = [][]int{{0, 1}, {0, 1}}
 	}
-	wantWM := func(in []int, wms map[int]int64, ended map[int]bool) (int64, bool) {
+	wantWM := func(in []int, wms map[int]int64, ended, idle map[int]bool) (int64, bool) {
 		low, live := int64(math.MaxInt64), false
 		for _, s := range in {
+			if idle[s] {
+				continue
+			}
 			w, ok := wms[s]
 			if !ok {
 				w = weir.MinWatermark
@@ -307,7 +310,7 @@ steps:
 	for {
 		now := clk.NowMillis()
 		caught, ended, read, ticked, wms := p.state()
-		joinIn, paused, joinWMs := look()
+		joinIn, paused, idle, joinWMs := look()
 		ready := joinIn == read
 		for s := range 2 {
 			// A reader has read what the clock allows when it waits for
@@ -317,14 +320,15 @@ steps:
 				ready = false
 			}
 			// At a whole step the periodic emission (and the alignment
-			// update, which runs just before it) has run.
-			if now > 0 && now%k.step == 0 && !ended[s] && ticked[s] != now {
+			// update, which runs just before it) has run; an idle split's
+			// generator is not asked.
+			if now > 0 && now%k.step == 0 && !ended[s] && !idle[s] && ticked[s] != now {
 				ready = false
 			}
 		}
 		// The join has the watermarks emitted, before the next reads.
 		for i, in := range inputs {
-			if w, live := wantWM(in, wms, ended); live && (len(joinWMs) != 2 || joinWMs[i] != w) {
+			if w, live := wantWM(in, wms, ended, idle); live && (len(joinWMs) != 2 || joinWMs[i] != w) {
 				ready = false
 			}
 		}
@@ -347,13 +351,13 @@ steps:
 		case <-h.Done():
 			// What the readers did before the job ended, read again.
 			_, ended, read, _, _ = p.state()
-			joinIn, _, _ = look()
+			joinIn, _, _, _ = look()
 			if len(ended) == 2 && joinIn == read {
 				break steps // the last records and the maximum watermark went through
 			}
 			t.Fatalf("job ended early (%v): caught %v, ended %v, read %d, join received %d", h.Wait(), caught, ended, read, joinIn)
 		case <-guard:
-			t.Fatalf("stuck at %d ms: caught %v, ended %v, read %d, join received %d, paused %v", now, caught, ended, read, joinIn, paused)
+			t.Fatalf("stuck at %d ms: caught %v, ended %v, read %d, join received %d, paused %v, idle %v", now, caught, ended, read, joinIn, paused, idle)
 		case <-time.After(200 * time.Microsecond): // poll the metrics again
 		}
 	}
