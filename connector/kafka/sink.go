@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -45,26 +46,79 @@ func (f SerializerFunc[T]) Serialize(v T, ts int64) (*ProducerRecord, error) { r
 
 // StringValues writes each string as the value of a record without a key
 // to the sink's default topic.
-func StringValues() Serializer[string] {
-	return SerializerFunc[string](func(v string, _ int64) (*ProducerRecord, error) {
-		return &ProducerRecord{Value: []byte(v)}, nil
-	})
+func StringValues() Serializer[string] { return stringValues{} }
+
+// stringValues is StringValues' serializer (a valueSerializer).
+type stringValues struct{}
+
+// Serialize implements Serializer.
+func (stringValues) Serialize(v string, _ int64) (*ProducerRecord, error) {
+	return &ProducerRecord{Value: []byte(v)}, nil
 }
 
+func (stringValues) appendValue(b []byte, v string) ([]byte, error) { return append(b, v...), nil }
+
+func (stringValues) key(string) []byte { return nil }
+
 // JSONValues writes each value as JSON to the sink's default topic, keyed
-// by key(v) (nil key: no key).
+// by key(v) (nil key: no key). A value that implements JSONAppender is
+// encoded by its AppendJSON method, any other by encoding/json
+// (json.Marshal).
 func JSONValues[T any](key func(T) []byte) Serializer[T] {
-	return SerializerFunc[T](func(v T, _ int64) (*ProducerRecord, error) {
-		data, err := jsonMarshal(v)
-		if err != nil {
-			return nil, err
-		}
-		r := &ProducerRecord{Value: data}
-		if key != nil {
-			r.Key = key(v)
-		}
-		return r, nil
-	})
+	return jsonValues[T]{keyOf: key}
+}
+
+// JSONAppender is implemented by a type that writes its own JSON, without
+// reflection: AppendJSON appends the encoding of the value to b and
+// returns the extended buffer (as encoding.TextAppender). JSONValues uses
+// it before json.Marshaler and encoding/json's reflection, and does not
+// check what it appends: it must be one valid JSON value, and should be
+// what json.Marshal gives, so that readers see the same records either way.
+type JSONAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+// jsonValues is JSONValues' serializer; the sink writes its records
+// without a ProducerRecord (valueSerializer).
+type jsonValues[T any] struct{ keyOf func(T) []byte }
+
+// Serialize implements Serializer.
+func (j jsonValues[T]) Serialize(v T, _ int64) (*ProducerRecord, error) {
+	data, err := j.appendValue(nil, v)
+	if err != nil {
+		return nil, err
+	}
+	return &ProducerRecord{Value: data, Key: j.key(v)}, nil
+}
+
+func (j jsonValues[T]) appendValue(b []byte, v T) ([]byte, error) {
+	x := any(v)
+	if a, ok := x.(JSONAppender); ok {
+		return a.AppendJSON(b)
+	}
+	data, err := jsonMarshal(x)
+	if err != nil {
+		return b, err
+	}
+	return append(b, data...), nil
+}
+
+func (j jsonValues[T]) key(v T) []byte {
+	if j.keyOf == nil {
+		return nil
+	}
+	return j.keyOf(v)
+}
+
+// valueSerializer is a Serializer whose records are a key and a value for
+// the default topic, no headers, no timestamp of their own: the sink asks
+// it for the value appended to a buffer of its own (the records' values
+// are then carved out of larger blocks) and builds the kgo.Record itself,
+// which saves a ProducerRecord and a value allocation per record.
+type valueSerializer[T any] interface {
+	Serializer[T]
+	appendValue(b []byte, v T) ([]byte, error)
+	key(v T) []byte
 }
 
 // DeliveryGuarantee is what the sink promises, as Flink's KafkaSink.
@@ -127,9 +181,10 @@ func WithTransactionTimeout(d time.Duration) Option {
 // job with To. It implements weir.TwoPhaseCommitSink, which the job
 // drives; do not call those methods yourself.
 type Sink[T any] struct {
-	cfg config
-	ser Serializer[T]
-	err error
+	cfg  config
+	ser  Serializer[T]
+	fast valueSerializer[T] // ser, when it is one
+	err  error
 
 	mu   sync.Mutex
 	subs map[int]*sinkSubtask
@@ -143,6 +198,7 @@ func NewSink[T any](ser Serializer[T], opts ...Option) *Sink[T] {
 		o(&c)
 	}
 	s := &Sink[T]{cfg: c, ser: ser, subs: map[int]*sinkSubtask{}}
+	s.fast, _ = ser.(valueSerializer[T])
 	var errs []error
 	if ser == nil {
 		errs = append(errs, errors.New("the serializer is nil"))
@@ -233,28 +289,82 @@ type Txn struct {
 // producer is a franz-go client of a sink subtask; for ExactlyOnce one per
 // transactional id.
 type producer struct {
-	cl     *kgo.Client
-	id     string
-	mu     sync.Mutex
-	err    error // the first failed send since the last check
-	wrote  bool
-	closed bool
+	cl      *kgo.Client
+	id      string
+	promise func(*kgo.Record, error) // the one promise of every record
+	mu      sync.Mutex
+	err     error       // the first failed send since the last check
+	hasErr  atomic.Bool // err != nil, read without mu by every Write
+	wrote   bool
+	closed  bool
+
+	// Used by the subtask's goroutine only (Write): records and values
+	// are carved out of blocks, one allocation for many records. A block
+	// lives until the last record carved from it is acknowledged and
+	// dropped by the client; a carved slice is never written again.
+	recs    []kgo.Record
+	values  []byte
+	scratch []byte // a value being serialized
+}
+
+// Block sizes of producer.recs and producer.values.
+const (
+	recordBlock = 64
+	valueBlock  = 32 << 10
+)
+
+func newProducer(cl *kgo.Client, id string) *producer {
+	p := &producer{cl: cl, id: id}
+	p.promise = func(r *kgo.Record, err error) {
+		if err != nil {
+			p.failed(fmt.Errorf("kafka sink: writing to topic %q: %w", r.Topic, err))
+		}
+	}
+	return p
 }
 
 func (p *producer) failed(err error) {
 	p.mu.Lock()
 	if p.err == nil {
 		p.err = err
+		p.hasErr.Store(true)
 	}
 	p.mu.Unlock()
 }
 
 func (p *producer) takeErr() error {
+	if !p.hasErr.Load() {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	err := p.err
 	p.err = nil
+	p.hasErr.Store(false)
 	return err
+}
+
+// record returns a zero record from the current block.
+func (p *producer) record() *kgo.Record {
+	if len(p.recs) == 0 {
+		p.recs = make([]kgo.Record, recordBlock)
+	}
+	r := &p.recs[0]
+	p.recs = p.recs[1:]
+	return r
+}
+
+// carve returns a copy of b from the current value block.
+func (p *producer) carve(b []byte) []byte {
+	if len(b) > cap(p.values)-len(p.values) {
+		if len(b) > valueBlock/4 {
+			return append([]byte(nil), b...)
+		}
+		p.values = make([]byte, 0, valueBlock)
+	}
+	n := len(p.values)
+	p.values = append(p.values, b...)
+	return p.values[n:len(p.values):len(p.values)]
 }
 
 // sinkSubtask is the state of one sink subtask.
@@ -305,7 +415,7 @@ func (s *Sink[T]) OpenSubtask(subtask, parallelism int) error {
 		if err != nil {
 			return fmt.Errorf("kafka sink: %w", err)
 		}
-		st.plain = &producer{cl: cl}
+		st.plain = newProducer(cl, "")
 	} else if err := s.abortLingering(subtask, parallelism); err != nil {
 		return err
 	}
@@ -417,7 +527,7 @@ func (s *Sink[T]) BeginTransaction(subtask int) (*Txn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kafka sink: %w", err)
 		}
-		p = &producer{cl: cl, id: id}
+		p = newProducer(cl, id)
 		s.mu.Lock()
 		st.slots[slot] = p
 		s.mu.Unlock()
@@ -459,22 +569,42 @@ func (s *Sink[T]) ClusterBrokers() []string {
 
 // record serializes v and fills in the default topic.
 func (s *Sink[T]) record(v T, ts int64) (*ProducerRecord, error) {
-	pr, err := s.ser.Serialize(v, ts)
+	pr, topic, err := s.serialize(v, ts)
+	if err != nil || pr == nil || pr.Topic != "" {
+		return pr, err
+	}
+	cp := *pr
+	cp.Topic = topic
+	return &cp, nil
+}
+
+// serialize serializes v; topic is its record's topic (the default one
+// when the serializer leaves it empty).
+func (s *Sink[T]) serialize(v T, ts int64) (pr *ProducerRecord, topic string, err error) {
+	pr, err = s.ser.Serialize(v, ts)
 	if err != nil {
-		return nil, fmt.Errorf("kafka sink: serializing %v: %w", v, err)
+		return nil, "", s.serializeErr(v, err)
 	}
 	if pr == nil {
-		return nil, nil
+		return nil, "", nil
 	}
-	if pr.Topic == "" {
-		if s.cfg.defaultTopic == "" {
-			return nil, fmt.Errorf("kafka sink: the serializer gave no topic and the sink has no default topic (WithDefaultTopic)")
+	if topic = pr.Topic; topic == "" {
+		if topic, err = s.defaultTopic(); err != nil {
+			return nil, "", err
 		}
-		cp := *pr
-		cp.Topic = s.cfg.defaultTopic
-		pr = &cp
 	}
-	return pr, nil
+	return pr, topic, nil
+}
+
+func (s *Sink[T]) serializeErr(v T, err error) error {
+	return fmt.Errorf("kafka sink: serializing %v: %w", v, err)
+}
+
+func (s *Sink[T]) defaultTopic() (string, error) {
+	if s.cfg.defaultTopic == "" {
+		return "", fmt.Errorf("kafka sink: the serializer gave no topic and the sink has no default topic (WithDefaultTopic)")
+	}
+	return s.cfg.defaultTopic, nil
 }
 
 // Write implements weir.TwoPhaseCommitSink: the record is sent
@@ -484,26 +614,38 @@ func (s *Sink[T]) Write(t *Txn, v T, ts int64) error {
 	if err := p.takeErr(); err != nil {
 		return err
 	}
-	pr, err := s.record(v, ts)
-	if err != nil || pr == nil {
-		return err
+	var r *kgo.Record
+	if s.fast != nil {
+		topic, err := s.defaultTopic()
+		if err != nil {
+			return err
+		}
+		b, err := s.fast.appendValue(p.scratch[:0], v)
+		p.scratch = b[:0]
+		if err != nil {
+			return s.serializeErr(v, err)
+		}
+		r = p.record()
+		r.Topic, r.Key, r.Value = topic, s.fast.key(v), p.carve(b)
+	} else {
+		pr, topic, err := s.serialize(v, ts)
+		if err != nil || pr == nil {
+			return err
+		}
+		r = p.record()
+		r.Topic, r.Key, r.Value = topic, pr.Key, pr.Value
+		if pr.Timestamp != 0 {
+			r.Timestamp = time.UnixMilli(pr.Timestamp)
+		}
+		for _, h := range pr.Headers {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
 	}
-	r := &kgo.Record{Topic: pr.Topic, Key: pr.Key, Value: pr.Value}
-	switch {
-	case pr.Timestamp != 0:
-		r.Timestamp = time.UnixMilli(pr.Timestamp)
-	case ts != weir.NoTimestamp:
+	if r.Timestamp.IsZero() && ts != weir.NoTimestamp {
 		r.Timestamp = time.UnixMilli(ts)
 	}
-	for _, h := range pr.Headers {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-	}
 	p.wrote = true
-	p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-		if err != nil {
-			p.failed(fmt.Errorf("kafka sink: writing to topic %q: %w", r.Topic, err))
-		}
-	})
+	p.cl.Produce(context.Background(), r, p.promise)
 	return nil
 }
 
