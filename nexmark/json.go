@@ -93,20 +93,32 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	run := 0 // the start of the bytes of s not yet appended
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
+		c := s[i]
+		if jsonPlain[c] {
+			continue
+		}
+		switch {
 		case c < 0x20 || c >= 0x80:
 			data, _ := json.Marshal(s) // a string always encodes
 			return append(dst[:start], data...)
 		case c == '"' || c == '\\':
 			dst = append(dst, s[run:i]...)
 			dst = append(dst, '\\', c)
-			run = i + 1
-		case c == '<' || c == '>' || c == '&':
+		default: // <, > or &
 			dst = append(dst, s[run:i]...)
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			run = i + 1
 		}
+		run = i + 1
 	}
 	dst = append(dst, s[run:]...)
 	return append(dst, '"')
 }
+
+// jsonPlain tells the bytes AppendJSONString appends as they are (a
+// table, never written after it is built).
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
