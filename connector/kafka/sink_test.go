@@ -83,11 +83,11 @@ type plain struct {
 // jsonSinkRun writes n values of T made by mk through an at-least-once
 // JSONValues sink keyed by the value's N, and returns the records read
 // back, by key.
-func jsonSinkRun[T any](t *testing.T, addr string, n int, mk func(i int64) T, key func(T) []byte) map[string]*kgo.Record {
+func jsonSinkRun[T any](t *testing.T, addr string, n int, ts int64, mk func(i int64) T, key func(T) []byte) map[string]*kgo.Record {
 	t.Helper()
 	topic := newTopic(t, addr, 2)
 	env := weir.NewEnvironment(weir.WithParallelism(2))
-	in := weir.Generate(env, int64(n), 0, mk, weir.NoWatermarks[T]().WithTimestampAssigner(func(T, int64) int64 { return 1_700_000_000_000 }))
+	in := weir.Generate(env, int64(n), 0, mk, weir.NoWatermarks[T]().WithTimestampAssigner(func(T, int64) int64 { return ts }))
 	kafka.NewSink(kafka.JSONValues(key), kafka.WithBrokers(addr), kafka.WithDefaultTopic(topic),
 		kafka.WithDeliveryGuarantee(kafka.AtLeastOnce)).To(in)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -112,20 +112,28 @@ func jsonSinkRun[T any](t *testing.T, addr string, n int, mk func(i int64) T, ke
 func TestKafkaSinkJSONValues(t *testing.T) {
 	addr := broker(t)
 	const n = 3000
-	pad := func(i int64) string { return strings.Repeat("x\"<", int(i*i%20000)/3) }
+	// A recent time: the broker's time-based retention (7 days) would
+	// delete records of an old one.
+	ts := time.Now().UnixMilli()
+	pad := func(i int64) string { // every 100th above the sink's 8 KiB for a block of its own
+		if i%100 == 0 {
+			return strings.Repeat("x\"<", 3000)
+		}
+		return strings.Repeat("x\"<", int(i%100))
+	}
 	t.Run("appender", func(t *testing.T) {
-		got := jsonSinkRun(t, addr, n, func(i int64) appended { return appended{int(i), pad(i)} },
+		got := jsonSinkRun(t, addr, n, ts, func(i int64) appended { return appended{int(i), pad(i)} },
 			func(v appended) []byte { return []byte(itoa(v.N)) })
 		for i := range int64(n) {
 			r := got[itoa(int(i))]
 			want, _ := appended{int(i), pad(i)}.AppendJSON(nil)
-			if r == nil || string(r.Value) != string(want) || r.Timestamp.UnixMilli() != 1_700_000_000_000 {
-				t.Fatalf("record %d = %+v, want value %.80s... at 1700000000000", i, r, want)
+			if r == nil || string(r.Value) != string(want) || r.Timestamp.UnixMilli() != ts {
+				t.Fatalf("record %d = %+v, want value %.80s... at %d", i, r, want, ts)
 			}
 		}
 	})
 	t.Run("reflection", func(t *testing.T) {
-		got := jsonSinkRun(t, addr, n, func(i int64) plain { return plain{int(i), pad(i)} },
+		got := jsonSinkRun(t, addr, n, ts, func(i int64) plain { return plain{int(i), pad(i)} },
 			func(v plain) []byte { return []byte(itoa(v.N)) })
 		for i := range int64(n) {
 			r := got[itoa(int(i))]
