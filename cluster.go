@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/runtime"
 )
@@ -160,13 +161,35 @@ func (c *clusterStore) Save(ctx context.Context, task string, id int64, acks []r
 	if err != nil {
 		return err
 	}
-	if err := d.Save(ctx, c.env.assemble(id, acks)); err != nil {
+	// Nothing is deleted here: until its commit the checkpoint is not the
+	// task's, and the committed one must stay however many stored ones
+	// fail to commit after it (Committed deletes).
+	return d.Save(ctx, c.env.assemble(id, acks))
+}
+
+// Committed deletes the checkpoints of task older than id, its committed
+// one, but for the newest retain-1 of them. A checkpoint that is stored
+// and then not committed (its owner died, was fenced, or its commit
+// failed) is never loaded, so a store that kept only the newest n stored
+// checkpoints would lose the committed one after n such failures, and
+// with it every later restore of the task.
+func (c *clusterStore) Committed(ctx context.Context, task string, id int64) error {
+	d, err := c.store(task)
+	if err != nil {
 		return err
 	}
-	// The committed checkpoint may be the one before this (the commit
-	// follows), so keep two more.
-	if err := d.Retain(ctx, max(c.env.checkpoint.retain, 3)); err != nil {
-		c.env.cfg.logger.Warn("old checkpoints could not be deleted", "task", task, "err", err)
+	es, err := d.s.List(ctx)
+	if err != nil {
+		return err
+	}
+	keep := max(c.env.checkpoint.retain, 1) - 1 // older than id
+	for _, e := range es {
+		if e.Kind == store.Checkpoint && e.ID >= id {
+			keep++
+		}
+	}
+	if err := d.Retain(ctx, max(keep, 1)); err != nil {
+		return fmt.Errorf("deleting the checkpoints before %d: %w", id, err)
 	}
 	return nil
 }

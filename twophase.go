@@ -2,6 +2,7 @@ package weir
 
 import (
 	"bytes"
+	"context"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -228,7 +229,13 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
 	}
 	if v, ok := any(sink).(Validator); ok {
-		ds.env.validators = append(ds.env.validators, v.Validate)
+		env := ds.env
+		ds.env.validators = append(ds.env.validators, func(ctx context.Context) error {
+			if cv, ok := any(sink).(runtime.ClusterValidator); ok && env.cfg.cluster != nil {
+				return cv.ValidateCluster(ctx)
+			}
+			return v.Validate(ctx)
+		})
 	}
 	finals := &finalCommits[T, TXN]{}
 	ds.env.onFinished = append(ds.env.onFinished, finals.commit)

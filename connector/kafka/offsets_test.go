@@ -101,6 +101,28 @@ func TestKafkaInvalidSourceSettings(t *testing.T) {
 	}
 }
 
+// TestKafkaExactlyOnceSinkPrefix: in one process an exactly-once sink
+// without a transactional id prefix fails at start, saying that a cluster
+// needs none; in a cluster (TestClusterFailover's sink has none) the
+// task's transactional id is used, and the check passes.
+func TestKafkaExactlyOnceSinkPrefix(t *testing.T) {
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	src := weir.FromSlice(env, []string{"a"})
+	sink := kafka.NewSink(kafka.StringValues(), kafka.WithBrokers("127.0.0.1:1"), kafka.WithDefaultTopic("t"), kafka.WithDeliveryGuarantee(kafka.ExactlyOnce))
+	sink.To(src)
+	err := env.Execute(context.Background(), "noprefix")
+	if err == nil || !strings.Contains(err.Error(), "WithTransactionalIDPrefix) when the job runs in one process") {
+		t.Fatalf("err = %v, want the missing prefix named", err)
+	}
+	if err := sink.ValidateCluster(context.Background()); err != nil {
+		t.Fatalf("ValidateCluster = %v, want nil: a cluster derives the transactional ids", err)
+	}
+	bad := kafka.NewSink(kafka.StringValues(), kafka.WithDefaultTopic("t"), kafka.WithDeliveryGuarantee(kafka.ExactlyOnce))
+	if err := bad.ValidateCluster(context.Background()); err == nil || !strings.Contains(err.Error(), "no brokers") {
+		t.Fatalf("ValidateCluster of a sink without brokers = %v", err)
+	}
+}
+
 // TestKafkaPartitionDiscovery: partitions added to a topic and new topics
 // matching the pattern are read while the job runs, from their earliest
 // offset; the consumer group gets the offsets of completed checkpoints and

@@ -163,7 +163,10 @@ func WithDefaultTopic(topic string) Option { return func(c *config) { c.defaultT
 // transactional ids, "<prefix>-<subtask>-<n>". It must be the same across
 // restarts of the job (so a restore finds and aborts the transactions an
 // earlier attempt left open) and differ between jobs writing to one
-// cluster. Sink only; required for ExactlyOnce.
+// cluster. Sink only; required for ExactlyOnce in one process; in a
+// cluster (weir.WithKafkaCluster) the sink writes through its task's
+// transaction, whose id the cluster derives from the job and the task,
+// and the prefix is not used.
 func WithTransactionalIDPrefix(prefix string) Option {
 	return func(c *config) { c.txnPrefix = prefix }
 }
@@ -185,6 +188,9 @@ type Sink[T any] struct {
 	ser  Serializer[T]
 	fast valueSerializer[T] // ser, when it is one
 	err  error
+	// clusterErr is err but for what a cluster does not need (a
+	// transactional id prefix).
+	clusterErr error
 
 	mu   sync.Mutex
 	subs map[int]*sinkSubtask
@@ -209,19 +215,29 @@ func NewSink[T any](ser Serializer[T], opts ...Option) *Sink[T] {
 	if c.guarantee < None || c.guarantee > ExactlyOnce {
 		errs = append(errs, fmt.Errorf("unknown delivery guarantee %d", c.guarantee))
 	}
-	if c.guarantee == ExactlyOnce {
-		if c.txnPrefix == "" {
-			errs = append(errs, errors.New("exactly-once needs a transactional id prefix (WithTransactionalIDPrefix)"))
-		}
-		if c.txnTimeout < time.Second {
-			errs = append(errs, fmt.Errorf("transaction timeout %v is below 1s", c.txnTimeout))
-		}
+	if c.guarantee == ExactlyOnce && c.txnTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("transaction timeout %v is below 1s", c.txnTimeout))
+	}
+	if len(errs) > 0 {
+		s.clusterErr = fmt.Errorf("kafka sink: %w", errors.Join(errs...))
+	}
+	if c.guarantee == ExactlyOnce && c.txnPrefix == "" {
+		// In a cluster the task's transaction, named after the job and the
+		// task, carries the sink's records: no prefix is needed there.
+		errs = append(errs, errors.New("exactly-once needs a transactional id prefix (WithTransactionalIDPrefix) when the job runs in one process; in a cluster (weir.WithKafkaCluster) each task's transactional id is derived from the job's name and the task"))
 	}
 	if len(errs) > 0 {
 		s.err = fmt.Errorf("kafka sink: %w", errors.Join(errs...))
 	}
 	return s
 }
+
+// ValidateCluster implements the engine's cluster validator: in a cluster
+// (weir.WithKafkaCluster) an exactly-once sink writes through the
+// transaction of its task, "<job>-<task>", stable across instances and
+// restarts, so it needs no transactional id prefix, and the task's
+// producer sets the transaction timeout.
+func (s *Sink[T]) ValidateCluster(context.Context) error { return s.clusterErr }
 
 // To adds the sink to the end of ds; it returns the weir.Sink to name
 // it, set its parallelism and give it a UID (do, for ExactlyOnce: its

@@ -93,7 +93,7 @@ func run(ctx context.Context, brokers []string, bootstrap, checkpoints, job stri
 	counts := weir.Reduce(weir.Window(weir.KeyBy(ones, func(c Count) string { return c.User }), window.TumblingEventTime(5*time.Second)),
 		func(a, b Count) Count { a.N += b.N; return a }).UID("counts")
 	kafka.NewSink(kafka.JSONValues[Count](func(c Count) []byte { return []byte(c.User) }), kafka.WithBrokers(brokers...),
-		kafka.WithDefaultTopic("click-counts"), kafka.WithDeliveryGuarantee(kafka.ExactlyOnce), kafka.WithTransactionalIDPrefix(job+"-out")).To(counts).UID("out")
+		kafka.WithDefaultTopic("click-counts"), kafka.WithDeliveryGuarantee(kafka.ExactlyOnce)).To(counts).UID("out") // the cluster derives the transactional ids
 	return env.Execute(ctx, job)
 }
 

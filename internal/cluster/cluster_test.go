@@ -129,8 +129,10 @@ func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
 			}).UID("join")
 		lines = weir.Union(lines, pairs)
 	}
+	// No WithTransactionalIDPrefix: in a cluster the sink writes through
+	// its task's transaction, whose id the cluster derives.
 	kafka.NewSink(kafka.StringValues(), kafka.WithBrokers(s.Broker), kafka.WithDefaultTopic(s.Out),
-		kafka.WithDeliveryGuarantee(kafka.ExactlyOnce), kafka.WithTransactionalIDPrefix(s.Out)).To(lines).UID("out")
+		kafka.WithDeliveryGuarantee(kafka.ExactlyOnce)).To(lines).UID("out")
 	return env
 }
 

@@ -29,6 +29,11 @@ type Store interface {
 	Load(ctx context.Context, task string, id int64) (map[string][]runtime.OperatorSnapshot, error)
 	// LastID returns the largest checkpoint id stored for task (0: none).
 	LastID(ctx context.Context, task string) (int64, error)
+	// Committed is told that checkpoint id of task is committed: the
+	// checkpoints before it may go. Save deletes nothing: a stored
+	// checkpoint whose commit fails is never loaded, and the committed
+	// one must outlive any number of those.
+	Committed(ctx context.Context, task string, id int64) error
 }
 
 // Config is a cluster member's configuration.
@@ -421,6 +426,9 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 			}
 			m.committed(t, log, id, in, !firstDone, runningAt.Load())
 			firstDone = true
+			if err := m.cfg.Store.Committed(ctx, t.id, id); err != nil {
+				log.Warn("old checkpoints could not be deleted", "err", err)
+			}
 			return nil
 		},
 		OnAbort:           prod.abandon,

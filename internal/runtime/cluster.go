@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/weirstream/weir/internal/keygroup"
@@ -102,6 +103,15 @@ type ClusterSink[T any] interface {
 	// the sink does not write through the task's transaction (a sink
 	// that is not exactly-once keeps its own producer).
 	ClusterBrokers() []string
+}
+
+// ClusterValidator is implemented by sinks whose settings are checked
+// differently when the job runs in a cluster: the engine calls
+// ValidateCluster there instead of Validate (an exactly-once Kafka sink
+// writes through its task's transaction and needs no transactional id
+// prefix of its own).
+type ClusterValidator interface {
+	ValidateCluster(ctx context.Context) error
 }
 
 // DecodeSourceState returns the encoded splits and the positions of a
