@@ -187,15 +187,34 @@ func (d *durableStore) save(ctx context.Context, cp *Checkpoint, kind store.Kind
 }
 
 // Latest implements CheckpointStore.
+//
+// A job that keeps checkpointing into the store retains only the newest
+// ones, so the checkpoint the store found may be deleted while it is being
+// read (a restore, a CLI or a test reading beside a running job). A read
+// that fails on a file gone missing is retried while the store's latest
+// checkpoint has changed since: a newer one was committed and the one read
+// was retired, or the one read was damaged since the store verified it
+// and the store now falls back to an older one, as it does for any
+// damaged checkpoint. One that stays the latest still fails the read.
 func (d *durableStore) Latest(ctx context.Context) (*Checkpoint, error) {
 	m, err := d.s.Latest(ctx)
-	if errors.Is(err, store.ErrNoCheckpoint) {
-		return nil, nil
+	for {
+		if errors.Is(err, store.ErrNoCheckpoint) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		cp, lerr := d.load(ctx, m)
+		if lerr == nil || !errors.Is(lerr, store.ErrCorrupt) {
+			return cp, lerr
+		}
+		next, nerr := d.s.Latest(ctx)
+		if nerr == nil && next.ID == m.ID {
+			return nil, lerr
+		}
+		m, err = next, nerr
 	}
-	if err != nil {
-		return nil, err
-	}
-	return d.load(ctx, m)
 }
 
 // lastID returns the largest id of any completed checkpoint or savepoint
