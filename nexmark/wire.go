@@ -43,52 +43,63 @@ func AppendLine(b []byte, e *Event) []byte {
 }
 
 // ParseLine decodes a line AppendLine wrote into e.
+//
+// The string fields of the event share one string, a copy of the line
+// (one allocation per event instead of one per field), so a field kept
+// keeps the whole line alive; numbers are parsed from the bytes, with
+// strconv.ParseInt's results and errors.
 func ParseLine(line []byte, e *Event) error {
-	var f [11][]byte
+	var f [11][2]int // the fields' start and end in line
 	n := 0
-	for rest := line; n < len(f); n++ {
-		i := bytes.IndexByte(rest, '|')
+	for pos := 0; n < len(f); n++ {
+		i := bytes.IndexByte(line[pos:], '|')
 		if i < 0 {
-			f[n] = rest
+			f[n] = [2]int{pos, len(line)}
 			n++
 			break
 		}
-		f[n], rest = rest[:i], rest[i+1:]
+		f[n] = [2]int{pos, pos + i}
+		pos += i + 1
 		if n == len(f)-1 {
 			return fmt.Errorf("nexmark: event line %.40q...: too many fields", line)
 		}
 	}
 	var err error
-	num := func(b []byte) int64 {
-		v, perr := strconv.ParseInt(string(b), 10, 64)
+	num := func(k int) int64 {
+		v, perr := parseInt(line[f[k][0]:f[k][1]])
 		if perr != nil && err == nil {
 			err = perr
 		}
 		return v
 	}
+	var all string // line as a string, made once the field count is right
+	str := func(k int) string { return all[f[k][0]:f[k][1]] }
 	want := 0
-	switch string(f[0]) {
+	switch string(line[f[0][0]:f[0][1]]) {
 	case "P":
 		want = 9
 		if n == want {
-			*e = Event{Type: PersonEvent, Person: &Person{ID: num(f[1]), Name: string(f[2]), EmailAddress: string(f[3]),
-				CreditCard: string(f[4]), City: string(f[5]), State: string(f[6]), DateTime: num(f[7]), Extra: string(f[8])}}
+			all = string(line)
+			*e = Event{Type: PersonEvent, Person: &Person{ID: num(1), Name: str(2), EmailAddress: str(3),
+				CreditCard: str(4), City: str(5), State: str(6), DateTime: num(7), Extra: str(8)}}
 		}
 	case "A":
 		want = 11
 		if n == want {
-			*e = Event{Type: AuctionEvent, Auction: &Auction{ID: num(f[1]), ItemName: string(f[2]), Description: string(f[3]),
-				InitialBid: num(f[4]), Reserve: num(f[5]), DateTime: num(f[6]), Expires: num(f[7]), Seller: num(f[8]),
-				Category: num(f[9]), Extra: string(f[10])}}
+			all = string(line)
+			*e = Event{Type: AuctionEvent, Auction: &Auction{ID: num(1), ItemName: str(2), Description: str(3),
+				InitialBid: num(4), Reserve: num(5), DateTime: num(6), Expires: num(7), Seller: num(8),
+				Category: num(9), Extra: str(10)}}
 		}
 	case "B":
 		want = 8
 		if n == want {
-			*e = Event{Type: BidEvent, Bid: Bid{Auction: num(f[1]), Bidder: num(f[2]), Price: num(f[3]), Channel: string(f[4]),
-				URL: string(f[5]), DateTime: num(f[6]), Extra: string(f[7])}}
+			all = string(line)
+			*e = Event{Type: BidEvent, Bid: Bid{Auction: num(1), Bidder: num(2), Price: num(3), Channel: str(4),
+				URL: str(5), DateTime: num(6), Extra: str(7)}}
 		}
 	default:
-		return fmt.Errorf("nexmark: event line %.40q: unknown type %q", line, f[0])
+		return fmt.Errorf("nexmark: event line %.40q: unknown type %q", line, line[f[0][0]:f[0][1]])
 	}
 	if n != want {
 		return fmt.Errorf("nexmark: event line %.40q: %d fields, want %d", line, n, want)
@@ -97,4 +108,29 @@ func ParseLine(line []byte, e *Event) error {
 		return fmt.Errorf("nexmark: event line %.40q: %w", line, err)
 	}
 	return nil
+}
+
+// parseInt is strconv.ParseInt(string(b), 10, 64): an optional '-' and
+// up to 18 digits (which cannot overflow) are parsed here, anything else
+// by strconv.
+func parseInt(b []byte) (int64, error) {
+	d := b
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return strconv.ParseInt(string(b), 10, 64)
+	}
+	var v int64
+	for _, c := range d {
+		c -= '0'
+		if c > 9 {
+			return strconv.ParseInt(string(b), 10, 64)
+		}
+		v = v*10 + int64(c)
+	}
+	if len(d) < len(b) {
+		v = -v
+	}
+	return v, nil
 }

@@ -2,7 +2,10 @@ package nexmark
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // TestLineRoundTrip: every generated event survives AppendLine and
@@ -31,5 +34,50 @@ func TestLineRoundTrip(t *testing.T) {
 		if err := ParseLine([]byte(bad), &e); err == nil {
 			t.Errorf("%q: parsed", bad)
 		}
+	}
+}
+
+// TestParseIntMatchesStrconv: parseInt gives strconv.ParseInt's value
+// and error (message included) for every input.
+func TestParseIntMatchesStrconv(t *testing.T) {
+	cases := []string{"", "-", "+", "0", "-0", "+7", "12", "-12", "007", "1x", "x1", "--1", "1-",
+		"999999999999999999", "-999999999999999999", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "1_000", " 1", "1 ", "١"}
+	for i := int64(1); i > 0 && i < 1<<62; i *= 7 {
+		cases = append(cases, strconv.FormatInt(i, 10), strconv.FormatInt(-i, 10))
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.StringMatching(`-?[0-9]{0,20}`), rapid.String()).Draw(t, "s")
+		checkParseInt(t, s)
+	})
+	for _, s := range cases {
+		checkParseInt(t, s)
+	}
+}
+
+func checkParseInt(t interface{ Fatalf(string, ...any) }, s string) {
+	got, gerr := parseInt([]byte(s))
+	want, werr := strconv.ParseInt(s, 10, 64)
+	if got != want || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+		t.Fatalf("parseInt(%q) = %d, %v; strconv: %d, %v", s, got, gerr, want, werr)
+	}
+}
+
+// TestParseLineBadNumbers: a malformed number in any numeric field is
+// refused, and a field's sign is kept.
+func TestParseLineBadNumbers(t *testing.T) {
+	for _, bad := range []string{"B|1|2|3x|c|u|5|e", "B||2|3|c|u|5|e", "P|1|a|b|c|d|e|-|x",
+		"A|1|a|b|4|5|6|7|8|99999999999999999999|x", "B|+|2|3|c|u|5|e"} {
+		var e Event
+		if err := ParseLine([]byte(bad), &e); err == nil {
+			t.Errorf("%q: parsed", bad)
+		}
+	}
+	var e Event
+	if err := ParseLine([]byte("B|-1|+2|-9223372036854775808|c|u|5|e"), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Bid.Auction != -1 || e.Bid.Bidder != 2 || e.Bid.Price != -9223372036854775808 || e.Bid.Channel != "c" || e.Bid.Extra != "e" {
+		t.Fatalf("parsed %+v", e.Bid)
 	}
 }
