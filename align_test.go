@@ -47,10 +47,19 @@ type pacer struct {
 	read   int64
 	ticked map[int]int64
 	wms    map[int]int64
+	// endedAt is the clock time at which each ended split ended.
+	endedAt map[int]int64
 }
 
 func newPacer() *pacer {
-	return &pacer{caught: map[int]int64{}, ended: map[int]bool{}, ticked: map[int]int64{}, wms: map[int]int64{}}
+	return &pacer{caught: map[int]int64{}, ended: map[int]bool{}, ticked: map[int]int64{}, wms: map[int]int64{}, endedAt: map[int]int64{}}
+}
+
+// endTimes returns when each ended split ended.
+func (p *pacer) endTimes() map[int]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps(p.endedAt)
 }
 
 func (p *pacer) state() (caught map[int]int64, ended map[int]bool, read int64, ticked, wms map[int]int64) {
@@ -162,6 +171,7 @@ func (r *pacedReader) Read(ctx context.Context, buf []weir.Record[pacedRec]) ([]
 			s.p.read += take
 			if r.next == sp.n {
 				s.p.ended[r.split] = true
+				s.p.endedAt[r.split] = now
 			}
 			s.p.mu.Unlock()
 			if r.next == sp.n {
@@ -287,14 +297,17 @@ func (k skew) run(t *testing.T) skewRun {
 	// The join's inputs: the watermark each gets from the splits behind
 	// it (a source's is its active splits' lowest), unknown (false) once
 	// they have all ended (the source then sends the maximum) or are idle.
+	// An ended split leaves its source's combination (Flink releases a
+	// finished split's output), which the next periodic emission, at the
+	// next whole step after its end, combines anew.
 	inputs := [][]int{{0}, {1}}
 	if !k.two {
 		inputs = [][]int{{0, 1}, {0, 1}}
 	}
-	wantWM := func(in []int, wms map[int]int64, ended, idle map[int]bool) (int64, bool) {
+	wantWM := func(in []int, wms map[int]int64, ended, idle map[int]bool, endedAt map[int]int64, now int64) (int64, bool) {
 		low, live := int64(math.MaxInt64), false
 		for _, s := range in {
-			if idle[s] {
+			if idle[s] || ended[s] && now/k.step*k.step > endedAt[s] {
 				continue
 			}
 			w, ok := wms[s]
@@ -310,6 +323,7 @@ steps:
 	for {
 		now := clk.NowMillis()
 		caught, ended, read, ticked, wms := p.state()
+		endedAt := p.endTimes()
 		joinIn, paused, idle, joinWMs := look()
 		ready := joinIn == read
 		for s := range 2 {
@@ -328,7 +342,7 @@ steps:
 		}
 		// The join has the watermarks emitted, before the next reads.
 		for i, in := range inputs {
-			if w, live := wantWM(in, wms, ended, idle); live && (len(joinWMs) != 2 || joinWMs[i] != w) {
+			if w, live := wantWM(in, wms, ended, idle, endedAt, now); live && (len(joinWMs) != 2 || joinWMs[i] != w) {
 				ready = false
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -95,10 +96,13 @@ func (wmTimers) OnTimer(ts int64, ctx weir.OnTimerContext[int64], out weir.Colle
 	return nil
 }
 
-// TestBoundedOutOfOrdernessLastWatermark checks watermark = max - d - 1 with
-// no periodic emission: at the end of its input a source emits its
-// generator's watermark once (11 for max 15, d = 3), then MAX. Timers at 7
-// and 10 fire at 11; the timer at 12 does not (it would with max - d).
+// TestBoundedOutOfOrdernessLastWatermark: with no periodic emission, a
+// bounded source emits no watermark of its generator at its end, only the
+// maximum: every timer fires at MAX. Flink 2.2.1 gives the same (a
+// FileSource of the lines 10, 7, 15, 12 with forBoundedOutOfOrderness(3 ms),
+// auto-watermark interval 0, parallelism 1 and 2: [7@MAX, 10@MAX, 12@MAX,
+// 15@MAX]): its reader releases a finished split's output without a last
+// periodic emission, and the task's end of data emits MAX.
 func TestBoundedOutOfOrdernessLastWatermark(t *testing.T) {
 	for _, p := range []int{1, 2} {
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithAutoWatermarkInterval(0))
@@ -106,22 +110,77 @@ func TestBoundedOutOfOrdernessLastWatermark(t *testing.T) {
 		src := weir.FromRecords(env, recs, weir.ForBoundedOutOfOrderness[int64](3*time.Millisecond))
 		res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), wmTimers{}))
 		mustRun(t, env)
-		if got, want := res.Values(), []string{"7@11", "10@11", "12@MAX", "15@MAX"}; !slices.Equal(got, want) {
+		if got, want := res.Values(), []string{"7@MAX", "10@MAX", "12@MAX", "15@MAX"}; !slices.Equal(got, want) {
 			t.Fatalf("p=%d: timers fired %v, want %v", p, got, want)
 		}
 	}
 }
 
-// TestMonotonousTimestampsWithAssigner checks max - 1 with a timestamp
-// assigner at the source.
+// TestMonotonousTimestampsWithAssigner checks a timestamp assigner at the
+// source; with no periodic emission the timers fire at the end's MAX, as
+// in Flink 2.2.1 (FileSource of 3, 5, 9, forMonotonousTimestamps, interval
+// 0: [3@MAX, 5@MAX, 9@MAX]; the same with assignTimestampsAndWatermarks,
+// where MAX passes the assigner before its finish would emit).
 func TestMonotonousTimestampsWithAssigner(t *testing.T) {
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithAutoWatermarkInterval(0))
-	strat := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v })
-	src := weir.FromSource[int64](env, sliceSrc([]int64{3, 5, 9}), strat, "values")
-	res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), wmTimers{}))
-	mustRun(t, env)
-	if got, want := res.Values(), []string{"3@8", "5@8", "9@MAX"}; !slices.Equal(got, want) {
-		t.Fatalf("timers fired %v, want %v", got, want)
+	for _, mid := range []bool{false, true} {
+		env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithAutoWatermarkInterval(0))
+		strat := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v })
+		var src weir.DataStream[int64]
+		if mid {
+			src = weir.AssignTimestampsAndWatermarks(weir.FromSource[int64](env, sliceSrc([]int64{3, 5, 9}), weir.NoWatermarks[int64](), "values"), strat)
+		} else {
+			src = weir.FromSource[int64](env, sliceSrc([]int64{3, 5, 9}), strat, "values")
+		}
+		res := weir.Collect(weir.Process(weir.KeyBy(src, func(int64) int64 { return 0 }), wmTimers{}))
+		mustRun(t, env)
+		if got, want := res.Values(), []string{"3@MAX", "5@MAX", "9@MAX"}; !slices.Equal(got, want) {
+			t.Fatalf("assigner in the middle %v: timers fired %v, want %v", mid, got, want)
+		}
+	}
+}
+
+// TestFinishedSplitReleasesWatermark: a split that ends leaves its
+// source's watermark combination, as Flink's SourceReaderBase releases a
+// finished split's output (unregistered from the multiplexer, with no
+// last periodic emission); the next periodic emission combines the splits
+// still reading. (Before, the ended split held the source at its last
+// watermark until every split had ended.)
+func TestFinishedSplitReleasesWatermark(t *testing.T) {
+	clk := weir.NewManualClock(0)
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
+	src := newChanSource[string](2)
+	in := weir.FromSource[string](env, src, weir.ForBoundedOutOfOrderness[string](0), "events")
+	ch := make(chan seenWM, 16)
+	weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
+	h := start(t, env)
+	p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch, split: 0}
+
+	p.element(1, "b5", 5)
+	p.element(0, "a100", 100)
+	if wm := p.tick(200); wm != 4 {
+		t.Fatalf("tick 200: watermark %d, want 4", wm)
+	}
+	// Split 1 reads 9 and ends before the next periodic emission: its 8 is
+	// never emitted (a last emission would hold the source at 8).
+	p.element(1, "b9", 9)
+	close(src.chans[1])
+	// A probe element makes the task step, which refreshes its metrics.
+	waitMetrics(t, h, "split chan-1 ended", func() { p.element(0, "probe", weir.NoTimestamp) }, func() bool {
+		for _, om := range h.Metrics()[0].Operators {
+			for _, sm := range om.Splits {
+				if sm.ID == "chan-1" && sm.Ended {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if wm := p.tick(400); wm != 99 {
+		t.Fatalf("tick 400, split 1 ended: watermark %d, want 99 (split 0's)", wm)
+	}
+	close(src.chans[0])
+	if err := wait(t, h); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -242,5 +301,57 @@ func TestAssignTimestampsAndWatermarksMidPipeline(t *testing.T) {
 	// assigner's last periodic watermark (302) at the end is suppressed.
 	if got, want := timers.Values(), []string{"11@MAX", "22@MAX", "303@MAX"}; !slices.Equal(got, want) {
 		t.Fatalf("timers %v, want %v", got, want)
+	}
+}
+
+// TestRestoredEndedSplitHoldsNothing: a split that had ended when the
+// savepoint was taken is not read again after the restore, and does not
+// hold its source's watermark either (Flink's reader no longer has a
+// finished split: its state left with it). Before, such a split was
+// registered at MIN and held the source at MIN until every split ended.
+func TestRestoredEndedSplitHoldsNothing(t *testing.T) {
+	job := func(opts ...weir.Option) (*weir.Environment, *chanSource[string], chan seenWM) {
+		clk := weir.NewManualClock(0)
+		env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(1), weir.WithClock(clk), weir.WithLogger(quietLogger())}, opts...)...)
+		env.EnableCheckpointing(time.Hour)
+		src := newChanSource[string](2)
+		in := weir.FromSource[string](env, src, weir.ForBoundedOutOfOrderness[string](0), "events")
+		ch := make(chan seenWM, 16)
+		weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
+		return env, src, ch
+	}
+	env, src, ch := job()
+	h := start(t, env)
+	p := &wmProbe{t: t, h: h, clk: env.Clock().(*weir.ManualClock), src: src, ch: ch, split: 0}
+	p.element(1, "b5", 5)
+	close(src.chans[1])
+	waitMetrics(t, h, "split chan-1 ended", func() { p.element(0, "probe", weir.NoTimestamp) }, func() bool {
+		for _, om := range h.Metrics()[0].Operators {
+			for _, sm := range om.Splits {
+				if sm.ID == "chan-1" && sm.Ended {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	path, err := h.StopWithSavepoint(t.Context(), filepath.Join(t.TempDir(), "sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	env, src, ch = job(weir.RestoreFromSavepoint(path))
+	h = start(t, env)
+	p = &wmProbe{t: t, h: h, clk: env.Clock().(*weir.ManualClock), src: src, ch: ch, split: 0}
+	p.element(0, "a100", 100)
+	if wm := p.tick(200); wm != 99 {
+		t.Fatalf("after the restore, tick 200: watermark %d, want 99 (split 0's; split 1 had ended)", wm)
+	}
+	close(src.chans[0])
+	if err := wait(t, h); err != nil {
+		t.Fatal(err)
 	}
 }

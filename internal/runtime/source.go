@@ -269,6 +269,11 @@ func (s *SourceOperator[T]) addGenerator(sp Split) {
 	s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
 	s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
 	s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
+	if s.ended[len(s.outs)-1] {
+		// A split restored as ended holds nothing back: Flink's reader
+		// no longer has it (its state left the reader when it finished).
+		s.mux.Unregister(sp.SplitID())
+	}
 }
 
 // Open schedules periodic watermark emission.
@@ -380,8 +385,11 @@ func (s *SourceOperator[T]) endSplit(i int) error {
 		return nil
 	}
 	if s.gens != nil {
-		s.gens[i].OnPeriodicEmit(s.defs[i])
-		s.mux.OnPeriodicEmit()
+		// As Flink's SourceReaderBase releases a finished split's output:
+		// its watermark leaves the combination, with no last periodic
+		// emission; the next update (an event of another split or the
+		// next periodic emission) combines the others.
+		s.mux.Unregister(s.splits[i].SplitID())
 	}
 	s.ended[i] = true
 	s.nEnded++

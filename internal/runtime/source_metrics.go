@@ -67,8 +67,8 @@ func (s *SourceOperator[T]) ReportState(*StateGauges) {
 	for i, sp := range s.splits {
 		st := s.stats.name(i, sp.SplitID())
 		st.ended.Store(i < len(s.ended) && s.ended[i])
-		if s.gens == nil {
-			continue
+		if s.gens == nil || st.ended.Load() {
+			continue // an ended split's last watermark stays as reported
 		}
 		wm, idle := s.mux.SplitState(sp.SplitID())
 		st.watermark.Store(wm)
