@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -51,7 +52,15 @@ func TestKafkaRescaleRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, ctx, "records", func() bool { return until(got) })
+		for !until(got) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("run %d (parallelism %d): %d records read by the deadline; splits %v", len(runs)+1, p, got.Len(), splitMetrics(h))
+			case <-h.Done():
+				t.Fatalf("run %d (parallelism %d) ended early after %d records: %v", len(runs)+1, p, got.Len(), h.Wait())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 		path, err := h.StopWithSavepoint(ctx, dir)
 		if err != nil {
 			t.Fatal(err)
@@ -89,4 +98,18 @@ func TestKafkaRescaleRestore(t *testing.T) {
 		t.Fatalf("runs read %v records; missing %v, repeated %v", runs, missing, repeated)
 	}
 	t.Logf("records per run (parallelism 2, 3, 1): %v", runs)
+}
+
+// splitMetrics lists every source subtask's splits: id, records read,
+// ended, for a failure's message.
+func splitMetrics(h *weir.JobHandle) []string {
+	var out []string
+	for _, tm := range h.Metrics() {
+		for _, om := range tm.Operators {
+			for _, sm := range om.Splits {
+				out = append(out, fmt.Sprintf("%d:%s=%d", tm.Subtask, sm.ID, sm.Records))
+			}
+		}
+	}
+	return out
 }
