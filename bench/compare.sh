@@ -31,7 +31,7 @@
 #
 # Environment (defaults in brackets):
 #   SOURCE         generator, memory or kafka, see above [generator]
-#   TOPIC          the topic of SOURCE=kafka [weir-nexmark-e<EVENTS>-p<P>-r<RATE>-s<SEED>-plain: uncompressed]
+#   TOPIC          the topic of SOURCE=kafka [weir-nexmark-e<EVENTS>-p<P>-r<RATE>-s<SEED>]
 #   EVENTS         events per run [5000000]
 #   RUNS           runs per engine and query, alternating [3]
 #   QUERIES        space- or comma-separated queries [gen q0 q1 ... q23, all 24];
@@ -200,7 +200,7 @@ awk 'BEGIN { for (i = 0; i < 10000; i++) print i "," i }' >"$SIDE_INPUT"
 FAILED=0
 SOURCE_ARGS=()
 if [[ $SOURCE == kafka ]]; then
-  TOPIC=${TOPIC:-weir-nexmark-e$EVENTS-p$PARALLELISM-r$RATE-s$SEED-plain}
+  TOPIC=${TOPIC:-weir-nexmark-e$EVENTS-p$PARALLELISM-r$RATE-s$SEED}
   SOURCE_ARGS=(--kafka-bootstrap "$WEIR_KAFKA_BOOTSTRAP" --topic "$TOPIC")
   log "kafka: the events into topic $TOPIC (written once; kept)"
   "$WEIR" nexmark --query gen --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \

@@ -49,8 +49,7 @@ flags:
                       acknowledged) and are counted there
   --kafka-bootstrap H:P  the broker of --source kafka (default $WEIR_KAFKA_BOOTSTRAP)
   --topic NAME        the topic of --source kafka (default: weir-nexmark-e<events>-p<P>-
-                      r<rate>-s<seed>-plain, so that runs with the same flags share it;
-                      written uncompressed, as Kafka's producer does by default)
+                      r<rate>-s<seed>, so that runs with the same flags share it)
   --events N          events to generate, over all generators (default 10000000)
   --parallelism P     parallelism of every operator and number of generators (default: CPUs)
   --rate N            event rate in events per second of event time (default %d); it spaces

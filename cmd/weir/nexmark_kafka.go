@@ -28,23 +28,18 @@ func kafkaTopic(o nexmarkOptions) string {
 	if o.quirk {
 		q = "-dbo"
 	}
-	return fmt.Sprintf("weir-nexmark-e%d-p%d-r%g-s%d%s-plain", o.events, o.parallelism, o.rate, o.seed, q)
+	return fmt.Sprintf("weir-nexmark-e%d-p%d-r%g-s%d%s", o.events, o.parallelism, o.rate, o.seed, q)
 }
 
 // produceEvents makes sure topic holds the events of cfg: one partition per
 // generator, generator i's events in partition i in its order, each record
-// an nexmark.AppendLine line with the event time as its timestamp, in
-// uncompressed batches. A topic
+// an nexmark.AppendLine line with the event time as its timestamp. A topic
 // that exists already must hold exactly cfg.Events records (it is then
 // kept as it is); any other count is an error naming the topic.
 func produceEvents(ctx context.Context, brokers []string, topic string, cfg nexmark.Config, parallelism int) (wrote bool, err error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		// Uncompressed, as Kafka's own producer writes by default
-		// (compression.type=none; franz-go's default is snappy), so that
-		// neither engine's figures include decompression.
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
+		kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		return false, err
 	}
