@@ -312,7 +312,7 @@ func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool
 		if m.find(h, ek) >= 0 {
 			return nil, fmt.Errorf("entry %d: duplicate key and namespace", i)
 		}
-		m.add(h, ek, c)
+		m.add(h, ek, c, t.hashOf)
 	}
 	if len(src) != 0 {
 		return nil, fmt.Errorf("%d bytes left after %d entries", len(src), count)
@@ -339,7 +339,7 @@ func (t *table[K, N, S]) install(idx int, m flatGroup[K, N, S]) {
 			s := &m.slots[i]
 			if s.c != nil {
 				s.c.pos = int32(len(ss))
-				ss = append(ss, slot[K, N, S]{h: s.h, k: s.k, c: s.c})
+				ss = append(ss, slot[K, N, S]{h: t.hashOf(s.k), k: s.k, c: s.c})
 			}
 		}
 		t.slots[idx] = ss

@@ -19,9 +19,10 @@ import (
 // SetCurrentKey by the backend and shared by all its tables) combined with
 // the hash of its namespace when the namespace is not zero-size.
 
-// fslot is a slot of a flatGroup; c == nil marks it empty.
+// fslot is a slot of a flatGroup; c == nil marks it empty. It holds no
+// hash, to keep the slot array small (its cache and TLB misses are the
+// cost of a lookup): operations that move entries take the hash function.
 type fslot[K, N comparable, S any] struct {
-	h uint64
 	k entryKey[K, N]
 	c *cell[S]
 }
@@ -48,7 +49,7 @@ func (g *flatGroup[K, N, S]) find(h uint64, k entryKey[K, N]) int {
 		if s.c == nil {
 			return -1
 		}
-		if s.h == h && s.k == k {
+		if s.k == k {
 			return int(i)
 		}
 		i = (i + 1) & mask
@@ -64,17 +65,18 @@ func (g *flatGroup[K, N, S]) get(h uint64, k entryKey[K, N]) *cell[S] {
 	i := h & mask
 	for {
 		s := &g.slots[i]
-		if s.c == nil || s.h == h && s.k == k {
+		if s.c == nil || s.k == k {
 			return s.c
 		}
 		i = (i + 1) & mask
 	}
 }
 
-// add stores c for entry k with hash h, which must not be present.
-func (g *flatGroup[K, N, S]) add(h uint64, k entryKey[K, N], c *cell[S]) {
+// add stores c for entry k with hash h, which must not be present; hf is
+// the hash function.
+func (g *flatGroup[K, N, S]) add(h uint64, k entryKey[K, N], c *cell[S], hf func(entryKey[K, N]) uint64) {
 	if (g.n+1)*4 > len(g.slots)*3 {
-		g.resize(max(8, 2*len(g.slots)))
+		g.resize(max(8, 2*len(g.slots)), hf)
 	}
 	g.place(h, k, c)
 	g.n++
@@ -86,17 +88,17 @@ func (g *flatGroup[K, N, S]) place(h uint64, k entryKey[K, N], c *cell[S]) {
 	for g.slots[i].c != nil {
 		i = (i + 1) & mask
 	}
-	g.slots[i] = fslot[K, N, S]{h: h, k: k, c: c}
+	g.slots[i] = fslot[K, N, S]{k: k, c: c}
 }
 
 // resize moves the entries into a new slot array of n slots (a power of
 // two, more than the entries).
-func (g *flatGroup[K, N, S]) resize(n int) {
+func (g *flatGroup[K, N, S]) resize(n int, hf func(entryKey[K, N]) uint64) {
 	old := g.slots
 	g.slots = make([]fslot[K, N, S], n)
 	for i := range old {
 		if s := &old[i]; s.c != nil {
-			g.place(s.h, s.k, s.c)
+			g.place(hf(s.k), s.k, s.c)
 		}
 	}
 }
@@ -115,7 +117,7 @@ func sized[K, N comparable, S any](n int) flatGroup[K, N, S] {
 
 // deleteAt empties slot i, which must be full, shifting back the entries
 // of its probe run that may move closer to their home slots.
-func (g *flatGroup[K, N, S]) deleteAt(i int) {
+func (g *flatGroup[K, N, S]) deleteAt(i int, hf func(entryKey[K, N]) uint64) {
 	mask := len(g.slots) - 1
 	j := i
 	for {
@@ -124,7 +126,7 @@ func (g *flatGroup[K, N, S]) deleteAt(i int) {
 		if s.c == nil {
 			break
 		}
-		home := int(s.h) & mask
+		home := int(hf(s.k)) & mask
 		// s may move to i if i lies on its probe path, from home to j.
 		if (j-home)&mask >= (j-i)&mask {
 			g.slots[i] = *s

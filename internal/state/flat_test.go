@@ -55,7 +55,7 @@ func TestFlatGroupModel(t *testing.T) {
 					t.Skip("present")
 				}
 				c := &cell[int]{v: k.key}
-				g.add(hash(k), k, c)
+				g.add(hash(k), k, c, hash)
 				model[k] = c
 			},
 			"get": func(t *rapid.T) {
@@ -77,7 +77,7 @@ func TestFlatGroupModel(t *testing.T) {
 					}
 					return
 				}
-				g.deleteAt(i)
+				g.deleteAt(i, hash)
 				delete(model, k)
 			},
 			"clone": func(t *rapid.T) {
@@ -87,7 +87,7 @@ func TestFlatGroupModel(t *testing.T) {
 				if old.len() > 0 {
 					n := old.len()
 					for k := range g.all {
-						g.deleteAt(g.find(hash(k), k))
+						g.deleteAt(g.find(hash(k), k), hash)
 						delete(model, k)
 						break
 					}

@@ -171,7 +171,7 @@ func (t *table[K, N, S]) get(idx int, k entryKey[K, N]) *cell[S] {
 func (t *table[K, N, S]) insert(idx int, h uint64, k entryKey[K, N], c *cell[S]) {
 	g := t.wgroup(idx)
 	c.ver = t.cow.ver
-	g.add(h, k, c)
+	g.add(h, k, c, t.hashOf)
 	t.size++
 	if t.slots != nil {
 		c.pos = int32(len(t.slots[idx]))
@@ -204,7 +204,7 @@ func (t *table[K, N, S]) remove(idx int, h uint64, k entryKey[K, N]) *cell[S] {
 	}
 	g := t.wgroup(idx)
 	c := g.slots[i].c
-	g.deleteAt(i)
+	g.deleteAt(i, t.hashOf)
 	t.unlink(idx, c)
 	return c
 }
@@ -216,7 +216,7 @@ func (t *table[K, N, S]) removeCell(idx int, h uint64, k entryKey[K, N], c *cell
 		return
 	}
 	if i := t.groups[idx].find(h, k); i >= 0 && t.groups[idx].slots[i].c == c {
-		t.wgroup(idx).deleteAt(i)
+		t.wgroup(idx).deleteAt(i, t.hashOf)
 		t.unlink(idx, c)
 	}
 }
@@ -243,7 +243,7 @@ func (t *table[K, N, S]) check() {
 			if s.c.dead() {
 				invariants.Violated("state table: key group %d holds a removed cell for %v", idx, s.k)
 			}
-			if s.h != t.hashOf(s.k) || m.find(s.h, s.k) != i {
+			if m.find(t.hashOf(s.k), s.k) != i {
 				invariants.Violated("state table: key group %d: entry %v is not found at its slot", idx, s.k)
 			}
 		}
@@ -348,7 +348,7 @@ func (t *table[K, N, S]) cleanup(now int64) {
 		// Drop the entry; the last slot moves to cur.pos and is examined
 		// next.
 		w := t.wgroup(g)
-		w.deleteAt(w.find(s.h, s.k))
+		w.deleteAt(w.find(s.h, s.k), t.hashOf)
 		t.unlink(g, c)
 	}
 }
