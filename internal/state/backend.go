@@ -1,10 +1,11 @@
 // Package state is Weir's heap keyed-state backend: the keyed state of one
-// operator in one subtask, held as plain Go values in Go maps.
+// operator in one subtask, held as plain Go values in hash tables.
 //
 // State is stored per key group, so whole key groups can be snapshotted
 // and moved between subtasks (SnapshotKeyGroup, RestoreKeyGroup; the
 // binary format is in FORMAT.md). Each registered state is a table
-// with one Go map per key group, keyed by (namespace, key) and holding a
+// with one flat open-addressed hash table per key group (flat.go), keyed
+// by (namespace, key) and holding a
 // pointer to a cell with the user value. No value is serialized or boxed
 // while records are processed; only snapshots serialize (snapshot.go).
 //

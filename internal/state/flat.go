@@ -9,11 +9,12 @@ import (
 
 // A key group's entries are kept in a flat open-addressed hash table
 // (flatGroup): linear probing over a power-of-two array of slots, each
-// holding the entry's 64-bit hash, its key and its cell pointer, with a
-// load factor of at most 3/4 and backward-shift deletion (no tombstones).
-// A lookup compares stored hashes before keys and reads the key from the
-// slot it probes, so a hit costs one miss on the slot array plus the one
-// on the cell, where a Go map adds its control words and group layout.
+// holding the entry's key and its cell pointer, with a load factor of at
+// most 3/4 and backward-shift deletion (no tombstones). A lookup reads the
+// key from the slot it probes, so a hit costs the miss on the slot array
+// plus the one on the cell. Slots hold no hash: a larger slot array cost
+// more in cache and TLB misses than the comparisons it saved; moving an
+// entry (growth, deletion) rehashes its key.
 //
 // The hash of an entry is the hash of its key (computed once per
 // SetCurrentKey by the backend and shared by all its tables) combined with

@@ -105,7 +105,7 @@ type cleanupCursor struct {
 //
 // Tables with incremental TTL cleanup also keep, per key group, a list of
 // the group's entries (slots); each cell knows its position there, so the
-// cleanup cursor walks an array instead of restarting a Go map iteration on
+// cleanup cursor walks an array instead of restarting a table iteration on
 // every state access, and a removal swaps the last slot into the hole.
 type table[K, N comparable, S any] struct {
 	groups []flatGroup[K, N, S]
