@@ -1,10 +1,11 @@
 // Package state is Weir's heap keyed-state backend: the keyed state of one
-// operator in one subtask, held as plain Go values in Go maps.
+// operator in one subtask, held as plain Go values in hash tables.
 //
 // State is stored per key group, so whole key groups can be snapshotted
 // and moved between subtasks (SnapshotKeyGroup, RestoreKeyGroup; the
 // binary format is in FORMAT.md). Each registered state is a table
-// with one Go map per key group, keyed by (namespace, key) and holding a
+// with one flat open-addressed hash table per key group (flat.go), keyed
+// by (namespace, key) and holding a
 // pointer to a cell with the user value. No value is serialized or boxed
 // while records are processed; only snapshots serialize (snapshot.go).
 //
@@ -39,10 +40,12 @@ type Backend[K comparable] struct {
 	clk         clock.Clock
 
 	key    K
+	kh     uint64 // hash of key (hashK)
 	kg     int    // current key group
 	idx    int    // kg - first
 	gen    uint64 // bumped by SetCurrentKey; invalidates handle caches
 	keySet bool
+	hashK  func(K) uint64
 
 	states      map[string]*registration[K]
 	everyRecord []tableOps[K] // tables with TTL cleanup on every record
@@ -64,7 +67,9 @@ func NewBackend[K comparable](firstKeyGroup, lastKeyGroup int, clk clock.Clock) 
 	if clk == nil {
 		panic("state: nil clock")
 	}
+	hk, _ := hasherFor[K]()
 	return &Backend[K]{
+		hashK:  hk,
 		first:  firstKeyGroup,
 		last:   lastKeyGroup,
 		clk:    clk,
@@ -87,6 +92,7 @@ func (b *Backend[K]) SetCurrentKey(key K, keyGroup int) {
 		panic(fmt.Sprintf("state: key group %d outside the backend's range [%d, %d]", keyGroup, b.first, b.last))
 	}
 	b.key = key
+	b.kh = b.hashK(key)
 	b.kg = keyGroup
 	b.idx = keyGroup - b.first
 	b.gen++
@@ -210,7 +216,7 @@ func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind
 		}
 		return r.tbl.(*table[K, N, S]), nil
 	}
-	t := newTable[K, N, S](b.last-b.first+1, ttl, purge)
+	t := newTable[K, N, S](b.last-b.first+1, ttl, purge, b.hashK)
 	t.cells, t.nsCodec = cells, DefaultCodec[N]()
 	cow.ver = t.cow.ver
 	t.cow = cow

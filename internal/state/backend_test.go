@@ -339,7 +339,7 @@ func TestKeyGroupsIsolate(t *testing.T) {
 		t.Fatal("KeyGroupRange")
 	}
 	tbl := v.t
-	if len(tbl.groups[0]) != 1 || len(tbl.groups[3]) != 1 || len(tbl.groups[1]) != 0 {
+	if tbl.groups[0].len() != 1 || tbl.groups[3].len() != 1 || tbl.groups[1].len() != 0 {
 		t.Fatal("entries not stored in their key groups' maps")
 	}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/weirstream/weir/internal/clock"
@@ -155,4 +156,104 @@ func BenchmarkValueStateCountStringKey(b *testing.B) {
 			k = 0
 		}
 	}
+}
+
+// randomKeys returns n distinct pseudo-random int64 keys (a fixed seed) and
+// their key groups in 0..127.
+func randomKeys(n int) ([]int64, []int) {
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := make(map[int64]bool, n)
+	keys := make([]int64, 0, n)
+	for len(keys) < n {
+		k := r.Int64N(1 << 40)
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	groups := make([]int, n)
+	for i, k := range keys {
+		groups[i] = keyGroupOf(k, 0, 127)
+	}
+	return keys, groups
+}
+
+// benchWindow is a window-like namespace (two int64s, as
+// window.TimeWindow).
+type benchWindow struct{ Start, End int64 }
+
+// BenchmarkValueStateRandomKeys measures the state lookup and insert of
+// 1e5 random int64 keys in random order: lookup reads (and writes back) the
+// existing value of each key; insert adds each key to an empty table (the
+// table is refilled from empty every 1e5 inserts, its clearing untimed);
+// the window variants use a two-int64 namespace.
+func BenchmarkValueStateRandomKeys(b *testing.B) {
+	const n = 100_000
+	keys, groups := randomKeys(n)
+	b.Run("lookup", func(b *testing.B) {
+		be := NewBackend[int64](0, 127, clock.NewManual(0))
+		v, err := GetValue[int64, struct{}](be, state.Value[int64]("count"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, k := range keys {
+			be.SetCurrentKey(k, groups[i])
+			v.Update(1)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			be.SetCurrentKey(keys[i], groups[i])
+			c, _ := v.Value()
+			v.Update(c + 1)
+			if i++; i == n {
+				i = 0
+			}
+		}
+	})
+	b.Run("insert", func(b *testing.B) {
+		be := NewBackend[int64](0, 127, clock.NewManual(0))
+		v, err := GetValue[int64, struct{}](be, state.Value[int64]("count"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			be.SetCurrentKey(keys[i], groups[i])
+			v.Update(1)
+			if i++; i == n {
+				b.StopTimer()
+				for j, k := range keys {
+					be.SetCurrentKey(k, groups[j])
+					v.Clear()
+				}
+				i = 0
+				b.StartTimer()
+			}
+		}
+	})
+	b.Run("window-lookup", func(b *testing.B) {
+		be := NewBackend[int64](0, 127, clock.NewManual(0))
+		v, err := GetValue[int64, benchWindow](be, state.Value[int64]("count"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, k := range keys {
+			be.SetCurrentKey(k, groups[i])
+			v.SetNamespace(benchWindow{int64(i % 4 * 10), int64(i%4*10 + 10)})
+			v.Update(1)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			be.SetCurrentKey(keys[i], groups[i])
+			v.SetNamespace(benchWindow{int64(i % 4 * 10), int64(i%4*10 + 10)})
+			c, _ := v.Value()
+			v.Update(c + 1)
+			if i++; i == n {
+				i = 0
+			}
+		}
+	})
 }

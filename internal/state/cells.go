@@ -208,10 +208,10 @@ func (mc mapCells[UK, UV]) decodeCell(src []byte, c *cell[map[UK]mapEntry[UV]], 
 }
 
 // groupLen returns the number of entries of key group idx.
-func (t *table[K, N, S]) groupLen(idx int) int { return len(t.groups[idx]) }
+func (t *table[K, N, S]) groupLen(idx int) int { return t.groups[idx].len() }
 
 // snapChunk is the number of entries appendGroup copies out of a key
-// group's map before encoding them.
+// group's table before encoding them.
 const snapChunk = 256
 
 // entryCopy is an entry copied out of a table for encoding.
@@ -223,25 +223,25 @@ type entryCopy[K, N comparable, S any] struct {
 // appendGroup appends the entries of key group idx: key, namespace and
 // body each.
 //
-// The entries are copied out of the map in chunks and then encoded: the
+// The entries are copied out of the table in chunks and then encoded: the
 // copy loop's loads of the scattered cells are independent of each other,
 // so the processor overlaps their cache misses, which encoding each cell
 // as it is reached does not allow. For large states this halves the time.
 func (t *table[K, N, S]) appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]byte, error) {
-	return t.appendMap(dst, t.groups[idx], kc, &t.scratch)
+	return t.appendMap(dst, &t.groups[idx], kc, &t.scratch)
 }
 
-// appendMap appends the entries of m, a key group's map of t (live, or
-// frozen in a view), with scratch as the buffer of copies. It reads of
-// the table only its codecs and TTL flag, which do not change after the
-// registration.
-func (t *table[K, N, S]) appendMap(dst []byte, m map[entryKey[K, N]]*cell[S], kc state.Codec[K], scratch *[]entryCopy[K, N, S]) ([]byte, error) {
-	if len(m) == 0 {
+// appendMap appends the entries of m, a key group's table of t (live, or
+// frozen in a view), in slot order, with scratch as the buffer of copies.
+// It reads of the table only its codecs and TTL flag, which do not change
+// after the registration.
+func (t *table[K, N, S]) appendMap(dst []byte, m *flatGroup[K, N, S], kc state.Codec[K], scratch *[]entryCopy[K, N, S]) ([]byte, error) {
+	if m.len() == 0 {
 		return dst, nil
 	}
 	buf := *scratch
 	if buf == nil {
-		buf = make([]entryCopy[K, N, S], min(len(m), snapChunk))
+		buf = make([]entryCopy[K, N, S], min(m.len(), snapChunk))
 	}
 	// Drop the references the copies hold, and keep a full-size buffer.
 	defer func() {
@@ -252,8 +252,13 @@ func (t *table[K, N, S]) appendMap(dst []byte, m map[entryKey[K, N]]*cell[S], kc
 	}()
 	n := 0
 	var err error
-	for ek, c := range m {
-		buf[n] = entryCopy[K, N, S]{k: ek, c: cell[S]{v: c.v, ts: c.ts}}
+	for i := range m.slots {
+		s := &m.slots[i]
+		c := s.c
+		if c == nil {
+			continue
+		}
+		buf[n] = entryCopy[K, N, S]{k: s.k, c: cell[S]{v: c.v, ts: c.ts}}
 		if n++; n == len(buf) {
 			if dst, err = t.appendEntries(dst, buf, kc); err != nil {
 				return dst, err
@@ -288,7 +293,7 @@ func (t *table[K, N, S]) appendEntries(dst []byte, es []entryCopy[K, N, S], kc s
 // change the table.
 func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K]) (func(), error) {
 	keep := t.ttl.enabled
-	m := make(map[entryKey[K, N]]*cell[S], sizeHint(uint64(count)))
+	m := sized[K, N, S](sizeHint(uint64(count)))
 	src := payload
 	var err error
 	for i := range count {
@@ -303,9 +308,11 @@ func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool
 		if src, err = t.cells.decodeCell(src, c, ts, keep); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}
-		if m[ek] = c; len(m) != i+1 {
+		h := t.hashOf(ek)
+		if m.find(h, ek) >= 0 {
 			return nil, fmt.Errorf("entry %d: duplicate key and namespace", i)
 		}
+		m.add(h, ek, c, t.hashOf)
 	}
 	if len(src) != 0 {
 		return nil, fmt.Errorf("%d bytes left after %d entries", len(src), count)
@@ -314,21 +321,26 @@ func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool
 }
 
 // install makes m the entries of key group idx, which must be empty.
-func (t *table[K, N, S]) install(idx int, m map[entryKey[K, N]]*cell[S]) {
-	if len(m) == 0 {
+func (t *table[K, N, S]) install(idx int, m flatGroup[K, N, S]) {
+	if m.len() == 0 {
 		return
 	}
 	t.groups[idx] = m
 	t.gver[idx] = t.cow.ver
-	for _, c := range m {
-		c.ver = t.cow.ver
+	for i := range m.slots {
+		if c := m.slots[i].c; c != nil {
+			c.ver = t.cow.ver
+		}
 	}
-	t.size += len(m)
+	t.size += m.len()
 	if t.slots != nil {
-		ss := make([]slot[K, N, S], 0, len(m))
-		for k, c := range m {
-			c.pos = int32(len(ss))
-			ss = append(ss, slot[K, N, S]{k: k, c: c})
+		ss := make([]slot[K, N, S], 0, m.len())
+		for i := range m.slots {
+			s := &m.slots[i]
+			if s.c != nil {
+				s.c.pos = int32(len(ss))
+				ss = append(ss, slot[K, N, S]{h: t.hashOf(s.k), k: s.k, c: s.c})
+			}
 		}
 		t.slots[idx] = ss
 	}

@@ -95,25 +95,24 @@ func (t *table[K, N, S]) shared(idx int) bool {
 	return !f.released[idx].Load()
 }
 
-// wgroup returns the map of key group idx, ready to be changed.
-func (t *table[K, N, S]) wgroup(idx int) map[entryKey[K, N]]*cell[S] {
+// wgroup returns the table of key group idx, ready to be changed.
+func (t *table[K, N, S]) wgroup(idx int) *flatGroup[K, N, S] {
 	if t.gver[idx] > t.cow.frozen {
-		return t.groups[idx]
+		return &t.groups[idx]
 	}
 	return t.cowGroup(idx)
 }
 
-func (t *table[K, N, S]) cowGroup(idx int) map[entryKey[K, N]]*cell[S] {
-	m := t.groups[idx]
-	if m != nil && t.shared(idx) {
-		// The view keeps the map; an empty one is dropped rather than
-		// filled under the view's eyes.
-		if len(m) == 0 {
-			m = nil
+func (t *table[K, N, S]) cowGroup(idx int) *flatGroup[K, N, S] {
+	m := &t.groups[idx]
+	if m.slots != nil && t.shared(idx) {
+		// The view keeps the slot array; an empty one is dropped rather
+		// than filled under the view's eyes.
+		if m.len() == 0 {
+			*m = flatGroup[K, N, S]{}
 		} else {
-			m = maps.Clone(m)
+			*m = m.clone()
 		}
-		t.groups[idx] = m
 	}
 	t.gver[idx] = t.cow.ver
 	return m
@@ -121,14 +120,14 @@ func (t *table[K, N, S]) cowGroup(idx int) map[entryKey[K, N]]*cell[S] {
 
 // wcell returns c, the cell of entry k in key group idx, or its copy that
 // replaced it, ready to be changed.
-func (t *table[K, N, S]) wcell(idx int, k entryKey[K, N], c *cell[S]) *cell[S] {
+func (t *table[K, N, S]) wcell(idx int, h uint64, k entryKey[K, N], c *cell[S]) *cell[S] {
 	if c.ver > t.cow.frozen {
 		return c
 	}
-	return t.cowCell(idx, k, c)
+	return t.cowCell(idx, h, k, c)
 }
 
-func (t *table[K, N, S]) cowCell(idx int, k entryKey[K, N], c *cell[S]) *cell[S] {
+func (t *table[K, N, S]) cowCell(idx int, h uint64, k entryKey[K, N], c *cell[S]) *cell[S] {
 	if !t.shared(idx) {
 		c.ver = t.cow.ver
 		return c
@@ -138,7 +137,7 @@ func (t *table[K, N, S]) cowCell(idx int, k entryKey[K, N], c *cell[S]) *cell[S]
 	if t.cow.copy != nil {
 		n.v = t.cow.copy(c.v)
 	}
-	m[k] = n
+	m.slots[m.find(h, k)].c = n
 	if t.slots != nil {
 		t.slots[idx][c.pos].c = n
 	}
@@ -161,7 +160,7 @@ func (h *handle[K, N, S]) w(c *cell[S]) *cell[S] {
 //
 //go:noinline
 func (h *handle[K, N, S]) copyCell(c *cell[S]) *cell[S] {
-	n := h.t.cowCell(h.b.idx, entryKey[K, N]{h.ns, h.b.key}, c)
+	n := h.t.cowCell(h.b.idx, h.t.hash(h.b.kh, h.ns), entryKey[K, N]{h.ns, h.b.key}, c)
 	h.c, h.gen = n, h.b.gen
 	return n
 }
@@ -171,7 +170,7 @@ func (h *handle[K, N, S]) wns(ns N, c *cell[S]) *cell[S] {
 	if c.ver > h.t.cow.frozen {
 		return c
 	}
-	return h.t.cowCell(h.b.idx, entryKey[K, N]{ns, h.b.key}, c)
+	return h.t.cowCell(h.b.idx, h.t.hash(h.b.kh, ns), entryKey[K, N]{ns, h.b.key}, c)
 }
 
 // freezeCOW makes the table's current cells and maps part of the view

@@ -30,7 +30,7 @@ func TestTableCheckAtView(t *testing.T) {
 	view.Release()
 	v.t.size--
 	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "10 entries in the maps, size 9") {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "10 entries in the groups, size 9") {
 			t.Fatalf("recovered %v, want an invariant violation", r)
 		}
 	}()

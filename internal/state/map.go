@@ -203,7 +203,7 @@ func (s *Map[K, N, UK, UV]) entries(yield func(UK, UV) bool) {
 		if p.expired(e.ts, now) {
 			delete(m, k)
 			if len(m) == 0 {
-				s.t.removeCell(idx, ek, c)
+				s.t.removeCell(idx, s.t.hash(s.b.kh, ek.ns), ek, c)
 			}
 			if !p.returnExpired {
 				continue

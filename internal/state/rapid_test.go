@@ -324,7 +324,7 @@ func TestRapidTTLValueAgainstModel(t *testing.T) {
 			}
 			for k, e := range model {
 				if expired(e) {
-					if _, ok := v.t.groups[rapidKG(k)-rapidFirstKG][entryKey[int, struct{}]{key: k}]; !ok {
+					if v.t.get(rapidKG(k)-rapidFirstKG, entryKey[int, struct{}]{key: k}) == nil {
 						delete(model, k)
 					}
 				}
@@ -389,7 +389,7 @@ func TestRapidTTLValueAgainstModel(t *testing.T) {
 					t.Fatalf("KeyCount = %d, model has %d", n, len(model))
 				}
 				for k, e := range model {
-					c := v.t.groups[rapidKG(k)-rapidFirstKG][entryKey[int, struct{}]{key: k}]
+					c := v.t.get(rapidKG(k)-rapidFirstKG, entryKey[int, struct{}]{key: k})
 					if c == nil || c.v != e.v || c.ts != e.ts {
 						t.Fatalf("key %d stored %+v, model %+v", k, c, e)
 					}

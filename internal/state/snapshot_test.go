@@ -75,8 +75,8 @@ func (f *fixture) checkInvariants(t fataler) {
 
 // dumpTable adds every entry of t, with its TTL timestamp, to out.
 func dumpTable[K, N comparable, S any](name string, t *table[K, N, S], first int, out map[string]string) {
-	for i, m := range t.groups {
-		for ek, c := range m {
+	for i := range t.groups {
+		for ek, c := range t.groups[i].all {
 			out[fmt.Sprintf("%s|%d|%v|%v", name, first+i, ek.key, ek.ns)] = fmt.Sprintf("%+v|%d", c.v, c.ts)
 		}
 	}

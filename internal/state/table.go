@@ -32,8 +32,10 @@ type cell[S any] struct {
 
 func (c *cell[S]) dead() bool { return c.pos < 0 }
 
-// slot is an entry of a key group's cleanup list: the entry's key and cell.
+// slot is an entry of a key group's cleanup list: the entry's hash, key
+// and cell.
 type slot[K, N comparable, S any] struct {
+	h uint64
 	k entryKey[K, N]
 	c *cell[S]
 }
@@ -98,16 +100,22 @@ type cleanupCursor struct {
 	pos   int // next slot of that group to examine
 }
 
-// table is the storage of one registered state: one Go map per key group.
+// table is the storage of one registered state: one flat hash table per
+// key group (flat.go).
 //
 // Tables with incremental TTL cleanup also keep, per key group, a list of
 // the group's entries (slots); each cell knows its position there, so the
-// cleanup cursor walks an array instead of restarting a Go map iteration on
+// cleanup cursor walks an array instead of restarting a table iteration on
 // every state access, and a removal swaps the last slot into the hole.
 type table[K, N comparable, S any] struct {
-	groups []map[entryKey[K, N]]*cell[S] // nil until the group's first entry
-	slots  [][]slot[K, N, S]             // nil without incremental cleanup
+	groups []flatGroup[K, N, S]
+	slots  [][]slot[K, N, S] // nil without incremental cleanup
 	size   int
+	// hk hashes keys, hn namespaces (nsZero: N is zero-size, its hash is
+	// not combined in); see hash.
+	hk     func(K) uint64
+	hn     func(N) uint64
+	nsZero bool
 	ttl    ttlParams
 	// purge drops the expired parts of a cell at now and reports whether
 	// anything is left. It is used only when TTL is on.
@@ -118,12 +126,16 @@ type table[K, N comparable, S any] struct {
 	nsCodec state.Codec[N]
 	scratch []entryCopy[K, N, S] // reused by appendGroup
 	cow     cowState[S]
-	gver    []uint32 // version of each key group's map (cow.go)
+	gver    []uint32 // version of each key group's table (cow.go)
 }
 
-func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool) *table[K, N, S] {
+func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool, hk func(K) uint64) *table[K, N, S] {
+	if hk == nil {
+		hk, _ = hasherFor[K]()
+	}
 	t := &table[K, N, S]{
-		groups: make([]map[entryKey[K, N]]*cell[S], groups),
+		groups: make([]flatGroup[K, N, S], groups),
+		hk:     hk,
 		ttl:    newTTLParams(ttl),
 		purge:  purge,
 		gver:   make([]uint32, groups),
@@ -132,28 +144,42 @@ func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge fun
 	for i := range t.gver {
 		t.gver[i] = 1
 	}
+	t.hn, t.nsZero = hasherFor[N]()
 	if t.ttl.cleanupN > 0 {
 		t.slots = make([][]slot[K, N, S], groups)
 	}
 	return t
 }
 
-func (t *table[K, N, S]) insert(idx int, k entryKey[K, N], c *cell[S]) {
-	m := t.wgroup(idx)
-	if m == nil {
-		m = make(map[entryKey[K, N]]*cell[S])
-		t.groups[idx] = m
+// hash returns the hash of the entry of namespace ns of the key whose hash
+// is kh.
+func (t *table[K, N, S]) hash(kh uint64, ns N) uint64 {
+	if t.nsZero {
+		return kh
 	}
+	return combineHash(kh, t.hn(ns))
+}
+
+// hashOf returns the hash of entry k.
+func (t *table[K, N, S]) hashOf(k entryKey[K, N]) uint64 { return t.hash(t.hk(k.key), k.ns) }
+
+// get returns the cell of entry k of key group idx, or nil.
+func (t *table[K, N, S]) get(idx int, k entryKey[K, N]) *cell[S] {
+	return t.groups[idx].get(t.hashOf(k), k)
+}
+
+func (t *table[K, N, S]) insert(idx int, h uint64, k entryKey[K, N], c *cell[S]) {
+	g := t.wgroup(idx)
 	c.ver = t.cow.ver
-	m[k] = c
+	g.add(h, k, c, t.hashOf)
 	t.size++
 	if t.slots != nil {
 		c.pos = int32(len(t.slots[idx]))
-		t.slots[idx] = append(t.slots[idx], slot[K, N, S]{k: k, c: c})
+		t.slots[idx] = append(t.slots[idx], slot[K, N, S]{h: h, k: k, c: c})
 	}
 }
 
-// unlink marks c, just deleted from the map of key group idx, removed.
+// unlink marks c, just deleted from the table of key group idx, removed.
 func (t *table[K, N, S]) unlink(idx int, c *cell[S]) {
 	t.size--
 	if t.slots != nil {
@@ -169,21 +195,28 @@ func (t *table[K, N, S]) unlink(idx int, c *cell[S]) {
 	c.pos = -1
 }
 
-// remove deletes the entry k of key group idx, if any, and returns its cell.
-func (t *table[K, N, S]) remove(idx int, k entryKey[K, N]) *cell[S] {
-	c, ok := t.groups[idx][k]
-	if !ok {
+// remove deletes the entry k (hash h) of key group idx, if any, and
+// returns its cell.
+func (t *table[K, N, S]) remove(idx int, h uint64, k entryKey[K, N]) *cell[S] {
+	i := t.groups[idx].find(h, k)
+	if i < 0 {
 		return nil
 	}
-	delete(t.wgroup(idx), k)
+	g := t.wgroup(idx)
+	c := g.slots[i].c
+	g.deleteAt(i, t.hashOf)
 	t.unlink(idx, c)
 	return c
 }
 
-// removeCell deletes the entry k of key group idx if it still holds c.
-func (t *table[K, N, S]) removeCell(idx int, k entryKey[K, N], c *cell[S]) {
-	if c != nil && t.groups[idx][k] == c {
-		delete(t.wgroup(idx), k)
+// removeCell deletes the entry k (hash h) of key group idx if it still
+// holds c.
+func (t *table[K, N, S]) removeCell(idx int, h uint64, k entryKey[K, N], c *cell[S]) {
+	if c == nil {
+		return
+	}
+	if i := t.groups[idx].find(h, k); i >= 0 && t.groups[idx].slots[i].c == c {
+		t.wgroup(idx).deleteAt(i, t.hashOf)
 		t.unlink(idx, c)
 	}
 }
@@ -191,32 +224,46 @@ func (t *table[K, N, S]) removeCell(idx int, k entryKey[K, N], c *cell[S]) {
 func (t *table[K, N, S]) count() int { return t.size }
 
 // check verifies the table's bookkeeping (the invariants build tag, at
-// each snapshot view): the entry count matches the maps, no map holds a
-// removed cell, and the cleanup slots list exactly each group's entries
-// at the positions their cells record.
+// each snapshot view): the entry count matches the groups, each group's
+// count its full slots, every entry is found where its hash leads, no
+// group holds a removed cell, and the cleanup slots list exactly each
+// group's entries at the positions their cells record.
 func (t *table[K, N, S]) check() {
 	n := 0
-	for idx, m := range t.groups {
-		n += len(m)
-		for k, c := range m {
-			if c.dead() {
-				invariants.Violated("state table: key group %d holds a removed cell for %v", idx, k)
+	for idx := range t.groups {
+		m := &t.groups[idx]
+		n += m.len()
+		full := 0
+		for i := range m.slots {
+			s := &m.slots[i]
+			if s.c == nil {
+				continue
 			}
+			full++
+			if s.c.dead() {
+				invariants.Violated("state table: key group %d holds a removed cell for %v", idx, s.k)
+			}
+			if m.find(t.hashOf(s.k), s.k) != i {
+				invariants.Violated("state table: key group %d: entry %v is not found at its slot", idx, s.k)
+			}
+		}
+		if full != m.len() {
+			invariants.Violated("state table: key group %d counts %d entries, holds %d", idx, m.len(), full)
 		}
 		if t.slots == nil {
 			continue
 		}
-		if len(t.slots[idx]) != len(m) {
-			invariants.Violated("state table: key group %d has %d entries, %d cleanup slots", idx, len(m), len(t.slots[idx]))
+		if len(t.slots[idx]) != m.len() {
+			invariants.Violated("state table: key group %d has %d entries, %d cleanup slots", idx, m.len(), len(t.slots[idx]))
 		}
 		for i, sl := range t.slots[idx] {
-			if m[sl.k] != sl.c || sl.c.pos != int32(i) {
+			if sl.h != t.hashOf(sl.k) || m.get(sl.h, sl.k) != sl.c || sl.c.pos != int32(i) {
 				invariants.Violated("state table: cleanup slot %d of key group %d does not match its entry", i, idx)
 			}
 		}
 	}
 	if n != t.size {
-		invariants.Violated("state table: %d entries in the maps, size %d", n, t.size)
+		invariants.Violated("state table: %d entries in the groups, size %d", n, t.size)
 	}
 }
 
@@ -225,18 +272,26 @@ func (t *table[K, N, S]) check() {
 func (t *table[K, N, S]) keys(yield func(K) bool) {
 	var buf []K
 	var seen map[K]struct{}
-	for _, m := range t.groups {
-		if len(m) == 0 {
+	for idx := range t.groups {
+		m := &t.groups[idx]
+		if m.len() == 0 {
 			continue
 		}
 		buf = buf[:0]
-		if seen == nil {
-			seen = make(map[K]struct{})
+		if t.nsZero {
+			for ek := range m.all {
+				buf = append(buf, ek.key)
+			}
 		} else {
-			clear(seen)
-		}
-		for ek := range m {
-			if _, dup := seen[ek.key]; !dup {
+			if seen == nil {
+				seen = make(map[K]struct{})
+			} else {
+				clear(seen)
+			}
+			for ek := range m.all {
+				if _, dup := seen[ek.key]; dup {
+					continue
+				}
 				seen[ek.key] = struct{}{}
 				buf = append(buf, ek.key)
 			}
@@ -284,7 +339,7 @@ func (t *table[K, N, S]) cleanup(now int64) {
 		s := ss[t.cur.pos]
 		c := s.c
 		if t.cow.purgeWrites && c.ver <= t.cow.frozen && t.cow.stale(&t.ttl, c, now) {
-			c = t.cowCell(g, s.k, c)
+			c = t.cowCell(g, s.h, s.k, c)
 		}
 		if t.purge(&t.ttl, c, now) {
 			t.cur.pos++
@@ -292,7 +347,8 @@ func (t *table[K, N, S]) cleanup(now int64) {
 		}
 		// Drop the entry; the last slot moves to cur.pos and is examined
 		// next.
-		delete(t.wgroup(g), s.k)
+		w := t.wgroup(g)
+		w.deleteAt(w.find(s.h, s.k), t.hashOf)
 		t.unlink(g, c)
 	}
 }
@@ -330,7 +386,8 @@ func (h *handle[K, N, S]) slowLookup() *cell[S] {
 	if !b.keySet {
 		panic(errNoKey)
 	}
-	c := h.t.groups[b.idx][entryKey[K, N]{h.ns, b.key}]
+	k := entryKey[K, N]{h.ns, b.key}
+	c := h.t.groups[b.idx].get(h.t.hash(b.kh, h.ns), k)
 	h.c, h.gen = c, b.gen
 	return c
 }
@@ -345,7 +402,7 @@ func (h *handle[K, N, S]) create(v S, ts int64) *cell[S] {
 		panic(errNoKey)
 	}
 	c := &cell[S]{v: v, ts: ts}
-	h.t.insert(b.idx, entryKey[K, N]{h.ns, b.key}, c)
+	h.t.insert(b.idx, h.t.hash(b.kh, h.ns), entryKey[K, N]{h.ns, b.key}, c)
 	h.c, h.gen = c, b.gen
 	return c
 }
@@ -356,13 +413,13 @@ func (h *handle[K, N, S]) clear() {
 	if !b.keySet {
 		panic(errNoKey)
 	}
-	h.t.remove(b.idx, entryKey[K, N]{h.ns, b.key})
+	h.t.remove(b.idx, h.t.hash(b.kh, h.ns), entryKey[K, N]{h.ns, b.key})
 	h.c = nil
 }
 
 // removeCurrent removes c, the cell of the current key and namespace.
 func (h *handle[K, N, S]) removeCurrent(c *cell[S]) {
-	h.t.removeCell(h.b.idx, entryKey[K, N]{h.ns, h.b.key}, c)
+	h.t.removeCell(h.b.idx, h.t.hash(h.b.kh, h.ns), entryKey[K, N]{h.ns, h.b.key}, c)
 	h.c = nil
 }
 
@@ -383,15 +440,15 @@ func (h *handle[K, N, S]) take(ns N) *cell[S] {
 	if !b.keySet {
 		panic(errNoKey)
 	}
-	return h.t.remove(b.idx, entryKey[K, N]{ns, b.key})
+	return h.t.remove(b.idx, h.t.hash(b.kh, ns), entryKey[K, N]{ns, b.key})
 }
 
 // peek returns the cell of the current key in namespace ns, or nil.
 func (h *handle[K, N, S]) peek(ns N) *cell[S] {
-	return h.t.groups[h.b.idx][entryKey[K, N]{ns, h.b.key}]
+	return h.t.groups[h.b.idx].get(h.t.hash(h.b.kh, ns), entryKey[K, N]{ns, h.b.key})
 }
 
 // put stores c for the current key in namespace ns, which must have none.
 func (h *handle[K, N, S]) put(ns N, c *cell[S]) {
-	h.t.insert(h.b.idx, entryKey[K, N]{ns, h.b.key}, c)
+	h.t.insert(h.b.idx, h.t.hash(h.b.kh, ns), entryKey[K, N]{ns, h.b.key}, c)
 }

@@ -487,11 +487,11 @@ func TestIncrementalCleanupListAndMap(t *testing.T) {
 		t.Fatalf("KeyCount = %d, want 10", n)
 	}
 	for k := range 5 {
-		cl := l.t.groups[k%4][entryKey[int, struct{}]{key: k}]
+		cl := l.t.get(k%4, entryKey[int, struct{}]{key: k})
 		if cl == nil || !slices.Equal(cl.v.vals, []int{2}) {
 			t.Fatalf("key %d list not purged to [2]", k)
 		}
-		cm := m.t.groups[k%4][entryKey[int, struct{}]{key: k}]
+		cm := m.t.get(k%4, entryKey[int, struct{}]{key: k})
 		if cm == nil || len(cm.v) != 1 {
 			t.Fatalf("key %d map not purged to one entry", k)
 		}
@@ -511,9 +511,10 @@ type fataler interface {
 func checkInvariants[K, N comparable, S any](t fataler, tb *table[K, N, S]) {
 	t.Helper()
 	n := 0
-	for g, m := range tb.groups {
-		n += len(m)
-		for _, c := range m {
+	for g := range tb.groups {
+		m := &tb.groups[g]
+		n += m.len()
+		for _, c := range m.all {
 			if c.dead() {
 				t.Fatalf("group %d holds a dead cell", g)
 			}
@@ -522,11 +523,11 @@ func checkInvariants[K, N comparable, S any](t fataler, tb *table[K, N, S]) {
 			continue
 		}
 		ss := tb.slots[g]
-		if len(ss) != len(m) {
-			t.Fatalf("group %d: %d slots, %d entries", g, len(ss), len(m))
+		if len(ss) != m.len() {
+			t.Fatalf("group %d: %d slots, %d entries", g, len(ss), m.len())
 		}
 		for i, s := range ss {
-			if m[s.k] != s.c || int(s.c.pos) != i {
+			if tb.get(g, s.k) != s.c || int(s.c.pos) != i {
 				t.Fatalf("group %d slot %d inconsistent", g, i)
 			}
 		}

@@ -54,7 +54,7 @@ type groupView[K comparable] interface {
 // could change in place (eager).
 type tableView[K, N comparable, S any] struct {
 	t       *table[K, N, S] // only its codecs and TTL flag are read
-	maps    []map[entryKey[K, N]]*cell[S]
+	maps    []flatGroup[K, N, S]
 	eager   []rawGroup
 	scratch []entryCopy[K, N, S]
 }
@@ -63,14 +63,14 @@ func (v *tableView[K, N, S]) groupLen(idx int) int {
 	if v.eager != nil {
 		return v.eager[idx].count
 	}
-	return len(v.maps[idx])
+	return v.maps[idx].len()
 }
 
 func (v *tableView[K, N, S]) appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]byte, error) {
 	if v.eager != nil {
 		return append(dst, v.eager[idx].payload...), nil
 	}
-	return v.t.appendMap(dst, v.maps[idx], kc, &v.scratch)
+	return v.t.appendMap(dst, &v.maps[idx], kc, &v.scratch)
 }
 
 // view freezes the table for a view with the release flags flags: a
@@ -87,15 +87,16 @@ func (t *table[K, N, S]) view(flags *viewFlags, kc state.Codec[K]) (groupView[K]
 		return v, nil
 	}
 	v.eager = make([]rawGroup, len(t.groups))
-	for idx, m := range t.groups {
-		if len(m) == 0 {
+	for idx := range t.groups {
+		m := &t.groups[idx]
+		if m.len() == 0 {
 			continue
 		}
 		payload, err := t.appendGroup(nil, idx, kc)
 		if err != nil {
 			return nil, err
 		}
-		v.eager[idx] = rawGroup{count: len(m), payload: payload}
+		v.eager[idx] = rawGroup{count: m.len(), payload: payload}
 	}
 	return v, nil
 }
