@@ -26,6 +26,7 @@ package state
 
 import (
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"reflect"
 
@@ -46,6 +47,7 @@ type Backend[K comparable] struct {
 	gen    uint64 // bumped by SetCurrentKey; invalidates handle caches
 	keySet bool
 	hashK  func(K) uint64
+	seed   maphash.Seed // seeds the hashes of the backend's tables
 
 	states      map[string]*registration[K]
 	everyRecord []tableOps[K] // tables with TTL cleanup on every record
@@ -67,8 +69,10 @@ func NewBackend[K comparable](firstKeyGroup, lastKeyGroup int, clk clock.Clock) 
 	if clk == nil {
 		panic("state: nil clock")
 	}
-	hk, _ := hasherFor[K]()
+	seed := maphash.MakeSeed()
+	hk, _ := hasherFor[K](seed)
 	return &Backend[K]{
+		seed:   seed,
 		hashK:  hk,
 		first:  firstKeyGroup,
 		last:   lastKeyGroup,
@@ -216,7 +220,7 @@ func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind
 		}
 		return r.tbl.(*table[K, N, S]), nil
 	}
-	t := newTable[K, N, S](b.last-b.first+1, ttl, purge, b.hashK)
+	t := newTable[K, N, S](b.last-b.first+1, ttl, purge, b.seed, b.hashK)
 	t.cells, t.nsCodec = cells, DefaultCodec[N]()
 	cow.ver = t.cow.ver
 	t.cow = cow

@@ -161,16 +161,15 @@ func (g *flatGroup[K, N, S]) all(yield func(entryKey[K, N], *cell[S]) bool) {
 
 // Hashing.
 
-// hashSeed seeds the hashes that go through hash/maphash.
-var hashSeed = maphash.MakeSeed()
-
 const (
 	mixA = 0x9e3779b97f4a7c15
 	mixB = 0xbf58476d1ce4e5b9
 )
 
 // mix64 scrambles x into a hash whose low bits depend on all of x's bits
-// (the folded 128-bit product, as in wyhash).
+// (the folded 128-bit product, as in wyhash). Callers salt x with a
+// per-backend random value first, so that keys chosen to collide in one
+// process do not collide in another (as Go's maps seed their hashes).
 func mix64(x uint64) uint64 {
 	hi, lo := bits.Mul64(x^mixA, mixB)
 	return hi ^ lo
@@ -182,38 +181,40 @@ func combineHash(kh, nh uint64) uint64 {
 	return hi ^ lo
 }
 
-// hasherFor returns a hash function for T: a multiply-fold for integer
-// kinds and for structs and arrays made only of integers without padding
-// (up to 16 bytes), maphash for strings, hash/maphash.Comparable for the
-// rest. Zero-size types hash to 0 (zeroSize reports them).
-func hasherFor[T comparable]() (hash func(T) uint64, zeroSize bool) {
+// hasherFor returns a hash function for T, seeded by seed: a multiply-fold
+// of the value salted with a word drawn from seed for integer kinds and
+// for structs and arrays made only of integers without padding (up to 16
+// bytes), maphash for strings, hash/maphash.Comparable for the rest.
+// Zero-size types hash to 0 (zeroSize reports them).
+func hasherFor[T comparable](seed maphash.Seed) (hash func(T) uint64, zeroSize bool) {
 	t := reflect.TypeFor[T]()
 	if t.Size() == 0 {
 		return func(T) uint64 { return 0 }, true
 	}
 	if t.Kind() == reflect.String {
 		return func(v T) uint64 {
-			return maphash.String(hashSeed, *(*string)(unsafe.Pointer(&v)))
+			return maphash.String(seed, *(*string)(unsafe.Pointer(&v)))
 		}, false
 	}
+	salt := maphash.Comparable(seed, uint64(0))
 	if isIntegerMemory(t) {
 		switch t.Size() {
 		case 1:
-			return func(v T) uint64 { return mix64(uint64(*(*uint8)(unsafe.Pointer(&v)))) }, false
+			return func(v T) uint64 { return mix64(salt ^ uint64(*(*uint8)(unsafe.Pointer(&v)))) }, false
 		case 2:
-			return func(v T) uint64 { return mix64(uint64(*(*uint16)(unsafe.Pointer(&v)))) }, false
+			return func(v T) uint64 { return mix64(salt ^ uint64(*(*uint16)(unsafe.Pointer(&v)))) }, false
 		case 4:
-			return func(v T) uint64 { return mix64(uint64(*(*uint32)(unsafe.Pointer(&v)))) }, false
+			return func(v T) uint64 { return mix64(salt ^ uint64(*(*uint32)(unsafe.Pointer(&v)))) }, false
 		case 8:
-			return func(v T) uint64 { return mix64(*(*uint64)(unsafe.Pointer(&v))) }, false
+			return func(v T) uint64 { return mix64(salt ^ *(*uint64)(unsafe.Pointer(&v))) }, false
 		case 16:
 			return func(v T) uint64 {
 				w := (*[2]uint64)(unsafe.Pointer(&v))
-				return combineHash(mix64(w[0]), w[1])
+				return combineHash(mix64(salt^w[0]), w[1])
 			}, false
 		}
 	}
-	return func(v T) uint64 { return maphash.Comparable(hashSeed, v) }, false
+	return func(v T) uint64 { return maphash.Comparable(seed, v) }, false
 }
 
 // isIntegerMemory reports whether t's values are equal exactly when their

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"hash/maphash"
 	"reflect"
 	"testing"
 
@@ -121,20 +122,20 @@ func TestHasherFor(t *testing.T) {
 			t.Fatalf("%T is not integer memory", ty)
 		}
 	}
-	hp, _ := hasherFor[pair]()
+	hp, _ := hasherFor[pair](maphash.MakeSeed())
 	if hp(pair{1, 2}) != hp(pair{1, 2}) || hp(pair{1, 2}) == hp(pair{2, 1}) {
 		t.Fatal("pair hash")
 	}
-	hs, _ := hasherFor[string]()
+	hs, _ := hasherFor[string](maphash.MakeSeed())
 	a, b := "ab", string([]byte{'a', 'b'})
 	if hs(a) != hs(b) {
 		t.Fatal("string hash")
 	}
-	hf, _ := hasherFor[float64]()
+	hf, _ := hasherFor[float64](maphash.MakeSeed())
 	if hf(0.0) != hf(negZero()) {
 		t.Fatal("float hash: -0 and +0 are equal")
 	}
-	if _, zero := hasherFor[struct{}](); !zero {
+	if _, zero := hasherFor[struct{}](maphash.MakeSeed()); !zero {
 		t.Fatal("struct{} is zero-size")
 	}
 }

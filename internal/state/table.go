@@ -1,6 +1,7 @@
 package state
 
 import (
+	"hash/maphash"
 	"math"
 
 	"github.com/weirstream/weir/internal/invariants"
@@ -129,9 +130,9 @@ type table[K, N comparable, S any] struct {
 	gver    []uint32 // version of each key group's table (cow.go)
 }
 
-func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool, hk func(K) uint64) *table[K, N, S] {
+func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool, seed maphash.Seed, hk func(K) uint64) *table[K, N, S] {
 	if hk == nil {
-		hk, _ = hasherFor[K]()
+		hk, _ = hasherFor[K](seed)
 	}
 	t := &table[K, N, S]{
 		groups: make([]flatGroup[K, N, S], groups),
@@ -144,7 +145,7 @@ func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge fun
 	for i := range t.gver {
 		t.gver[i] = 1
 	}
-	t.hn, t.nsZero = hasherFor[N]()
+	t.hn, t.nsZero = hasherFor[N](seed)
 	if t.ttl.cleanupN > 0 {
 		t.slots = make([][]slot[K, N, S], groups)
 	}
