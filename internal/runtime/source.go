@@ -34,6 +34,17 @@ type SplitReader[T any] interface {
 	Close() error
 }
 
+// ViewReader is a SplitReader whose records already sit in memory that is
+// never written and outlives the job (a replay of records made in
+// advance). ReadView returns up to max of the next records as a view of
+// that memory, blocking and ending (io.EOF) as Read does. The source hands
+// the view on as its batch without copying it and never writes, clears or
+// reuses it; a source with a timestamp assigner, which writes timestamps
+// into its batches, reads with Read instead.
+type ViewReader[T any] interface {
+	ReadView(ctx context.Context, max int) ([]Record[T], error)
+}
+
 // PositionedReader is a SplitReader that can tell its position: where it
 // would resume after the records it has returned so far. Sources whose
 // readers implement it take part in checkpoints.
@@ -455,6 +466,9 @@ type srcMsg[T any] struct {
 	err    error
 	credit chan struct{}
 	free   chan []Record[T]
+	// view tells that recs is a ViewReader's view: handed on as it is,
+	// never cleared nor reused.
+	view bool
 	// ack, for an aligned source, tells the reader the batch was
 	// processed (alignment decided on it).
 	ack chan struct{}
@@ -465,7 +479,7 @@ func (m *srcMsg[T]) process() error {
 		// The buffer goes back before the credit, so that the reader,
 		// which may be waiting for the credit, finds it instead of
 		// allocating another.
-		if m.recs != nil {
+		if m.recs != nil && !m.view {
 			clearRecords(m.recs, m.s.ptrs)
 			select {
 			case m.free <- m.recs[:0]:
@@ -541,6 +555,8 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 	}
 	defer r.Close()
 	pr, positioned := r.(PositionedReader)
+	vr, view := r.(ViewReader[T])
+	view = view && s.wms.Timestamp == nil
 	// An aligned split's reader fetches again only once the task has
 	// processed its last batch (and so applied every pause due by then):
 	// a pause reaches the split at its next fetch, and at most the fetch
@@ -554,17 +570,24 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 		if s.align != nil && !s.align.gates[i].wait(ctx) {
 			return
 		}
-		var buf []Record[T]
-		select {
-		case buf = <-free:
-		default:
-			buf = make([]Record[T], 0, 1024)
+		var recs []Record[T]
+		var err error
+		if view {
+			recs, err = vr.ReadView(ctx, 1024)
+			recs = recs[:len(recs):len(recs)] // an append never reaches the memory behind
+		} else {
+			var buf []Record[T]
+			select {
+			case buf = <-free:
+			default:
+				buf = make([]Record[T], 0, 1024)
+			}
+			recs, err = r.Read(ctx, buf)
 		}
-		recs, err := r.Read(ctx, buf)
 		if ctx.Err() != nil {
 			return
 		}
-		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free, ack: ack}
+		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free, view: view, ack: ack}
 		if positioned && (err == nil || errors.Is(err, io.EOF)) {
 			p, perr := pr.Position()
 			if perr != nil {
