@@ -196,10 +196,10 @@ func TestViewSourceTimestampAssigner(t *testing.T) {
 	ws := weir.ForBoundedOutOfOrderness[viewEv](0).WithTimestampAssigner(func(e viewEv, _ int64) int64 { return 5 * e.ID })
 	out := weir.Collect(weir.Map(weir.FromSource(env, weir.Source[viewEv](src), ws, "view"), func(e viewEv) viewEv { return e }))
 	mustRun(t, env)
+	checkMemory(t, mem, want)
 	if src.views.Load() != 0 || src.reads.Load() == 0 {
 		t.Fatalf("views %d reads %d: want Read only", src.views.Load(), src.reads.Load())
 	}
-	checkMemory(t, mem, want)
 	if out.Len() != 6000 {
 		t.Fatalf("%d results", out.Len())
 	}
