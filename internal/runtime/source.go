@@ -89,7 +89,8 @@ type SourceOperator[T any] struct {
 	splits     []Split
 	splitIndex map[string]int // split id -> index in splits
 	gens       []watermark.Generator[T]
-	batch      []bool // per split: its generator emits only periodically (emit hands batches on)
+	batch      []bool                       // per split: its generator emits only periodically (emit hands batches on)
+	maxOnly    []watermark.MaxTimestampOnly // per split: its generator as one, or nil
 	outs       []watermark.Output
 	defs       []watermark.Output
 	mux        *watermark.Multiplexer
@@ -278,6 +279,7 @@ func (s *SourceOperator[T]) addGenerator(sp Split) {
 	g := s.wms.NewGenerator(c)
 	s.gens = append(s.gens, g)
 	s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
+	s.maxOnly = append(s.maxOnly, watermark.AsMaxTimestampOnly(g))
 	s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
 	s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
 }
@@ -367,6 +369,16 @@ func (s *SourceOperator[T]) emit(i int, recs []Record[T]) error {
 		s.out.CollectBatch(recs)
 		if err := s.out.Err(); err != nil {
 			return err
+		}
+		if m := s.maxOnly[i]; m != nil {
+			if len(recs) > 0 {
+				mx := recs[0].TS
+				for j := range recs {
+					mx = max(mx, recs[j].TS)
+				}
+				m.OnMaxTimestamp(mx)
+			}
+			return s.takeErr()
 		}
 		for j := range recs {
 			g.OnEvent(recs[j].Value, recs[j].TS, o)
