@@ -9,8 +9,8 @@ import (
 	"github.com/weirstream/weir"
 )
 
-// A Map chained after a Filter takes the kept records by index (the
-// filter copies nothing): the results, their timestamps and order, the
+// A Map chained after a Filter runs the filter's predicate itself and
+// maps the kept records (the filter copies nothing): the results, their timestamps and order, the
 // operators' record counts, and which operator a panic is reported
 // against must be those of two separate operators.
 func TestFilterHandsKeptRecordsToMap(t *testing.T) {

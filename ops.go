@@ -17,8 +17,11 @@ type opBase struct {
 // catch is deferred by every operator method that calls user code: it turns
 // a panic into an OperatorError with the stack, and names the operator in a
 // returned error.
-func (b *opBase) catch(err *error) {
-	if r := recover(); r != nil {
+func (b *opBase) catch(err *error) { b.settle(recover(), err) }
+
+// settle is catch's work on what recover returned (r).
+func (b *opBase) settle(r any, err *error) {
+	if r != nil {
 		e, ok := r.(error)
 		if !ok {
 			e = fmt.Errorf("%v", r)
@@ -49,31 +52,55 @@ type mapOp[IN, OUT any] struct {
 	opBase
 	forwardControl[OUT]
 	f func(IN) OUT
+	// inFilter is set while ProcessFiltered runs the chained filter's
+	// predicate, so that its panic is reported against the filter.
+	inFilter bool
 }
 
-// selectedInput is implemented by operators that a Filter chained before
-// them can hand its input batch with the indices of the records it kept,
-// instead of copying those records into a batch of their own: the filter
-// and the operator then make one pass and one copy between them.
-type selectedInput[T any] interface {
-	ProcessSelected(recs []runtime.Record[T], sel []int32) error
+// filteredInput is implemented by operators that a Filter chained before
+// them can hand its input batch together with its predicate, instead of
+// copying the records it keeps into a batch of its own: the operator
+// evaluates the predicate on each record and processes the record if it
+// is kept, so the two make one pass over the batch and one copy, record
+// at a time (as Flink's chained operators). It returns how many records
+// were kept; filter names the filter in a panic of the predicate.
+type filteredInput[T any] interface {
+	ProcessFiltered(recs []runtime.Record[T], keep func(T) bool, filter *opBase) (kept int, err error)
 }
 
-// ProcessSelected is ProcessBatch on recs[i] for each i in sel.
-func (o *mapOp[IN, OUT]) ProcessSelected(recs []runtime.Record[IN], sel []int32) (err error) {
-	defer o.catch(&err)
+// ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
+func (o *mapOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *opBase) (kept int, err error) {
+	defer o.catchFiltered(&err, filter)
 	out, f := o.out, o.f
-	for len(sel) > 0 {
+	for len(recs) > 0 {
 		dst := out.Space()
-		n := min(len(dst), len(sel))
-		for i, j := range sel[:n] {
-			r := &recs[j]
-			dst[i] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
+		k, i := 0, 0
+		for ; i < len(recs) && k < len(dst); i++ {
+			r := &recs[i]
+			o.inFilter = true
+			ok := keep(r.Value)
+			o.inFilter = false
+			if ok {
+				dst[k] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
+				k++
+			}
 		}
-		out.Advance(n)
-		sel = sel[n:]
+		out.Advance(k)
+		kept += k
+		recs = recs[i:]
 	}
-	return out.Err()
+	return kept, out.Err()
+}
+
+// catchFiltered is catch, naming the filter if its predicate panicked.
+func (o *mapOp[IN, OUT]) catchFiltered(err *error, filter *opBase) {
+	r := recover()
+	if o.inFilter {
+		o.inFilter = false
+		filter.settle(r, err)
+		return
+	}
+	o.settle(r, err)
 }
 
 func (o *mapOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
@@ -105,16 +132,15 @@ type filterOp[T any] struct {
 	opBase
 	forwardControl[T]
 	f func(T) bool
-	// next is the chained consumer that takes kept records by index
-	// (selectedInput), set on the first batch; sel holds the indices.
-	next    selectedInput[T]
+	// next is the chained consumer that runs the predicate itself
+	// (filteredInput), set on the first batch.
+	next    filteredInput[T]
 	checked bool
-	sel     []int32
 }
 
 func (o *filterOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	if !o.checked {
-		o.next, _ = o.out.Target().(selectedInput[T])
+		o.next, _ = o.out.Target().(filteredInput[T])
 		o.checked = true
 	}
 	if o.next != nil {
@@ -137,30 +163,14 @@ func (o *filterOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	return out.Err()
 }
 
-// handOn evaluates the predicate over recs and hands the kept records'
-// indices to the next operator.
+// handOn hands recs and the predicate to the next operator.
 func (o *filterOp[T]) handOn(recs []runtime.Record[T]) error {
-	sel, err := o.selectKept(recs)
-	if err != nil || len(sel) == 0 {
-		return err
-	}
 	if err := o.out.Flush(); err != nil {
 		return err
 	}
-	o.out.Handed(len(sel))
-	return o.next.ProcessSelected(recs, sel)
-}
-
-func (o *filterOp[T]) selectKept(recs []runtime.Record[T]) (sel []int32, err error) {
-	defer o.catch(&err)
-	sel, f := o.sel[:0], o.f
-	for i := range recs {
-		if f(recs[i].Value) {
-			sel = append(sel, int32(i))
-		}
-	}
-	o.sel = sel
-	return sel, nil
+	kept, err := o.next.ProcessFiltered(recs, o.f, &o.opBase)
+	o.out.Handed(kept)
+	return err
 }
 
 // Filter keeps the records for which f returns true.

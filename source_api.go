@@ -43,6 +43,20 @@ type SplitReader[T any] interface {
 	Close() error
 }
 
+// ViewReader is implemented by split readers whose records already sit in
+// memory that is never written again and outlives the job, such as a
+// replay of records generated in advance. ReadView returns up to max of
+// the next records as a view of that memory (a subslice, not a copy),
+// blocking and ending (io.EOF, possibly with the last records) as Read
+// does. Weir hands the view downstream as the batch without copying it and
+// never writes, clears or reuses it, so the reader must not change the
+// records afterwards either. User functions still receive copies of the
+// values. A source with a timestamp assigner (WithTimestampAssigner)
+// reads with Read, since it writes the timestamps into the batch.
+type ViewReader[T any] interface {
+	ReadView(ctx context.Context, max int) ([]Record[T], error)
+}
+
 // PositionedReader is implemented by split readers that can tell their
 // position: where they would resume after the records returned so far. A
 // checkpoint stores the position of every split.
@@ -107,10 +121,37 @@ func readerOf[T any](r SplitReader[T], err error) (runtime.SplitReader[T], error
 	if err != nil || r == nil {
 		return nil, err
 	}
-	if p, ok := r.(PositionedReader); ok {
+	p, positioned := r.(PositionedReader)
+	v, view := r.(ViewReader[T])
+	switch {
+	case positioned && view:
+		return positionedViewAdapter[T]{positionedAdapter[T]{readerAdapter[T]{r}, p}, v}, nil
+	case positioned:
 		return positionedAdapter[T]{readerAdapter[T]{r}, p}, nil
+	case view:
+		return viewAdapter[T]{readerAdapter[T]{r}, v}, nil
 	}
 	return readerAdapter[T]{r}, nil
+}
+
+type viewAdapter[T any] struct {
+	readerAdapter[T]
+	v ViewReader[T]
+}
+
+func (a viewAdapter[T]) ReadView(ctx context.Context, max int) ([]runtime.Record[T], error) {
+	out, err := a.v.ReadView(ctx, max)
+	return runtimeRecords(out), err
+}
+
+type positionedViewAdapter[T any] struct {
+	positionedAdapter[T]
+	v ViewReader[T]
+}
+
+func (a positionedViewAdapter[T]) ReadView(ctx context.Context, max int) ([]runtime.Record[T], error) {
+	out, err := a.v.ReadView(ctx, max)
+	return runtimeRecords(out), err
 }
 
 type readerAdapter[T any] struct{ r SplitReader[T] }

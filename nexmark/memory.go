@@ -66,8 +66,9 @@ func (m *Memory) Checksum() uint64 {
 
 // Source returns a source replaying the events: split i is generator i's
 // events, in generation order, with their timestamps. Each call returns a
-// new source with its own FirstRead; the events are copied out, never
-// changed, so a Memory can be replayed by any number of jobs.
+// new source with its own FirstRead; the events are never changed (handed
+// out as read-only views of the Memory, or copied out), so a Memory can be
+// replayed by any number of jobs, at once too.
 func (m *Memory) Source() *MemorySource { return &MemorySource{m: m} }
 
 // MemorySource is a source replaying a Memory (see Memory.Source).
@@ -128,6 +129,22 @@ func (r *memoryReader) Read(ctx context.Context, buf []weir.Record[Event]) ([]we
 		return buf, io.EOF
 	}
 	return buf, ctx.Err()
+}
+
+// ReadView returns up to limit of the next events as a view of the Memory:
+// its slices are never written after NewMemory and live as long as the
+// Memory, so the engine hands them on without a copy (weir.ViewReader).
+func (r *memoryReader) ReadView(ctx context.Context, limit int) ([]weir.Record[Event], error) {
+	if r.s.first.Load() == 0 {
+		r.s.first.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	n := min(max(limit, 1), len(r.recs))
+	v := r.recs[:n:n]
+	r.recs = r.recs[n:]
+	if len(r.recs) == 0 {
+		return v, io.EOF
+	}
+	return v, ctx.Err()
 }
 
 func (r *memoryReader) Close() error { return nil }

@@ -34,6 +34,17 @@ type SplitReader[T any] interface {
 	Close() error
 }
 
+// ViewReader is a SplitReader whose records already sit in memory that is
+// never written and outlives the job (a replay of records made in
+// advance). ReadView returns up to max of the next records as a view of
+// that memory, blocking and ending (io.EOF) as Read does. The source hands
+// the view on as its batch without copying it and never writes, clears or
+// reuses it; a source with a timestamp assigner, which writes timestamps
+// into its batches, reads with Read instead.
+type ViewReader[T any] interface {
+	ReadView(ctx context.Context, max int) ([]Record[T], error)
+}
+
 // PositionedReader is a SplitReader that can tell its position: where it
 // would resume after the records it has returned so far. Sources whose
 // readers implement it take part in checkpoints.
@@ -78,7 +89,8 @@ type SourceOperator[T any] struct {
 	splits     []Split
 	splitIndex map[string]int // split id -> index in splits
 	gens       []watermark.Generator[T]
-	batch      []bool // per split: its generator emits only periodically (emit hands batches on)
+	batch      []bool                       // per split: its generator emits only periodically (emit hands batches on)
+	maxOnly    []watermark.MaxTimestampOnly // per split: its generator as one, or nil
 	outs       []watermark.Output
 	defs       []watermark.Output
 	mux        *watermark.Multiplexer
@@ -267,6 +279,7 @@ func (s *SourceOperator[T]) addGenerator(sp Split) {
 	g := s.wms.NewGenerator(c)
 	s.gens = append(s.gens, g)
 	s.batch = append(s.batch, watermark.IsPeriodicOnly(g))
+	s.maxOnly = append(s.maxOnly, watermark.AsMaxTimestampOnly(g))
 	s.outs = append(s.outs, s.mux.Register(sp.SplitID()))
 	s.defs = append(s.defs, s.mux.Deferred(sp.SplitID()))
 	if s.ended[len(s.outs)-1] {
@@ -361,6 +374,16 @@ func (s *SourceOperator[T]) emit(i int, recs []Record[T]) error {
 		s.out.CollectBatch(recs)
 		if err := s.out.Err(); err != nil {
 			return err
+		}
+		if m := s.maxOnly[i]; m != nil {
+			if len(recs) > 0 {
+				mx := recs[0].TS
+				for j := range recs {
+					mx = max(mx, recs[j].TS)
+				}
+				m.OnMaxTimestamp(mx)
+			}
+			return s.takeErr()
 		}
 		for j := range recs {
 			g.OnEvent(recs[j].Value, recs[j].TS, o)
@@ -463,6 +486,9 @@ type srcMsg[T any] struct {
 	err    error
 	credit chan struct{}
 	free   chan []Record[T]
+	// view tells that recs is a ViewReader's view: handed on as it is,
+	// never cleared nor reused.
+	view bool
 	// ack, for an aligned source, tells the reader the batch was
 	// processed (alignment decided on it).
 	ack chan struct{}
@@ -473,7 +499,7 @@ func (m *srcMsg[T]) process() error {
 		// The buffer goes back before the credit, so that the reader,
 		// which may be waiting for the credit, finds it instead of
 		// allocating another.
-		if m.recs != nil {
+		if m.recs != nil && !m.view {
 			clearRecords(m.recs, m.s.ptrs)
 			select {
 			case m.free <- m.recs[:0]:
@@ -549,6 +575,8 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 	}
 	defer r.Close()
 	pr, positioned := r.(PositionedReader)
+	vr, view := r.(ViewReader[T])
+	view = view && s.wms.Timestamp == nil
 	// An aligned split's reader fetches again only once the task has
 	// processed its last batch (and so applied every pause due by then):
 	// a pause reaches the split at its next fetch, and at most the fetch
@@ -562,17 +590,24 @@ func (s *SourceOperator[T]) read(ctx context.Context, i int, sp Split, inbox cha
 		if s.align != nil && !s.align.gates[i].wait(ctx) {
 			return
 		}
-		var buf []Record[T]
-		select {
-		case buf = <-free:
-		default:
-			buf = make([]Record[T], 0, 1024)
+		var recs []Record[T]
+		var err error
+		if view {
+			recs, err = vr.ReadView(ctx, 1024)
+			recs = recs[:len(recs):len(recs)] // an append never reaches the memory behind
+		} else {
+			var buf []Record[T]
+			select {
+			case buf = <-free:
+			default:
+				buf = make([]Record[T], 0, 1024)
+			}
+			recs, err = r.Read(ctx, buf)
 		}
-		recs, err := r.Read(ctx, buf)
 		if ctx.Err() != nil {
 			return
 		}
-		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free, ack: ack}
+		m := &srcMsg[T]{s: s, split: i, recs: recs, credit: credit, free: free, view: view, ack: ack}
 		if positioned && (err == nil || errors.Is(err, io.EOF)) {
 			p, perr := pr.Position()
 			if perr != nil {

@@ -50,6 +50,29 @@ func IsPeriodicOnly[T any](g Generator[T]) bool {
 	return ok && p.PeriodicOnly()
 }
 
+// MaxTimestampOnly is implemented by PeriodicOnly generators whose OnEvent
+// looks only at the timestamp and keeps only the largest one seen: a run of
+// OnEvent calls then has the effect of one OnMaxTimestamp with the run's
+// largest timestamp, and a source calls it once per batch instead of
+// passing every event.
+type MaxTimestampOnly interface {
+	// MaxTimestampOnly reports whether OnMaxTimestamp may stand for OnEvent.
+	MaxTimestampOnly() bool
+	// OnMaxTimestamp is OnEvent for a run of events whose largest
+	// timestamp is ts.
+	OnMaxTimestamp(ts int64)
+}
+
+// AsMaxTimestampOnly returns g as a MaxTimestampOnly if it declares itself
+// one (and PeriodicOnly), else nil.
+func AsMaxTimestampOnly[T any](g Generator[T]) MaxTimestampOnly {
+	m, ok := g.(MaxTimestampOnly)
+	if !ok || !m.MaxTimestampOnly() || !IsPeriodicOnly(g) {
+		return nil
+	}
+	return m
+}
+
 // BoundedOutOfOrderness returns Flink's BoundedOutOfOrdernessWatermarks: the
 // watermark is maxTs - d - 1, where maxTs is the largest timestamp seen and d
 // is maxOutOfOrderness in whole milliseconds. Before any event maxTs is
@@ -87,11 +110,21 @@ func (g *boundedOutOfOrderness[T]) OnPeriodicEmit(out Output) {
 
 func (*boundedOutOfOrderness[T]) PeriodicOnly() bool { return true }
 
+func (*boundedOutOfOrderness[T]) MaxTimestampOnly() bool { return true }
+
+func (g *boundedOutOfOrderness[T]) OnMaxTimestamp(ts int64) {
+	if ts > g.maxTs {
+		g.maxTs = ts
+	}
+}
+
 type noWatermarks[T any] struct{}
 
 func (noWatermarks[T]) OnEvent(T, int64, Output) {}
 func (noWatermarks[T]) OnPeriodicEmit(Output)    {}
 func (noWatermarks[T]) PeriodicOnly() bool       { return true }
+func (noWatermarks[T]) MaxTimestampOnly() bool   { return true }
+func (noWatermarks[T]) OnMaxTimestamp(int64)     {}
 
 // WithIdleness wraps g with Flink's idleness detection (WatermarksWithIdleness).
 //
@@ -152,6 +185,16 @@ func (w *withIdleness[T]) OnEvent(event T, ts int64, out Output) {
 // PeriodicOnly is that of the wrapped generator: idleness is decided in
 // OnPeriodicEmit only.
 func (w *withIdleness[T]) PeriodicOnly() bool { return IsPeriodicOnly(w.g) }
+
+// MaxTimestampOnly is that of the wrapped generator: a run of events is
+// activity as one event is (only whether the counter moved is looked at).
+func (w *withIdleness[T]) MaxTimestampOnly() bool { return AsMaxTimestampOnly(w.g) != nil }
+
+func (w *withIdleness[T]) OnMaxTimestamp(ts int64) {
+	w.g.(MaxTimestampOnly).OnMaxTimestamp(ts)
+	w.counter++
+	w.idleNow = false
+}
 
 func (w *withIdleness[T]) OnPeriodicEmit(out Output) {
 	if w.checkIfIdle() {
