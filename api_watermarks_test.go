@@ -45,6 +45,23 @@ func (p *wmProbe) tick(t int64) int64 {
 	return p.element(p.split, "probe", weir.NoTimestamp).WM
 }
 
+// waitEnded waits until the source's metrics show split id ended, sending
+// probe elements (on the probe split) to make the task step, which
+// refreshes its metrics.
+func (p *wmProbe) waitEnded(id string) {
+	p.t.Helper()
+	waitMetrics(p.t, p.h, "split "+id+" ended", func() { p.element(p.split, "probe", weir.NoTimestamp) }, func() bool {
+		for _, om := range p.h.Metrics()[0].Operators {
+			for _, sm := range om.Splits {
+				if sm.ID == id && sm.Ended {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
 // TestBoundedOutOfOrdernessPeriodic runs vector V12 of the Flink reference
 // end to end: a source with ForBoundedOutOfOrderness(3 ms), one periodic
 // tick (every 200 ms of a manual clock) after each element; the
@@ -164,17 +181,7 @@ func TestFinishedSplitReleasesWatermark(t *testing.T) {
 	// never emitted (a last emission would hold the source at 8).
 	p.element(1, "b9", 9)
 	close(src.chans[1])
-	// A probe element makes the task step, which refreshes its metrics.
-	waitMetrics(t, h, "split chan-1 ended", func() { p.element(0, "probe", weir.NoTimestamp) }, func() bool {
-		for _, om := range h.Metrics()[0].Operators {
-			for _, sm := range om.Splits {
-				if sm.ID == "chan-1" && sm.Ended {
-					return true
-				}
-			}
-		}
-		return false
-	})
+	p.waitEnded("chan-1")
 	if wm := p.tick(400); wm != 99 {
 		t.Fatalf("tick 400, split 1 ended: watermark %d, want 99 (split 0's)", wm)
 	}
@@ -325,16 +332,7 @@ func TestRestoredEndedSplitHoldsNothing(t *testing.T) {
 	p := &wmProbe{t: t, h: h, clk: env.Clock().(*weir.ManualClock), src: src, ch: ch, split: 0}
 	p.element(1, "b5", 5)
 	close(src.chans[1])
-	waitMetrics(t, h, "split chan-1 ended", func() { p.element(0, "probe", weir.NoTimestamp) }, func() bool {
-		for _, om := range h.Metrics()[0].Operators {
-			for _, sm := range om.Splits {
-				if sm.ID == "chan-1" && sm.Ended {
-					return true
-				}
-			}
-		}
-		return false
-	})
+	p.waitEnded("chan-1")
 	path, err := h.StopWithSavepoint(t.Context(), filepath.Join(t.TempDir(), "sp"))
 	if err != nil {
 		t.Fatal(err)
