@@ -45,6 +45,20 @@ func (p *wmProbe) tick(t int64) int64 {
 	return p.element(p.split, "probe", weir.NoTimestamp).WM
 }
 
+// startProbe runs a job of a chanSource with the given splits and
+// strategy into an observeWM function, at parallelism 1 on a manual clock
+// at 0, and returns its probe (probes go to split 0).
+func startProbe(t *testing.T, splits int, strat weir.WatermarkStrategy[string]) *wmProbe {
+	t.Helper()
+	clk := weir.NewManualClock(0)
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
+	src := newChanSource[string](splits)
+	in := weir.FromSource[string](env, src, strat, "events")
+	ch := make(chan seenWM, 16)
+	weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
+	return &wmProbe{t: t, h: start(t, env), clk: clk, src: src, ch: ch}
+}
+
 // waitEnded waits until the source's metrics show split id ended, sending
 // probe elements (on the probe split) to make the task step, which
 // refreshes its metrics.
@@ -67,14 +81,8 @@ func (p *wmProbe) waitEnded(id string) {
 // tick (every 200 ms of a manual clock) after each element; the
 // downstream watermark is max timestamp - 3 - 1 and never goes back.
 func TestBoundedOutOfOrdernessPeriodic(t *testing.T) {
-	clk := weir.NewManualClock(0)
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
-	src := newChanSource[string](1)
-	in := weir.FromSource[string](env, src, weir.ForBoundedOutOfOrderness[string](3*time.Millisecond), "events")
-	ch := make(chan seenWM, 16)
-	weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
-	h := start(t, env)
-	p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch}
+	p := startProbe(t, 1, weir.ForBoundedOutOfOrderness[string](3*time.Millisecond))
+	h, src := p.h, p.src
 
 	if wm := p.tick(200); wm != weir.MinWatermark {
 		t.Fatalf("watermark before any event: %d, want MIN", wm)
@@ -163,14 +171,8 @@ func TestMonotonousTimestampsWithAssigner(t *testing.T) {
 // still reading. (Before, the ended split held the source at its last
 // watermark until every split had ended.)
 func TestFinishedSplitReleasesWatermark(t *testing.T) {
-	clk := weir.NewManualClock(0)
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
-	src := newChanSource[string](2)
-	in := weir.FromSource[string](env, src, weir.ForBoundedOutOfOrderness[string](0), "events")
-	ch := make(chan seenWM, 16)
-	weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
-	h := start(t, env)
-	p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch, split: 0}
+	p := startProbe(t, 2, weir.ForBoundedOutOfOrderness[string](0))
+	h, src := p.h, p.src
 
 	p.element(1, "b5", 5)
 	p.element(0, "a100", 100)
@@ -228,18 +230,12 @@ func (r *preloadedReader[T]) Close() error { return nil }
 func TestWithIdlenessIdleSplit(t *testing.T) {
 	for _, idleness := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idleness=%v", idleness), func(t *testing.T) {
-			clk := weir.NewManualClock(0)
-			env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
-			src := newChanSource[string](2)
 			strat := weir.ForBoundedOutOfOrderness[string](0)
 			if idleness {
 				strat = strat.WithIdleness(time.Second)
 			}
-			in := weir.FromSource[string](env, src, strat, "events")
-			ch := make(chan seenWM, 16)
-			weir.Collect(weir.ProcessStreamFunc(in, observeWM(ch)))
-			h := start(t, env)
-			p := &wmProbe{t: t, h: h, clk: clk, src: src, ch: ch, split: 0}
+			p := startProbe(t, 2, strat)
+			h, src := p.h, p.src
 
 			p.element(1, "b5", 5)
 			p.element(0, "a100", 100)

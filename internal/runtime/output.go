@@ -156,31 +156,31 @@ func (o *Output[T]) CollectBatch(recs []Record[T]) {
 	}
 	o.count.Add(int64(len(recs)))
 	var sum uint64
+	var seed maphash.Seed
 	if invariants.Enabled {
-		sum = batchSum(recs)
+		seed = maphash.MakeSeed()
+		sum = batchSum(seed, recs)
 	}
 	for _, t := range o.targets {
 		if err := t.ProcessBatch(recs); err != nil {
 			o.err = err
 			return
 		}
-		if invariants.Enabled && batchSum(recs) != sum {
+		if invariants.Enabled && batchSum(seed, recs) != sum {
 			invariants.Violated("output: %T changed a batch handed on to it (%d records of %T)", t, len(recs), recs)
 		}
 	}
 }
 
-var batchSeed = maphash.MakeSeed()
-
 // batchSum hashes the bytes of recs: a batch handed on as it is
 // (CollectBatch: a source's, possibly a view of memory other jobs read
 // too) must come back from every target unchanged.
-func batchSum[T any](recs []Record[T]) uint64 {
+func batchSum[T any](seed maphash.Seed, recs []Record[T]) uint64 {
 	if len(recs) == 0 {
 		return 0
 	}
 	n := len(recs) * int(unsafe.Sizeof(recs[0]))
-	return maphash.Bytes(batchSeed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(recs))), n))
+	return maphash.Bytes(seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(recs))), n))
 }
 
 // Err returns the first error a flush triggered by Collect met.

@@ -131,9 +131,6 @@ type table[K, N comparable, S any] struct {
 }
 
 func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge func(*ttlParams, *cell[S], int64) bool, seed maphash.Seed, hk func(K) uint64) *table[K, N, S] {
-	if hk == nil {
-		hk, _ = hasherFor[K](seed)
-	}
 	t := &table[K, N, S]{
 		groups: make([]flatGroup[K, N, S], groups),
 		hk:     hk,
