@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,17 +10,63 @@ import (
 	"github.com/weirstream/weir"
 )
 
-// A Map chained after a Filter runs the filter's predicate itself and
-// maps the kept records (the filter copies nothing): the results, their timestamps and order, the
-// operators' record counts, and which operator a panic is reported
-// against must be those of two separate operators.
-func TestFilterHandsKeptRecordsToMap(t *testing.T) {
+// chainNext builds the operator a Filter is chained to, named name, that
+// doubles each value; it panics on 50 when explode is set.
+type chainNext func(ds weir.DataStream[int64], name string, explode bool) weir.DataStream[int64]
+
+// doubleProcess is chainNext's ProcessStream function.
+type doubleProcess struct{ explode bool }
+
+func (p doubleProcess) ProcessElement(v int64, ctx weir.Context, out weir.Collector[int64]) error {
+	if p.explode && v == 50 {
+		panic("boom")
+	}
+	if ts, ok := ctx.Timestamp(); ok && ts != v*10 {
+		return fmt.Errorf("value %d has timestamp %d in the context", v, ts)
+	}
+	out.Collect(2 * v)
+	return nil
+}
+
+// The operators a Filter hands its input batch and predicate to (Map,
+// FlatMap, ProcessStream) run the predicate themselves and process the
+// kept records (the filter copies nothing): the results, their timestamps
+// and order, the operators' record counts, and which operator a panic is
+// reported against must be those of two separate operators.
+func TestFilterHandsKeptRecordsOn(t *testing.T) {
+	nexts := map[string]chainNext{
+		"Map": func(ds weir.DataStream[int64], name string, explode bool) weir.DataStream[int64] {
+			return weir.Map(ds, func(v int64) int64 {
+				if explode && v == 50 {
+					panic("boom")
+				}
+				return 2 * v
+			}).Name(name)
+		},
+		"FlatMap": func(ds weir.DataStream[int64], name string, explode bool) weir.DataStream[int64] {
+			return weir.FlatMap(ds, func(v int64, out weir.Collector[int64]) error {
+				if explode && v == 50 {
+					panic("boom")
+				}
+				out.Collect(2 * v)
+				return nil
+			}).Name(name)
+		},
+		"ProcessStream": func(ds weir.DataStream[int64], name string, explode bool) weir.DataStream[int64] {
+			return weir.ProcessStream[int64, int64](ds, doubleProcess{explode: explode}).Name(name)
+		},
+	}
+	for kind, next := range nexts {
+		t.Run(kind, func(t *testing.T) { testFilterHandsOn(t, next) })
+	}
+}
+
+func testFilterHandsOn(t *testing.T, next chainNext) {
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithBufferSize(7))
 	src := weir.Generate(env, 1000, 0, func(i int64) int64 { return i },
 		weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v * 10 }))
 	kept := weir.Filter(src, func(v int64) bool { return v%3 == 0 }).Name("thirds")
-	doubled := weir.Map(kept, func(v int64) int64 { return 2 * v }).Name("double")
-	got := weir.Collect(doubled)
+	got := weir.Collect(next(kept, "double", false))
 	h, err := env.ExecuteAsync(context.Background(), "chain")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +92,7 @@ func TestFilterHandsKeptRecordsToMap(t *testing.T) {
 		t.Fatalf("record counts %v", counts)
 	}
 
-	for _, c := range []struct{ panicIn, name string }{{"filter", "exploding-filter"}, {"map", "exploding-map"}} {
+	for _, c := range []struct{ panicIn, name string }{{"filter", "exploding-filter"}, {"next", "exploding-next"}} {
 		env := weir.NewEnvironment(weir.WithParallelism(1))
 		src := weir.Generate(env, 100, 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 		f := weir.Filter(src, func(v int64) bool {
@@ -54,12 +101,7 @@ func TestFilterHandsKeptRecordsToMap(t *testing.T) {
 			}
 			return true
 		}).Name("exploding-filter")
-		weir.Discard(weir.Map(f, func(v int64) int64 {
-			if c.panicIn == "map" && v == 50 {
-				panic("boom")
-			}
-			return v
-		}).Name("exploding-map"))
+		weir.Discard(next(f, "exploding-next", c.panicIn == "next"))
 		err := env.Execute(context.Background(), "panic")
 		if err == nil || !strings.HasPrefix(err.Error(), `operator "`+c.name+`"`) || !strings.Contains(err.Error(), "boom") {
 			t.Fatalf("panic in the %s: %v", c.panicIn, err)

@@ -51,10 +51,35 @@ func (f forwardControl[OUT]) EndInput() error                 { return f.out.End
 type mapOp[IN, OUT any] struct {
 	opBase
 	forwardControl[OUT]
+	filterGuard
 	f func(IN) OUT
-	// inFilter is set while ProcessFiltered runs the chained filter's
-	// predicate, so that its panic is reported against the filter.
+}
+
+// filterGuard is embedded by the operators that implement filteredInput:
+// inFilter is set while ProcessFiltered runs the chained filter's
+// predicate, so that its panic is reported against the filter.
+type filterGuard struct {
 	inFilter bool
+}
+
+// keepOne runs the chained filter's predicate keep on v under g.
+func keepOne[T any](g *filterGuard, keep func(T) bool, v T) bool {
+	g.inFilter = true
+	ok := keep(v)
+	g.inFilter = false
+	return ok
+}
+
+// catchFiltered is deferred by ProcessFiltered: catch of the operator own,
+// naming the filter instead if its predicate panicked.
+func (g *filterGuard) catchFiltered(err *error, own, filter *opBase) {
+	r := recover()
+	if g.inFilter {
+		g.inFilter = false
+		filter.settle(r, err)
+		return
+	}
+	own.settle(r, err)
 }
 
 // filteredInput is implemented by operators that a Filter chained before
@@ -70,17 +95,14 @@ type filteredInput[T any] interface {
 
 // ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
 func (o *mapOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *opBase) (kept int, err error) {
-	defer o.catchFiltered(&err, filter)
+	defer o.catchFiltered(&err, &o.opBase, filter)
 	out, f := o.out, o.f
 	for len(recs) > 0 {
 		dst := out.Space()
 		k, i := 0, 0
 		for ; i < len(recs) && k < len(dst); i++ {
 			r := &recs[i]
-			o.inFilter = true
-			ok := keep(r.Value)
-			o.inFilter = false
-			if ok {
+			if keepOne(&o.filterGuard, keep, r.Value) {
 				dst[k] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
 				k++
 			}
@@ -90,17 +112,6 @@ func (o *mapOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN
 		recs = recs[i:]
 	}
 	return kept, out.Err()
-}
-
-// catchFiltered is catch, naming the filter if its predicate panicked.
-func (o *mapOp[IN, OUT]) catchFiltered(err *error, filter *opBase) {
-	r := recover()
-	if o.inFilter {
-		o.inFilter = false
-		filter.settle(r, err)
-		return
-	}
-	o.settle(r, err)
 }
 
 func (o *mapOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
@@ -194,8 +205,26 @@ func (c *collector[T]) Collect(v T) { c.out.Collect(v, c.ts) }
 type flatMapOp[IN, OUT any] struct {
 	opBase
 	forwardControl[OUT]
+	filterGuard
 	f   func(IN, Collector[OUT]) error
 	col collector[OUT]
+}
+
+// ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
+func (o *flatMapOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *opBase) (kept int, err error) {
+	defer o.catchFiltered(&err, &o.opBase, filter)
+	for i := range recs {
+		r := &recs[i]
+		if !keepOne(&o.filterGuard, keep, r.Value) {
+			continue
+		}
+		kept++
+		o.col.ts = r.TS
+		if err := o.f(r.Value, &o.col); err != nil {
+			return kept, err
+		}
+	}
+	return kept, o.out.Err()
 }
 
 func (o *flatMapOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
@@ -279,10 +308,31 @@ func newOpContext(bc *runtime.BuildContext) opContext {
 
 type processOp[IN, OUT any] struct {
 	opContext
+	filterGuard
 	fn  ProcessFunction[IN, OUT]
 	out *runtime.Output[OUT]
 	col collector[OUT]
 	rc  runtimeCtx
+}
+
+// ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
+func (o *processOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *opBase) (kept int, err error) {
+	defer o.catchFiltered(&err, &o.opBase, filter)
+	for i := range recs {
+		r := &recs[i]
+		if !keepOne(&o.filterGuard, keep, r.Value) {
+			continue
+		}
+		kept++
+		o.ts, o.col.ts = r.TS, r.TS
+		if err := o.fn.ProcessElement(r.Value, &o.opContext, &o.col); err != nil {
+			return kept, err
+		}
+		if err := o.takeSideErr(); err != nil {
+			return kept, err
+		}
+	}
+	return kept, o.out.Err()
 }
 
 func (o *processOp[IN, OUT]) Open() (err error) {
