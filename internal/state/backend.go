@@ -31,6 +31,7 @@ import (
 	"reflect"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/hashfn"
 	"github.com/weirstream/weir/state"
 )
 
@@ -70,7 +71,7 @@ func NewBackend[K comparable](firstKeyGroup, lastKeyGroup int, clk clock.Clock) 
 		panic("state: nil clock")
 	}
 	seed := maphash.MakeSeed()
-	hk, _ := hasherFor[K](seed)
+	hk, _ := hashfn.For[K](seed)
 	return &Backend[K]{
 		seed:   seed,
 		hashK:  hk,

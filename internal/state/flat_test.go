@@ -1,11 +1,11 @@
 package state
 
 import (
-	"hash/maphash"
-	"reflect"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/weirstream/weir/internal/hashfn"
 )
 
 // TestFlatGroupModel checks flatGroup against a Go map under random adds,
@@ -19,7 +19,7 @@ func TestFlatGroupModel(t *testing.T) {
 		spread := rapid.SampledFrom([]uint64{1, 7, 1 << 40}).Draw(t, "spread")
 		hash := func(k ek) uint64 {
 			if buckets == 0 {
-				return combineHash(mix64(uint64(k.key)), mix64(uint64(k.ns)))
+				return hashfn.Combine(hashfn.Mix64(uint64(k.key)), hashfn.Mix64(uint64(k.ns)))
 			}
 			return uint64(k.key+3*k.ns) % buckets * spread
 		}
@@ -101,45 +101,3 @@ func TestFlatGroupModel(t *testing.T) {
 		})
 	})
 }
-
-// TestHasherFor: equal values hash alike, and the integer-memory fast
-// path is taken only for types whose equality is their memory's.
-func TestHasherFor(t *testing.T) {
-	type pair struct{ A, B int64 }
-	type padded struct {
-		A int8
-		B int64
-	}
-	type blank struct {
-		A int32
-		_ int32
-	}
-	if !isIntegerMemory(typeOf[pair]()) || !isIntegerMemory(typeOf[[2]int32]()) {
-		t.Fatal("pair and [2]int32 are integer memory")
-	}
-	for _, ty := range []any{padded{}, blank{}, 1.5, "s", struct{ S string }{}} {
-		if isIntegerMemory(reflectTypeOf(ty)) {
-			t.Fatalf("%T is not integer memory", ty)
-		}
-	}
-	hp, _ := hasherFor[pair](maphash.MakeSeed())
-	if hp(pair{1, 2}) != hp(pair{1, 2}) || hp(pair{1, 2}) == hp(pair{2, 1}) {
-		t.Fatal("pair hash")
-	}
-	hs, _ := hasherFor[string](maphash.MakeSeed())
-	a, b := "ab", string([]byte{'a', 'b'})
-	if hs(a) != hs(b) {
-		t.Fatal("string hash")
-	}
-	hf, _ := hasherFor[float64](maphash.MakeSeed())
-	if hf(0.0) != hf(negZero()) {
-		t.Fatal("float hash: -0 and +0 are equal")
-	}
-	if _, zero := hasherFor[struct{}](maphash.MakeSeed()); !zero {
-		t.Fatal("struct{} is zero-size")
-	}
-}
-
-func negZero() float64 { z := 0.0; return -z }
-
-func reflectTypeOf(v any) reflect.Type { return reflect.TypeOf(v) }

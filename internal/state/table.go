@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 
+	"github.com/weirstream/weir/internal/hashfn"
 	"github.com/weirstream/weir/internal/invariants"
 	"github.com/weirstream/weir/state"
 )
@@ -142,7 +143,7 @@ func newTable[K, N comparable, S any](groups int, ttl state.TTLConfig, purge fun
 	for i := range t.gver {
 		t.gver[i] = 1
 	}
-	t.hn, t.nsZero = hasherFor[N](seed)
+	t.hn, t.nsZero = hashfn.For[N](seed)
 	if t.ttl.cleanupN > 0 {
 		t.slots = make([][]slot[K, N, S], groups)
 	}
@@ -155,7 +156,7 @@ func (t *table[K, N, S]) hash(kh uint64, ns N) uint64 {
 	if t.nsZero {
 		return kh
 	}
-	return combineHash(kh, t.hn(ns))
+	return hashfn.Combine(kh, t.hn(ns))
 }
 
 // hashOf returns the hash of entry k.

@@ -26,13 +26,6 @@ type Timer[K comparable, N comparable] struct {
 	KeyGroup int
 }
 
-// ident is the identity of a timer.
-type ident[K comparable, N comparable] struct {
-	ts  int64
-	key K
-	ns  N
-}
-
 // slot holds one registered timer.
 type slot[K comparable, N comparable] struct {
 	timer Timer[K, N]
@@ -96,7 +89,7 @@ func (r *run) len() int { return len(r.refs) - r.head }
 // sequentially). The earliest timer is the least of the runs' heads.
 // Ordering compares refs, which carry the timestamp and registration
 // number, so it reads arrays in order instead of chasing pointers through a
-// heap. An index map finds a timer's slot for de-duplication and Delete,
+// heap. An index (index.go) finds a timer's slot for de-duplication and Delete,
 // which only marks the slot dead: its ref is dropped when a run's head
 // passes it, when the pending list is sorted, or when dead refs outnumber
 // live timers (compact). Slots and arrays are recycled, so steady-state
@@ -107,10 +100,11 @@ func (r *run) len() int { return len(r.refs) - r.head }
 type Queue[K comparable, N comparable] struct {
 	slots   []slot[K, N]
 	free    []int32
-	index   map[ident[K, N]]int32
-	pend    []ref // added since the last sort, in registration order
-	pendMin ref   // the least of pend (valid while pend is not empty)
-	runs    []run // sorted runs, oldest first; ties go to the older run
+	ix      index                              // the slots of live timers by identity
+	hash    func(ts int64, key K, ns N) uint64 // seeded per queue; nil until the first Add
+	pend    []ref                              // added since the last sort, in registration order
+	pendMin ref                                // the least of pend (valid while pend is not empty)
+	runs    []run                              // sorted runs, oldest first; ties go to the older run
 	spare   [][]ref
 	minp    int // 1 + the index of the run with the earliest live head, 0 if not known
 	n       int // live timers
@@ -121,7 +115,7 @@ type Queue[K comparable, N comparable] struct {
 
 // NewQueue returns an empty queue.
 func NewQueue[K comparable, N comparable]() *Queue[K, N] {
-	return &Queue[K, N]{index: make(map[ident[K, N]]int32)}
+	return &Queue[K, N]{}
 }
 
 // Len returns the number of queued timers.
@@ -136,13 +130,14 @@ func (q *Queue[K, N]) Add(t Timer[K, N]) bool { return q.add(t, 0) }
 // ties; 0 means the next number. A restore passes the number the timer
 // had in the snapshotted queue, so ties keep their order.
 func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
-	id := ident[K, N]{t.Timestamp, t.Key, t.Namespace}
-	if q.index == nil {
-		q.index = make(map[ident[K, N]]int32)
-	} else if _, ok := q.index[id]; ok {
+	if q.hash == nil {
+		q.hash = hasher[K, N]()
+	}
+	h := q.hash(t.Timestamp, t.Key, t.Namespace)
+	pos, si := q.find(h, t.Timestamp, t.Key, t.Namespace)
+	if si >= 0 {
 		return false
 	}
-	var si int32
 	if n := len(q.free); n > 0 {
 		si = q.free[n-1]
 		q.free = q.free[:n-1]
@@ -157,7 +152,13 @@ func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 		q.seq = seq
 	}
 	q.slots[si] = slot[K, N]{timer: t, seq: seq, live: true}
-	q.index[id] = si
+	if q.ix.full() {
+		q.ix.grow()
+		q.ix.put(h, si)
+	} else {
+		q.ix.cells[pos] = cell(h, si)
+		q.ix.n++
+	}
 	q.n++
 	r := ref{ts: t.Timestamp, seq: seq, ord: uint32(len(q.pend)), slot: si}
 	if len(q.pend) == 0 || r.before(q.pendMin) {
@@ -173,19 +174,24 @@ func (q *Queue[K, N]) add(t Timer[K, N], seq uint64) bool {
 // Contains reports whether a timer with timestamp ts, key and namespace ns
 // is queued.
 func (q *Queue[K, N]) Contains(ts int64, key K, ns N) bool {
-	_, ok := q.index[ident[K, N]{ts, key, ns}]
-	return ok
+	if q.ix.n == 0 {
+		return false
+	}
+	_, si := q.find(q.hash(ts, key, ns), ts, key, ns)
+	return si >= 0
 }
 
 // Delete removes the timer with timestamp ts, key and namespace ns and
 // reports whether it was queued.
 func (q *Queue[K, N]) Delete(ts int64, key K, ns N) bool {
-	id := ident[K, N]{ts, key, ns}
-	si, ok := q.index[id]
-	if !ok {
+	if q.ix.n == 0 {
 		return false
 	}
-	delete(q.index, id)
+	pos, si := q.find(q.hash(ts, key, ns), ts, key, ns)
+	if si < 0 {
+		return false
+	}
+	q.ix.deleteAt(pos)
 	q.slots[si].live = false
 	q.n--
 	q.dead++
@@ -452,7 +458,8 @@ func (q *Queue[K, N]) Poll() (t Timer[K, N], ok bool) {
 	r := &q.runs[i]
 	si := r.refs[r.head].slot
 	t = q.slots[si].timer
-	delete(q.index, ident[K, N]{t.Timestamp, t.Key, t.Namespace})
+	pos, _ := q.find(q.hash(t.Timestamp, t.Key, t.Namespace), t.Timestamp, t.Key, t.Namespace)
+	q.ix.deleteAt(pos)
 	q.freeSlot(si)
 	r.head++
 	q.n--
@@ -522,7 +529,7 @@ func (q *Queue[K, N]) check() {
 		if s.timer.Timestamp != r.ts || s.seq != r.seq {
 			invariants.Violated("timer queue: %s ref (%d, %d) names slot %d holding (%d, %d)", where, r.ts, r.seq, r.slot, s.timer.Timestamp, s.seq)
 		}
-		if got, ok := q.index[ident[K, N]{s.timer.Timestamp, s.timer.Key, s.timer.Namespace}]; !ok || got != r.slot {
+		if _, got := q.find(q.hash(s.timer.Timestamp, s.timer.Key, s.timer.Namespace), s.timer.Timestamp, s.timer.Key, s.timer.Namespace); got != r.slot {
 			invariants.Violated("timer queue: live slot %d (timestamp %d) is not indexed", r.slot, r.ts)
 		}
 	}
@@ -547,10 +554,24 @@ func (q *Queue[K, N]) check() {
 			}
 		}
 	}
-	if live != q.n || len(q.index) != q.n {
-		invariants.Violated("timer queue: %d live timers in runs and pending, %d indexed, length %d", live, len(q.index), q.n)
+	if live != q.n || q.ix.n != q.n {
+		invariants.Violated("timer queue: %d live timers in runs and pending, %d indexed, length %d", live, q.ix.n, q.n)
 	}
 	if dead != q.dead {
 		invariants.Violated("timer queue: %d dead refs, %d counted", dead, q.dead)
+	}
+	cells := 0
+	for i, c := range q.ix.cells {
+		if c == 0 {
+			continue
+		}
+		cells++
+		t := &q.slots[cellSlot(c)].timer
+		if h := q.hash(t.Timestamp, t.Key, t.Namespace); c != cell(h, cellSlot(c)) {
+			invariants.Violated("timer queue: index cell %d holds hash bits %#x, its timer's are %#x", i, c>>32, uint32(h))
+		}
+	}
+	if cells != q.ix.n || cells*4 > len(q.ix.cells)*3 {
+		invariants.Violated("timer queue: %d index cells of %d full, %d counted", cells, len(q.ix.cells), q.ix.n)
 	}
 }
