@@ -36,10 +36,10 @@ import (
 // So that the collector still paces itself as it did with the events in
 // the heap (its goal is a multiple of the live heap: without them a job
 // would be collected several times as often), the Memory also holds a
-// ballast in the heap, a byte slice as large as its mappings: it counts
-// towards the live heap, but it holds no pointers, so a collection marks
-// it in one step and never scans it, and it is never written, so it costs
-// no resident memory.
+// ballast in the heap, a byte slice as large as the events (the bytes
+// allocated in its mappings): it counts towards the live heap, but it
+// holds no pointers, so a collection marks it in one step and never scans
+// it, and it is never written, so it costs no resident memory.
 type Memory struct {
 	cfg     Config
 	splits  [][]weir.Record[Event]
@@ -82,7 +82,7 @@ func NewMemory(cfg Config, n int) (*Memory, error) {
 		m.total += int64(len(recs))
 	}
 	if m.reg != nil {
-		m.ballast = make([]byte, m.reg.size)
+		m.ballast = make([]byte, m.reg.used)
 		if invariants.Enabled {
 			if err := m.checkOffHeap(); err != nil {
 				invariants.Violated("%v", err)

@@ -20,6 +20,7 @@ type region struct {
 	free  []byte   // the current chunk's unused tail
 	chunk int      // size of the next chunk
 	size  int64    // bytes mapped
+	used  int64    // bytes allocated
 
 	released bool
 }
@@ -40,6 +41,7 @@ func (r *region) alloc(size, align uintptr) unsafe.Pointer {
 	if size == 0 {
 		return unsafe.Pointer(&zeroSized)
 	}
+	r.used += int64(size)
 	pad := -uintptr(unsafe.Pointer(unsafe.SliceData(r.free))) & (align - 1)
 	if uintptr(len(r.free)) < pad+size {
 		next := min(max(2*r.chunk, minRegionChunk), maxRegionChunk)
@@ -110,6 +112,6 @@ func (r *region) release() error {
 			first = err
 		}
 	}
-	r.maps, r.free, r.size, r.released = nil, nil, 0, true
+	r.maps, r.free, r.size, r.used, r.released = nil, nil, 0, 0, true
 	return first
 }
