@@ -121,7 +121,9 @@ def mode_block(rows, E):
     out = ["<!-- compare.sh:begin mode=%s (written by bench/compare.sh; rerun it to refresh up to compare.sh:end) -->" % source, ""]
     if source == "memory":
         what = ("Engine only: each source subtask's events are generated into memory before the clock starts (Weir: "
-                "`weir nexmark --source memory`; Flink: the same in the module's `--source memory`), then replayed as fast "
+                "`weir nexmark --source memory`, which holds them outside the Go heap so that its collector does not mark them, "
+                "as G1's young collections do not trace Flink's old generation; Flink: the same in the module's "
+                "`--source memory`), then replayed as fast "
                 "as the engine takes them. Time runs from the first event read to the end of input at the last sink "
                 "(Weir: to the end of the job; q10: to the last commit of its file sink), so generation, process, JVM "
                 "and MiniCluster start-up are excluded. Flink runs each query's warm-up and measured runs in one JVM "

@@ -39,6 +39,10 @@ type Generator struct {
 	arena   arena
 	people  []Person  // slab; people[0] is handed out next
 	auction []Auction // slab
+	// reg, when set, is where the slabs and the arena's chunks are
+	// allocated, and tab is offHeapTables: the events are then wholly
+	// outside the Go heap (see Memory).
+	reg     *region
 	scratch [160]byte
 }
 
@@ -154,7 +158,11 @@ func (g *Generator) Next(e *Event) int64 {
 
 func (g *Generator) newPerson() *Person {
 	if len(g.people) == 0 {
-		g.people = make([]Person, slabSize)
+		if g.reg != nil {
+			g.people = regionSlice[Person](g.reg, slabSize)
+		} else {
+			g.people = make([]Person, slabSize)
+		}
 	}
 	p := &g.people[0]
 	g.people = g.people[1:]
@@ -163,7 +171,11 @@ func (g *Generator) newPerson() *Person {
 
 func (g *Generator) newAuction() *Auction {
 	if len(g.auction) == 0 {
-		g.auction = make([]Auction, slabSize)
+		if g.reg != nil {
+			g.auction = regionSlice[Auction](g.reg, slabSize)
+		} else {
+			g.auction = make([]Auction, slabSize)
+		}
 	}
 	a := &g.auction[0]
 	g.auction = g.auction[1:]
@@ -251,8 +263,8 @@ func (g *Generator) nextPerson(p *Person, at idPos, ts int64) {
 		b = append(b, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
 	}
 	card := g.arena.str(b)
-	city := usCities[g.rnd.intn(int32(len(usCities)))]
-	state := usStates[g.rnd.intn(int32(len(usStates)))]
+	city := t.cities[g.rnd.intn(int32(len(t.cities)))]
+	state := t.states[g.rnd.intn(int32(len(t.states)))]
 	size := 8 + len(name) + len(email) + len(card) + len(city) + len(state)
 	*p = Person{ID: id, Name: name, EmailAddress: email, CreditCard: card, City: city, State: state,
 		DateTime: ts, Extra: g.nextExtra(size, g.avgPerson)}
@@ -300,8 +312,8 @@ func (g *Generator) nextBid(b *Bid, at idPos, ts int64) {
 	price := g.nextPrice()
 	var channel, url string
 	if g.rnd.intn(2) > 0 {
-		i := g.rnd.intn(int32(len(hotChannels)))
-		channel, url = hotChannels[i], g.tab.hotURLs[i]
+		i := g.rnd.intn(int32(len(g.tab.hotChannels)))
+		channel, url = g.tab.hotChannels[i], g.tab.hotURLs[i]
 	} else {
 		c := g.rnd.intn(numChannels)
 		channel, url = g.tab.channels[c], g.tab.channelURLs[c]

@@ -320,6 +320,7 @@ func TestSourceMatchesGenerators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { mem.Close() })
 	for _, src := range []string{"generator", "memory", "memory again"} {
 		env := weir.NewEnvironment(weir.WithParallelism(2))
 		var ms *MemorySource
@@ -474,6 +475,7 @@ func TestMemoryChecksum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { m.Close() })
 		if got := m.Checksum(); got != c.want {
 			t.Errorf("%+v x%d: checksum %#x, want %#x", c.cfg, c.n, got, c.want)
 		}

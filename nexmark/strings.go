@@ -26,17 +26,23 @@ const (
 )
 
 // tables are built once per process: person names (first x last), the
-// padding string, the 4 hot URLs and the 10,000 channel names and URLs.
+// padding string, the 4 hot URLs and the 10,000 channel names and URLs,
+// and the cities, states and hot channels. Every string a generator puts
+// in an event comes from its tables or from its arena.
 type stringTables struct {
 	names       []string // firstNames[i] + " " + lastNames[j] at i*len(lastNames)+j
 	extra       string
 	hotURLs     [4]string
 	channels    []string
 	channelURLs []string
+	cities      []string
+	states      []string
+	hotChannels []string
+	reg         *region // holding the strings (offHeapTables), or nil
 }
 
 var tables = sync.OnceValue(func() *stringTables {
-	t := &stringTables{}
+	t := &stringTables{cities: usCities, states: usStates, hotChannels: hotChannels}
 	for _, f := range firstNames {
 		for _, l := range lastNames {
 			t.names = append(t.names, f+" "+l)
@@ -74,6 +80,26 @@ var tables = sync.OnceValue(func() *stringTables {
 		t.channelURLs[i] = url
 	}
 	return t
+})
+
+// offHeapTables is a copy of tables whose strings are in a region mapped
+// for the life of the process (about 1.7 MB): the strings of a Memory's
+// events, which must not point into the Go heap, come from it.
+var offHeapTables = sync.OnceValue(func() *stringTables {
+	t := tables()
+	r := new(region)
+	strs := func(ss []string) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = r.str(s)
+		}
+		return out
+	}
+	o := &stringTables{names: strs(t.names), extra: r.str(t.extra), channels: strs(t.channels),
+		channelURLs: strs(t.channelURLs), cities: strs(t.cities), states: strs(t.states), hotChannels: strs(t.hotChannels)}
+	copy(o.hotURLs[:], strs(t.hotURLs[:]))
+	o.reg = r
+	return o
 })
 
 func reverse32(v int32) int32 {
@@ -142,7 +168,12 @@ func randString(r *splitRand, dst []byte, maxLength int32, special byte) []byte 
 // arena hands out strings carved from large byte chunks, so generated
 // strings cost no allocation each. Bytes are never written after they are
 // handed out; a chunk lives as long as any string in it.
-type arena struct{ buf []byte }
+// With reg set, the chunks are carved from that region instead of the
+// heap.
+type arena struct {
+	buf []byte
+	reg *region
+}
 
 const arenaChunk = 64 << 10
 
@@ -151,7 +182,11 @@ func (a *arena) str(b []byte) string {
 		return ""
 	}
 	if cap(a.buf)-len(a.buf) < len(b) {
-		a.buf = make([]byte, 0, max(arenaChunk, len(b)))
+		if n := max(arenaChunk, len(b)); a.reg != nil {
+			a.buf = regionSlice[byte](a.reg, n)[:0]
+		} else {
+			a.buf = make([]byte, 0, n)
+		}
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)

@@ -242,7 +242,8 @@ type nexmarkEnv struct {
 
 // newNexmarkEnv prepares the runs of qs: the memory source's events, a
 // side input and an output directory when a query needs them. cleanup
-// removes what it created.
+// removes what it created and releases the events held in memory: call it
+// only when every run has ended (their jobs waited for).
 func newNexmarkEnv(ctx context.Context, o nexmarkOptions, qs []queries.Query) (*nexmarkEnv, func(), error) {
 	e := &nexmarkEnv{cfg: nexmark.Config{Events: o.events, Rate: o.rate, Seed: o.seed, DoubleBidderOffset: o.quirk},
 		opts: queries.Options{OutputDir: o.outputDir, SideInput: o.sideInput}, keepOut: o.outputDir != ""}
@@ -250,6 +251,9 @@ func newNexmarkEnv(ctx context.Context, o nexmarkOptions, qs []queries.Query) (*
 	cleanup := func() {
 		if tmp != "" {
 			os.RemoveAll(tmp)
+		}
+		if e.memory != nil {
+			e.memory.Close()
 		}
 	}
 	needs := func(name string) bool {

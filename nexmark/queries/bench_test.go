@@ -30,6 +30,7 @@ func BenchmarkQuery(b *testing.B) {
 		if mem, err = nexmark.NewMemory(cfg, 2); err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { mem.Close() })
 	}
 	dir := b.TempDir()
 	side := filepath.Join(dir, "side_input.txt")
