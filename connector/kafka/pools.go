@@ -7,11 +7,10 @@ import (
 )
 
 // fetchPools are the memory pools of one subtask reader's client
-// (kgo.WithPools): the kgo.Record structs of a fetched batch and the
-// buffer a compressed batch is decompressed into come from them and go
-// back once the reader has recycled every record of the batch
-// (kgo.Record.Recycle), instead of fresh memory per batch for the garbage
-// collector. Safe for concurrent use: the client's fetch
+// (kgo.WithPools): the kgo.Record structs of a fetched batch come from
+// them and go back once the reader has recycled every record of the
+// batch (kgo.Record.Recycle), instead of a fresh slice per batch for the
+// garbage collector. Safe for concurrent use: the client's fetch
 // goroutines get, the reader's Fetch puts (through Recycle).
 type fetchPools struct {
 	recs  sync.Pool // *[]kgo.Record
