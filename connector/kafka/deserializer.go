@@ -13,11 +13,9 @@ type Header struct {
 }
 
 // ConsumerRecord is a record as read from Kafka, given to a Deserializer.
-// The source reuses it for the next record, and the memory of Key, Value
-// and the headers' values goes back to the client's pools (overwritten by
-// later fetches) as soon as Deserialize returns: neither the record, its
-// header slice nor its byte slices may be kept unless copied (a string
-// conversion copies; the strings Topic and Header.Key may be kept).
+// The source reuses it for the next record: neither it, its header slice
+// nor its byte slices may be kept after Deserialize returns unless
+// copied.
 type ConsumerRecord struct {
 	Topic     string
 	Partition int32
@@ -31,8 +29,7 @@ type ConsumerRecord struct {
 }
 
 // Deserializer turns a Kafka record into a value (Flink's
-// KafkaRecordDeserializationSchema). The value must not alias the
-// record's bytes (see ConsumerRecord): copy what it keeps. A returned error makes the record
+// KafkaRecordDeserializationSchema). A returned error makes the record
 // malformed: the source fails the job naming it, or sends it to the
 // dead-letter side output (WithDeadLetters). Return ErrSkip to drop a
 // record on purpose (a tombstone, say).

@@ -263,10 +263,6 @@ func (s *Source[T]) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	opts = append(opts, s.cfg.opts...)
-	// The fetched records' memory comes from the reader's pools, after
-	// any pool given with WithClientOptions (the client uses the first
-	// pool of each kind).
-	opts = append(opts, kgo.WithPools(&fetchPools{}))
 	cl, err := newClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: %w", err)
@@ -551,7 +547,6 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 	var err error
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if err != nil || len(p.Records) == 0 && p.HighWatermark <= 0 {
-			recycle(p.Records)
 			return
 		}
 		id := TopicPartition{p.Topic, p.Partition}.String()
@@ -559,40 +554,31 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 		st := r.parts[id]
 		r.mu.Unlock()
 		if st == nil || st.ended {
-			recycle(p.Records)
 			return
 		}
 		sp := span{st: st, start: len(buf)}
 		next := st.next.Load()
-		// Every record goes back to the client's pools (recycled) once
-		// read, the deserializer having copied what it keeps.
-		for i, rec := range p.Records {
+		for _, rec := range p.Records {
 			if rec.Offset < next {
-				rec.Recycle()
 				continue // before the position (a compacted or re-sent batch)
 			}
 			if st.stop != noStop && rec.Offset >= st.stop {
-				recycle(p.Records[i:])
 				break
 			}
 			next = rec.Offset + 1
 			if rec.Attrs.IsControl() {
-				rec.Recycle()
 				continue
 			}
-			ts := rec.Timestamp.UnixMilli()
 			var v T
-			v, err = r.decode(rec, ts, &sp.side)
-			rec.Recycle()
+			v, err = r.decode(rec, &sp.side)
 			if err == errDead || err == ErrSkip {
 				err = nil
 				continue
 			}
 			if err != nil {
-				recycle(p.Records[i+1:])
 				return
 			}
-			buf = append(buf, weir.Record[T]{Value: v, TS: ts})
+			buf = append(buf, weir.Record[T]{Value: v, TS: rec.Timestamp.UnixMilli()})
 		}
 		end := p.HighWatermark
 		if r.src.cfg.readCommitted {
@@ -629,13 +615,13 @@ var errDead = errors.New("dead letter")
 // reused for every record (one allocation less per record: the pointer
 // escapes through the interface call), so it and its header slice are
 // valid only during the call, as its documentation says.
-func (r *subtaskReader[T]) decode(rec *kgo.Record, ts int64, side *[]weir.SideRecord) (T, error) {
+func (r *subtaskReader[T]) decode(rec *kgo.Record, side *[]weir.SideRecord) (T, error) {
 	hs := r.rec.Headers[:0]
 	for _, h := range rec.Headers {
 		hs = append(hs, Header{Key: h.Key, Value: h.Value})
 	}
 	r.rec = ConsumerRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-		Timestamp: ts, Key: rec.Key, Value: rec.Value, Headers: hs}
+		Timestamp: rec.Timestamp.UnixMilli(), Key: rec.Key, Value: rec.Value, Headers: hs}
 	if len(hs) == 0 {
 		r.rec.Headers = nil // the deserializer sees no headers as nil, as before
 	}
@@ -656,13 +642,6 @@ func (r *subtaskReader[T]) decode(rec *kgo.Record, ts int64, side *[]weir.SideRe
 	}
 	*side = append(*side, weir.SideRecord{Tag: r.src.cfg.deadTag, Value: DeadLetter{Record: cr, Error: err.Error()}, TS: cr.Timestamp})
 	return v, errDead
-}
-
-// recycle gives records back to the client's pools (kgo.Record.Recycle).
-func recycle(recs []*kgo.Record) {
-	for _, rec := range recs {
-		rec.Recycle()
-	}
 }
 
 // topicGone asks the brokers whether topic still exists.
