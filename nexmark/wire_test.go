@@ -9,7 +9,8 @@ import (
 )
 
 // TestLineRoundTrip: every generated event survives AppendLine and
-// ParseLine; malformed lines are refused with a message.
+// ParseLine, and does not change when the line's bytes are overwritten
+// afterwards; malformed lines are refused with a message.
 func TestLineRoundTrip(t *testing.T) {
 	var types [3]int
 	for _, g := range NewGenerators(Config{Events: 5000, Rate: 10000}, 2) {
@@ -22,6 +23,12 @@ func TestLineRoundTrip(t *testing.T) {
 			}
 			if !reflect.DeepEqual(e, back) {
 				t.Fatalf("%s: parsed %+v, want %+v", line, back, e)
+			}
+			// The event owns its strings: a Kafka deserializer may not
+			// keep the record's bytes (kafka.ConsumerRecord).
+			clear(line)
+			if !reflect.DeepEqual(e, back) {
+				t.Fatalf("parsed %+v changed with the line's bytes, want %+v", back, e)
 			}
 			types[e.Type]++
 		}
