@@ -39,10 +39,6 @@ type Generator struct {
 	arena   arena
 	people  []Person  // slab; people[0] is handed out next
 	auction []Auction // slab
-	// reg, when set, is where the slabs and the arena's chunks are
-	// allocated, and tab is offHeapTables: the events are then wholly
-	// outside the Go heap (see Memory).
-	reg     *region
 	scratch [160]byte
 }
 
@@ -158,11 +154,7 @@ func (g *Generator) Next(e *Event) int64 {
 
 func (g *Generator) newPerson() *Person {
 	if len(g.people) == 0 {
-		if g.reg != nil {
-			g.people = regionSlice[Person](g.reg, slabSize)
-		} else {
-			g.people = make([]Person, slabSize)
-		}
+		g.people = regionSlice[Person](g.arena.reg, slabSize)
 	}
 	p := &g.people[0]
 	g.people = g.people[1:]
@@ -171,11 +163,7 @@ func (g *Generator) newPerson() *Person {
 
 func (g *Generator) newAuction() *Auction {
 	if len(g.auction) == 0 {
-		if g.reg != nil {
-			g.auction = regionSlice[Auction](g.reg, slabSize)
-		} else {
-			g.auction = make([]Auction, slabSize)
-		}
+		g.auction = regionSlice[Auction](g.arena.reg, slabSize)
 	}
 	a := &g.auction[0]
 	g.auction = g.auction[1:]

@@ -65,16 +65,11 @@ func NewMemory(cfg Config, n int) (*Memory, error) {
 		m.reg = new(region)
 		tab := offHeapTables()
 		for _, g := range gens {
-			g.reg, g.arena.reg, g.tab = m.reg, m.reg, tab
+			g.arena.reg, g.tab = m.reg, tab
 		}
 	}
 	for _, g := range gens {
-		var recs []weir.Record[Event]
-		if m.reg != nil {
-			recs = regionSlice[weir.Record[Event]](m.reg, int(g.Remaining()))
-		} else {
-			recs = make([]weir.Record[Event], g.Remaining())
-		}
+		recs := regionSlice[weir.Record[Event]](m.reg, int(g.Remaining()))
 		for i := range recs {
 			recs[i].TS = g.Next(&recs[i].Value)
 		}

@@ -73,8 +73,12 @@ func (r *region) mapBytes(n int) []byte {
 	return b
 }
 
-// regionSlice returns a zeroed slice of n Ts in r.
+// regionSlice returns a zeroed slice of n Ts in r, or in the Go heap if
+// r is nil.
 func regionSlice[T any](r *region, n int) []T {
+	if r == nil {
+		return make([]T, n)
+	}
 	if n == 0 {
 		return nil
 	}

@@ -168,8 +168,9 @@ func randString(r *splitRand, dst []byte, maxLength int32, special byte) []byte 
 // arena hands out strings carved from large byte chunks, so generated
 // strings cost no allocation each. Bytes are never written after they are
 // handed out; a chunk lives as long as any string in it.
-// With reg set, the chunks are carved from that region instead of the
-// heap.
+// With reg set (a Memory's generators; then tab is offHeapTables), the
+// chunks, and the generator's person and auction slabs, are carved from
+// that region instead of the heap, so the events are wholly outside it.
 type arena struct {
 	buf []byte
 	reg *region
@@ -182,11 +183,7 @@ func (a *arena) str(b []byte) string {
 		return ""
 	}
 	if cap(a.buf)-len(a.buf) < len(b) {
-		if n := max(arenaChunk, len(b)); a.reg != nil {
-			a.buf = regionSlice[byte](a.reg, n)[:0]
-		} else {
-			a.buf = make([]byte, 0, n)
-		}
+		a.buf = regionSlice[byte](a.reg, max(arenaChunk, len(b)))[:0]
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)
