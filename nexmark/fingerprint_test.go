@@ -19,7 +19,7 @@ func fingerprint(cfg Config, n int) uint64 {
 			case AuctionEvent:
 				fmt.Fprintf(h, "%d|%+v\n", ts, *e.Auction)
 			default:
-				fmt.Fprintf(h, "%d|%+v\n", ts, e.Bid)
+				fmt.Fprintf(h, "%d|%+v\n", ts, *e.Bid)
 			}
 		}
 	}

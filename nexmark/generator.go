@@ -39,10 +39,17 @@ type Generator struct {
 	arena   arena
 	people  []Person  // slab; people[0] is handed out next
 	auction []Auction // slab
+	bids    []Bid     // slab
 	scratch [160]byte
 }
 
+// slabSize is the number of people or auctions in a slab; bids, 92% of
+// the events, come in slabs of bidSlabSize (20 kB).
 const slabSize = 128
+
+// bidSlabSize is the number of bids in a slab (the generator's, and
+// ParseLine's bidSlabs).
+const bidSlabSize = 256
 
 // idPos is an event id's position in the proportions' cycle: id =
 // epoch*total + offset, 0 <= offset < total.
@@ -123,7 +130,7 @@ func (g *Generator) NextEventID() int64 { return g.firstEventID + g.adjustedNumb
 // Next writes the next event into e and returns its timestamp. Call it only
 // while HasNext is true. In the steady state it does not allocate: strings
 // come from tables, from a shared padding string, or from a chunked arena,
-// and people and auctions from slabs.
+// and people, auctions and bids from slabs.
 func (g *Generator) Next(e *Event) int64 {
 	number := g.adjustedNumber(g.count)
 	ts := g.timestampFor(number)
@@ -145,8 +152,9 @@ func (g *Generator) Next(e *Event) int64 {
 		g.nextAuction(a, number, at, ts)
 		*e = Event{Type: AuctionEvent, Auction: a}
 	default:
-		*e = Event{Type: BidEvent}
-		g.nextBid(&e.Bid, at, ts)
+		b := g.newBid()
+		g.nextBid(b, at, ts)
+		*e = Event{Type: BidEvent, Bid: b}
 	}
 	g.count++
 	return ts
@@ -168,6 +176,15 @@ func (g *Generator) newAuction() *Auction {
 	a := &g.auction[0]
 	g.auction = g.auction[1:]
 	return a
+}
+
+func (g *Generator) newBid() *Bid {
+	if len(g.bids) == 0 {
+		g.bids = regionSlice[Bid](g.arena.reg, bidSlabSize)
+	}
+	b := &g.bids[0]
+	g.bids = g.bids[1:]
+	return b
 }
 
 // lastBase0PersonID is the id (from 0) of the last person at the event

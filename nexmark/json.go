@@ -51,14 +51,23 @@ func (a Auction) AppendJSON(dst []byte) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// AppendJSON appends the event as JSON: its type's number, the person and
-// the auction (null when not set) and the bid.
+// AppendJSON appends the event as JSON: its type's number, the person,
+// the auction and the bid (each null when not set).
 func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 	dst = strconv.AppendUint(append(dst, `{"Type":`...), uint64(e.Type), 10)
 	dst = AppendJSONPerson(append(dst, `,"Person":`...), e.Person)
 	dst = AppendJSONAuction(append(dst, `,"Auction":`...), e.Auction)
-	dst, _ = e.Bid.AppendJSON(append(dst, `,"Bid":`...))
+	dst = AppendJSONBid(append(dst, `,"Bid":`...), e.Bid)
 	return append(dst, '}'), nil
+}
+
+// AppendJSONBid appends *b as JSON, or null for a nil b.
+func AppendJSONBid(dst []byte, b *Bid) []byte {
+	if b == nil {
+		return append(dst, "null"...)
+	}
+	dst, _ = b.AppendJSON(dst)
+	return dst
 }
 
 // AppendJSONPerson appends *p as JSON, or null for a nil p.

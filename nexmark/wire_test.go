@@ -1,8 +1,10 @@
 package nexmark
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -86,5 +88,44 @@ func TestParseLineBadNumbers(t *testing.T) {
 	}
 	if e.Bid.Auction != -1 || e.Bid.Bidder != 2 || e.Bid.Price != -9223372036854775808 || e.Bid.Channel != "c" || e.Bid.Extra != "e" {
 		t.Fatalf("parsed %+v", e.Bid)
+	}
+}
+
+// Every parsed bid is a Bid of its own: parsing more lines (across
+// several slabs, from several goroutines at once) never changes a bid
+// parsed before, and no two events share one.
+func TestParseLineBidsDistinct(t *testing.T) {
+	const goroutines, lines = 4, 3 * bidSlabSize
+	events := make([][]Event, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			events[g] = make([]Event, lines)
+			for i := range events[g] {
+				line := fmt.Appendf(nil, "B|%d|%d|%d|c|u|5|e", g, i, g*lines+i)
+				if err := ParseLine(line, &events[g][i]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[*Bid]bool{}
+	for g := range events {
+		for i, e := range events[g] {
+			b := e.Bid
+			if e.Type != BidEvent || b == nil || seen[b] {
+				t.Fatalf("goroutine %d line %d: %+v, bid seen before: %v", g, i, e, seen[b])
+			}
+			seen[b] = true
+			if b.Auction != int64(g) || b.Bidder != int64(i) || b.Price != int64(g*lines+i) || b.Channel != "c" || b.Extra != "e" {
+				t.Fatalf("goroutine %d line %d: bid changed to %+v", g, i, *b)
+			}
+		}
+	}
+	var p Event
+	if err := ParseLine([]byte("P|1|a|b|c|d|e|2|x"), &p); err != nil || p.Bid != nil || p.Person == nil {
+		t.Fatalf("person %+v, %v", p, err)
 	}
 }

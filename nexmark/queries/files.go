@@ -57,7 +57,7 @@ type q10Rows struct {
 func (q *q10Rows) Open(weir.RuntimeContext) error { q.minute = -1; return nil }
 
 func (q *q10Rows) ProcessElement(e nexmark.Event, _ weir.Context, out weir.Collector[Q10Row]) error {
-	b := &e.Bid
+	b := e.Bid
 	if m := b.DateTime - b.DateTime%60_000; m != q.minute {
 		q.minute = m
 		q.partition = time.UnixMilli(m).UTC().Format("dt=2006-01-02/hm=15:04")
@@ -120,7 +120,7 @@ func (j *sideInputJoin) Open(weir.RuntimeContext) (err error) {
 }
 
 func (j *sideInputJoin) ProcessElement(e nexmark.Event, _ weir.Context, out weir.Collector[Q13Result]) error {
-	b := &e.Bid
+	b := e.Bid
 	if v, ok := j.table[b.Auction%10_000]; ok {
 		out.Collect(Q13Result{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime, Value: v})
 	}

@@ -144,10 +144,11 @@ func (j *multiJoin) ProcessElement(e nexmark.Event, _ weir.KeyedContext[int64], 
 			}
 		}
 	default:
-		j.bids.Add(e.Bid)
+		b := *e.Bid
+		j.bids.Add(b)
 		if p, ok := j.person.Value(); ok {
 			for a := range j.auctions.All() {
-				out.Collect(Q23Result{Bid: e.Bid, Person: p, Auction: a})
+				out.Collect(Q23Result{Bid: b, Person: p, Auction: a})
 			}
 		}
 	}

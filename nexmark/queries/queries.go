@@ -172,7 +172,7 @@ func Persons(events weir.DataStream[nexmark.Event]) weir.DataStream[nexmark.Pers
 func isBid(e nexmark.Event) bool                { return e.Type == nexmark.BidEvent }
 func isAuction(e nexmark.Event) bool            { return e.Type == nexmark.AuctionEvent }
 func isPerson(e nexmark.Event) bool             { return e.Type == nexmark.PersonEvent }
-func bidOf(e nexmark.Event) nexmark.Bid         { return e.Bid }
+func bidOf(e nexmark.Event) nexmark.Bid         { return *e.Bid }
 func auctionOf(e nexmark.Event) nexmark.Auction { return *e.Auction }
 func personOf(e nexmark.Event) nexmark.Person   { return *e.Person }
 

@@ -41,7 +41,7 @@ func generate(cfg nexmark.Config, n int) stream {
 			case nexmark.AuctionEvent:
 				s.auctions = append(s.auctions, *e.Auction)
 			default:
-				s.bids = append(s.bids, e.Bid)
+				s.bids = append(s.bids, *e.Bid)
 			}
 		}
 	}
@@ -211,13 +211,16 @@ func TestRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every query runs through Build and counts its results, from the
-	// generator source and from memory.
+	// generator source and from memory, and leaves the memory's events
+	// (shared by every run, bids, people and auctions by pointer) as they
+	// were.
 	cfg := nexmark.Config{Events: 5_000}
 	mem, err := nexmark.NewMemory(cfg, testParallelism)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mem.Close() })
+	sum := mem.Checksum()
 	for _, q := range append([]Query{Generator}, All...) {
 		var counts [2]int64
 		for i := range counts {
@@ -238,6 +241,9 @@ func TestRegistry(t *testing.T) {
 				t.Fatalf("%s: %v", q.Name, err)
 			}
 			counts[i] = Results(h)
+		}
+		if got := mem.Checksum(); got != sum {
+			t.Fatalf("%s changed the memory's events: checksum %#x, was %#x", q.Name, got, sum)
 		}
 		switch {
 		case q.Name == "q12": // the run is shorter than its window
@@ -264,19 +270,31 @@ func runMemory[T any](t *testing.T, mem *nexmark.Memory, q func(weir.DataStream[
 }
 
 // Queries replaying a Memory (held off the Go heap on Linux) give the
-// results they give on the generator source, field by field, and the
+// results they give on the generator source, field by field, the
 // results, which hold strings of the Memory's events, stay intact across
-// collections.
+// collections, and the events are as they were.
 func TestQueriesOnMemory(t *testing.T) {
 	mem, err := nexmark.NewMemory(testConfig, testParallelism)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mem.Close() })
+	sum := mem.Checksum()
 	got3 := runMemory(t, mem, Q3)
 	got1 := runMemory(t, mem, Q1)
+	got14 := runMemory(t, mem, Q14)
+	got21 := runMemory(t, mem, Q21)
+	got22 := runMemory(t, mem, Q22)
+	got0 := runMemory(t, mem, Q0)
 	runtime.GC()
 	runtime.GC()
 	sameMultiset(t, "q3 on memory", got3, run(t, testConfig, Q3))
 	sameMultiset(t, "q1 on memory", got1, run(t, testConfig, Q1))
+	sameMultiset(t, "q14 on memory", got14, run(t, testConfig, Q14))
+	sameMultiset(t, "q21 on memory", got21, run(t, testConfig, Q21))
+	sameMultiset(t, "q22 on memory", got22, run(t, testConfig, Q22))
+	sameMultiset(t, "q0 on memory", got0, run(t, testConfig, Q0))
+	if got := mem.Checksum(); got != sum {
+		t.Fatalf("the queries changed the memory's events: checksum %#x, was %#x", got, sum)
+	}
 }

@@ -21,8 +21,8 @@ func bidsInOrder[K comparable](cfg nexmark.Config, key func(nexmark.Bid) K) (bid
 	for i, g := range nexmark.NewGenerators(cfg, testParallelism) {
 		for g.HasNext() {
 			if g.Next(&e); e.Type == nexmark.BidEvent {
-				bids = append(bids, e.Bid)
-				k := key(e.Bid)
+				bids = append(bids, *e.Bid)
+				k := key(*e.Bid)
 				if o, ok := owner[k]; ok && o != i {
 					mixed[k] = true
 				}

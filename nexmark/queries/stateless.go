@@ -28,7 +28,7 @@ type Q1Result struct {
 // (`SELECT auction, bidder, 0.908 * price, dateTime, extra FROM bid`).
 func Q1(events weir.DataStream[nexmark.Event]) weir.DataStream[Q1Result] {
 	return weir.Map(weir.Filter(events, isBid).Name("Bids"), func(e nexmark.Event) Q1Result {
-		b := &e.Bid
+		b := e.Bid
 		return Q1Result{Auction: b.Auction, Bidder: b.Bidder, Price: 0.908 * float64(b.Price), DateTime: b.DateTime, Extra: b.Extra}
 	}).Name("Q1 convert")
 }
@@ -83,7 +83,7 @@ func Q14(events weir.DataStream[nexmark.Event]) weir.DataStream[Q14Result] {
 		return p > 1_000_000 && p < 50_000_000
 	}).Name("Q14 select")
 	return weir.Map(sel, func(e nexmark.Event) Q14Result {
-		b := &e.Bid
+		b := e.Bid
 		return Q14Result{Auction: b.Auction, Bidder: b.Bidder, Price: 0.908 * float64(b.Price),
 			BidTimeType: bidTimeType(b.DateTime), DateTime: b.DateTime, Extra: b.Extra, CCounts: CountChar(b.Extra, 'c')}
 	}).Name("Q14 calculate")
@@ -146,7 +146,7 @@ var channelIDPattern = regexp.MustCompile(`channel_id=([^&]*)`)
 // after an '&': the same match as the SQL's pattern.
 func Q21(events weir.DataStream[nexmark.Event]) weir.DataStream[Q21Result] {
 	return weir.FlatMap(weir.Filter(events, isBid).Name("Bids"), func(e nexmark.Event, out weir.Collector[Q21Result]) error {
-		b := &e.Bid
+		b := e.Bid
 		id, ok := channelID(b.Channel, b.URL)
 		if ok {
 			out.Collect(Q21Result{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, Channel: b.Channel, ChannelID: id})
@@ -200,7 +200,7 @@ type Q22Result struct {
 // SPLIT_INDEX's NULL (too few parts) is the empty string here.
 func Q22(events weir.DataStream[nexmark.Event]) weir.DataStream[Q22Result] {
 	return weir.Map(weir.Filter(events, isBid).Name("Bids"), func(e nexmark.Event) Q22Result {
-		b := &e.Bid
+		b := e.Bid
 		r := Q22Result{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, Channel: b.Channel}
 		r.Dir1, r.Dir2, r.Dir3 = urlDirs(b.URL)
 		return r
