@@ -47,8 +47,7 @@ type Generator struct {
 // the events, come in slabs of bidSlabSize (20 kB).
 const slabSize = 128
 
-// bidSlabSize is the number of bids in a slab (the generator's, and
-// ParseLine's bidSlabs).
+// bidSlabSize is the number of bids in one of the generator's slabs.
 const bidSlabSize = 256
 
 // idPos is an event id's position in the proportions' cycle: id =

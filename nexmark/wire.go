@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 )
 
 // AppendLine appends e as one line of text without the newline, the
@@ -49,13 +48,9 @@ func AppendLine(b []byte, e *Event) []byte {
 // The string fields of the event share one string, a copy of the line
 // (one allocation per event instead of one per field), so a field kept
 // keeps the whole line alive; numbers are parsed from the bytes, with
-// strconv.ParseInt's results and errors. The event's person or auction
-// is allocated for it; its bid is taken from a slab shared by all
-// callers (a new slab of bidSlabSize bids when one is used up, the used
-// one left to the collector, so a bid kept keeps its slab alive). Every
-// parsed event gets a Bid of its own, never handed out again, so an
-// event stays valid whatever is parsed after it. On an error e is not
-// changed, or holds a partly decoded event.
+// strconv.ParseInt's results and errors. The event's person, auction or
+// bid is allocated for it, so an event stays valid whatever is parsed
+// after it. On an error e is not changed, or holds a partly decoded event.
 func ParseLine(line []byte, e *Event) error {
 	var f [11][2]int // the fields' start and end in line
 	n := 0
@@ -103,8 +98,7 @@ func ParseLine(line []byte, e *Event) error {
 		want = 8
 		if n == want {
 			all = string(line)
-			b := lineBids.get()
-			*b = Bid{Auction: num(1), Bidder: num(2), Price: num(3), Channel: str(4),
+			b := &Bid{Auction: num(1), Bidder: num(2), Price: num(3), Channel: str(4),
 				URL: str(5), DateTime: num(6), Extra: str(7)}
 			*e = Event{Type: BidEvent, Bid: b}
 		}
@@ -118,38 +112,6 @@ func ParseLine(line []byte, e *Event) error {
 		return fmt.Errorf("nexmark: event line %.40q: %w", line, err)
 	}
 	return nil
-}
-
-// lineBids hands out ParseLine's bids.
-var lineBids bidSlabs
-
-// bidSlab is a slab of bids handed out in order: next counts the bids
-// claimed (it goes on past bidSlabSize once the slab is used up).
-type bidSlab struct {
-	next atomic.Int64
-	bids [bidSlabSize]Bid
-}
-
-// bidSlabs hands out zeroed bids, one at a time, from slabs, to any number
-// of goroutines at once without a lock: a bid costs an atomic add, and a
-// slab an allocation. A bid is never handed out twice.
-type bidSlabs struct{ cur atomic.Pointer[bidSlab] }
-
-func (s *bidSlabs) get() *Bid {
-	for {
-		cur := s.cur.Load()
-		if cur != nil {
-			if i := cur.next.Add(1) - 1; i < bidSlabSize {
-				return &cur.bids[i]
-			}
-		}
-		fresh := new(bidSlab)
-		fresh.next.Store(1)
-		if s.cur.CompareAndSwap(cur, fresh) {
-			return &fresh.bids[0]
-		}
-		// Another goroutine installed a slab first: take from it.
-	}
 }
 
 // parseInt is strconv.ParseInt(string(b), 10, 64): an optional '-' and

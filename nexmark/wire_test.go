@@ -91,8 +91,8 @@ func TestParseLineBadNumbers(t *testing.T) {
 	}
 }
 
-// Every parsed bid is a Bid of its own: parsing more lines (across
-// several slabs, from several goroutines at once) never changes a bid
+// Every parsed bid is a Bid of its own: parsing more lines (many of
+// them, from several goroutines at once) never changes a bid
 // parsed before, and no two events share one.
 func TestParseLineBidsDistinct(t *testing.T) {
 	const goroutines, lines = 4, 3 * bidSlabSize
