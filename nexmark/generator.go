@@ -159,31 +159,19 @@ func (g *Generator) Next(e *Event) int64 {
 	return ts
 }
 
-func (g *Generator) newPerson() *Person {
-	if len(g.people) == 0 {
-		g.people = regionSlice[Person](g.arena.reg, slabSize)
-	}
-	p := &g.people[0]
-	g.people = g.people[1:]
-	return p
-}
+func (g *Generator) newPerson() *Person   { return fromSlab(&g.people, g.arena.reg, slabSize) }
+func (g *Generator) newAuction() *Auction { return fromSlab(&g.auction, g.arena.reg, slabSize) }
+func (g *Generator) newBid() *Bid         { return fromSlab(&g.bids, g.arena.reg, bidSlabSize) }
 
-func (g *Generator) newAuction() *Auction {
-	if len(g.auction) == 0 {
-		g.auction = regionSlice[Auction](g.arena.reg, slabSize)
+// fromSlab hands out the next value of *slab, first allocating a new slab
+// of n values in reg (nil: the Go heap) when it is used up.
+func fromSlab[T any](slab *[]T, reg *region, n int) *T {
+	if len(*slab) == 0 {
+		*slab = regionSlice[T](reg, n)
 	}
-	a := &g.auction[0]
-	g.auction = g.auction[1:]
-	return a
-}
-
-func (g *Generator) newBid() *Bid {
-	if len(g.bids) == 0 {
-		g.bids = regionSlice[Bid](g.arena.reg, bidSlabSize)
-	}
-	b := &g.bids[0]
-	g.bids = g.bids[1:]
-	return b
+	v := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return v
 }
 
 // lastBase0PersonID is the id (from 0) of the last person at the event
