@@ -40,8 +40,11 @@
 #   PARALLELISM    parallelism, = number of generators, on both engines [2]
 #   RATE           event rate in events/s of event time (spaces the timestamps) [10000]
 #   SEED           generator seed [0]
-#   WARMUP_EVENTS  events of Flink's warm-up run of the query, once per query in the JVM that
-#                  then serves its RUNS runs [min(EVENTS, 2000000)]
+#   WARMUP_EVENTS  events of each engine's warm-up run of the query, once per query in the
+#                  process that then serves its RUNS runs [min(EVENTS, 2000000)]
+#   WEIR_SERVE     1: one Weir process per query (`weir nexmark --serve`), which runs the
+#                  warm-up, then serves its RUNS runs, as Flink's JVM does; 0: a new Weir process
+#                  per run, without warm-up (the harness before 2026-12-05) [1]
 #   FLINK_JAVA_OPTS extra JVM flags for the Flink runs [-Xms2g -Xmx4g]
 #   OUT            the markdown file to update [BENCHMARKS.md at the repo root]
 #   GENCHECK       1: diff the first events of both generators first [1]
@@ -68,9 +71,10 @@ OUT=${OUT:-$ROOT/BENCHMARKS.md}
 GENCHECK=${GENCHECK:-1}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 ALLOW_MISSING=${ALLOW_MISSING:-1}
+WEIR_SERVE=${WEIR_SERVE:-1}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
-for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS RUN_TIMEOUT; do
+for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS RUN_TIMEOUT WEIR_SERVE; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 ((EVENTS > 0)) || die "EVENTS must be > 0"
@@ -80,6 +84,7 @@ case $SOURCE in
   *) die "SOURCE must be generator, memory or kafka, got '$SOURCE'" ;;
 esac
 ((RUNS > 0)) || die "RUNS must be > 0"
+((WEIR_SERVE <= 1)) || die "WEIR_SERVE must be 0 or 1"
 ((PARALLELISM > 0)) || die "PARALLELISM must be > 0"
 command -v go >/dev/null || die "go not found"
 command -v mvn >/dev/null || die "mvn not found"
@@ -207,10 +212,12 @@ if [[ $SOURCE == kafka ]]; then
     --source kafka "${SOURCE_ARGS[@]}" --json >"$WORK/produce.json" 2>"$WORK/produce.log" ||
     { log "!!! writing the events to $TOPIC failed; see $WORK/produce.log"; exit 1; }
 fi
-# Weir: one process per run. Flink: one JVM per query (`--serve`), which runs the warm-up
-# once, then one measured run per "run" line on its stdin, alternating with Weir's runs; so
-# JVM start-up, class loading, the MiniCluster's start, the warm-up and (memory source) the
-# events' generation are paid once per query, not once per run.
+# Flink: one JVM per query (`--serve`), which runs the warm-up once, then one measured run per
+# "run" line on its stdin. Weir (WEIR_SERVE=1, the default): the same, one process per query
+# (`weir nexmark --serve`). The two engines' runs alternate; JVM or process start-up, class
+# loading, the MiniCluster's start, the warm-up and (memory source) the events' generation are
+# paid once per query, not once per run, and each engine's memory stays as its warm-up and
+# earlier runs left it. WEIR_SERVE=0: a new Weir process per run, without warm-up.
 record() { # engine query run out-file: checks the run's JSON line and appends it to RESULTS
   local engine=$1 q=$2 r=$3 out=$4 line
   line=$(grep -E '^\{' "$out" | tail -1 || true)
@@ -228,8 +235,62 @@ print(json.dumps(d))
 PY
   log "$engine $q run $r: $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.0f events/s, %d results, %.2f s, %.2f CPU s" % (d["events_per_second"], d["results"], d["seconds"], d["cpu_seconds"]))' "$line")"
 }
+WEIR_UP=0
+WEIR_WARMUP=$((WARMUP_EVENTS < EVENTS ? WARMUP_EVENTS : EVENTS))
+weir_line() { # out-var: the next line of the serving Weir process into out-var; 1 when it ended or RUN_TIMEOUT passed
+  local -n into=$1
+  local waited=0 l=
+  while ((waited < RUN_TIMEOUT)); do
+    if IFS= read -r -t 5 l <&"$WEIR_OUT"; then
+      into=$l
+      return 0
+    fi
+    kill -0 "$WEIR_PID" 2>/dev/null || return 1
+    waited=$((waited + 5))
+  done
+  return 1
+}
+weir_start() { # query: starts its Weir process (--serve) and waits until the warm-up is done
+  local q=$1 line=
+  rm -f "$WORK/weir.in" "$WORK/weir.out"
+  mkfifo "$WORK/weir.in" "$WORK/weir.out"
+  # Opened read-write, so that neither open waits for the other side.
+  exec {WEIR_IN}<>"$WORK/weir.in" {WEIR_OUT}<>"$WORK/weir.out"
+  "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
+    --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --json --serve --warmup-events "$WEIR_WARMUP" \
+    <"$WORK/weir.in" >"$WORK/weir.out" 2>"$WORK/$q.weir.log" &
+  WEIR_PID=$!
+  WEIR_UP=1
+  while weir_line line; do
+    [[ $line == '{"ready":true}' ]] && return 0
+  done
+  log "!!! weir $q: no warm-up (the process ended or $RUN_TIMEOUT s passed); see $WORK/$q.weir.log"
+  weir_stop
+  return 1
+}
+weir_stop() {
+  ((WEIR_UP)) || return 0
+  WEIR_UP=0
+  { echo quit >&"$WEIR_IN"; } 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$WEIR_PID" 2>/dev/null || break; sleep 0.1; done
+  kill "$WEIR_PID" 2>/dev/null || true
+  wait "$WEIR_PID" 2>/dev/null || true
+  exec {WEIR_IN}>&- {WEIR_OUT}<&-
+  rm -f "$WORK/weir.in" "$WORK/weir.out"
+}
 run_weir() { # query run
-  local q=$1 r=$2 out=$WORK/$1.weir.$2.json rc=0
+  local q=$1 r=$2 out=$WORK/$1.weir.$2.json rc=0 line=
+  if ((WEIR_SERVE)); then
+    : >"$out"
+    if ((WEIR_UP)) && echo run >&"$WEIR_IN" 2>/dev/null && weir_line line && [[ $line == '{'* ]]; then
+      echo "$line" >>"$out"
+    else
+      echo '{"error":"the Weir process ended or did not answer within RUN_TIMEOUT"}' >"$out"
+      weir_stop
+    fi
+    record weir "$q" "$r" "$out"
+    return
+  fi
   "$WEIR" nexmark --query "$q" --events "$EVENTS" --parallelism "$PARALLELISM" --rate "$RATE" --seed "$SEED" \
     --source "$SOURCE" "${SOURCE_ARGS[@]}" --side-input "$SIDE_INPUT" --json >"$out" 2>"${out%.json}.log" || rc=$?
   ((rc == 0)) || echo "{\"error\":\"exit status $rc\"}" >>"$out"
@@ -274,7 +335,7 @@ flink_stop() {
     wait "$pid" 2>/dev/null || true
   fi
 }
-trap 'flink_stop; rm -rf "${GENDIR:-/nonexistent}"' EXIT
+trap 'flink_stop; weir_stop; rm -rf "${GENDIR:-/nonexistent}"' EXIT
 
 T0=$(date +%s)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -291,10 +352,15 @@ for q in $QUERIES; do
   fi
   log "flink $q: JVM start and warm-up ($WARMUP_EVENTS events)"
   flink_start "$q" || FAILED=1
+  if ((have_weir && WEIR_SERVE)); then
+    log "weir $q: process start and warm-up ($WEIR_WARMUP events)"
+    weir_start "$q" || FAILED=1
+  fi
   for ((r = 1; r <= RUNS; r++)); do
     ((have_weir)) && run_weir "$q" "$r"
     run_flink "$q" "$r"
   done
+  weir_stop
   flink_stop
 done
 T1=$(date +%s)
@@ -308,7 +374,7 @@ CORES=$(nproc)
 MEM=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo 2>/dev/null || echo unknown)
 
 set +e
-export QUERIES RUNS EVENTS RATE PARALLELISM SEED SOURCE WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE \
+export WEIR_SERVE WEIR_WARMUP QUERIES RUNS EVENTS RATE PARALLELISM SEED SOURCE WARMUP_EVENTS FLINK_JAVA_OPTS GEN_STATUS STAMP T0 T1 LOAD_BEFORE \
   LOAD_AFTER GO_VERSION JAVA_VERSION CPU_MODEL CORES MEM COMMIT DIRTY
 python3 "$ROOT/bench/table.py" "$RESULTS" "$OUT"
 TABLE_RC=$?

@@ -148,9 +148,16 @@ def mode_block(rows, E):
     out.append("Nexmark queries on Weir (`weir nexmark`) and on Apache Flink %s (DataStream API, local MiniCluster, "
                "`bench/flink`), same generator logic (identical events: same seed, ids, timestamps and strings), same "
                "events, rate and parallelism, on the same machine. %s Medians of %d run(s) per engine and query, Weir "
-               "and Flink alternating. Flink runs a warm-up of the same query (%s events) in the same JVM first. "
+               "and Flink alternating. %s "
                "%s" % (
-                   flink_version, what, runs, "{:,}".format(int(E["WARMUP_EVENTS"])),
+                   flink_version, what, runs,
+                   ("Each engine serves all runs of a query from one process (Flink: one JVM, `--serve`; Weir: "
+                    "`weir nexmark --serve`) after a warm-up run of the same query (Flink %s events, Weir %s), so "
+                    "each engine's memory is as its warm-up and earlier runs left it." % (
+                        "{:,}".format(int(E["WARMUP_EVENTS"])), "{:,}".format(int(E["WEIR_WARMUP"]))))
+                   if E.get("WEIR_SERVE", "0") == "1" else
+                   ("Flink runs a warm-up of the same query (%s events) in the same JVM first; Weir runs each run "
+                    "in a new process, without warm-up." % "{:,}".format(int(E["WARMUP_EVENTS"]))),
                    "" if source == "kafka" else
                    "Results are counted in a discarding sink on both sides (q10: the rows committed to files)."))
     out.append("")

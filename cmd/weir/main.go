@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "scenario":
 		return scenario.Main(args[1:], conformance.Runner(), stdout, stderr)
 	case "nexmark":
-		return nexmarkMain(args[1:], stdout, stderr)
+		return nexmarkMain(args[1:], os.Stdin, stdout, stderr)
 	case "savepoint":
 		return savepointMain(args[1:], stdout, stderr)
 	case "doctor":

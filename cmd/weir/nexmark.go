@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,14 @@ flags:
   --cpuprofile FILE   write a CPU profile of each run (job start to end, without the memory
                       source's generation) to FILE (several queries: FILE.<query>); read it
                       with go tool pprof -top FILE
+  --serve             one query, many runs in this process (as the Flink module's --serve):
+                      prepare the events once, run the warm-up, print {"ready":true}, then one
+                      measured run per line "run" on stdin, each printing its JSON line (or
+                      {"error":...}), until "quit" or the end of stdin; the memory source's
+                      checksum is computed again after every run
+  --warmup-events N   with --serve, the events of one unmeasured run before the first (default
+                      0: none; the memory source replays the first N of its events, the
+                      generator generates N, Kafka reads the whole topic)
 `
 
 // nexmarkRun is the summary of one query run.
@@ -92,6 +101,12 @@ type nexmarkRun struct {
 	// records it held after the run (= Results, or the run fails).
 	ResultsTopic   string `json:"results_topic,omitempty"`
 	ResultsInTopic int64  `json:"results_in_topic,omitempty"`
+	// MinorFaults is the process's minor page faults during the run
+	// (getrusage): memory touched for the first time, or again after it
+	// was returned to the OS.
+	MinorFaults int64 `json:"minor_faults"`
+	// WarmupEvents is --warmup-events (--serve only).
+	WarmupEvents int64 `json:"warmup_events,omitempty"`
 }
 
 type nexmarkOptions struct {
@@ -112,9 +127,11 @@ type nexmarkOptions struct {
 	topic       string
 	cpuProfile  string // --cpuprofile
 	keepResults bool
+	serve       bool  // --serve
+	warmup      int64 // --warmup-events
 }
 
-func nexmarkMain(args []string, stdout, stderr io.Writer) int {
+func nexmarkMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o nexmarkOptions
 	fs := flag.NewFlagSet("nexmark", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -135,6 +152,8 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.topic, "topic", "", "")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "")
 	fs.BoolVar(&o.keepResults, "keep-results", false, "")
+	fs.BoolVar(&o.serve, "serve", false, "")
+	fs.Int64Var(&o.warmup, "warmup-events", 0, "")
 	usage := fmt.Sprintf(nexmarkUsage, strings.Join(queries.Names(), ", "), nexmark.DefaultRate)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -175,6 +194,15 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 	if o.source == "kafka" && o.bootstrap == "" {
 		bad = append(bad, "--source kafka needs --kafka-bootstrap or WEIR_KAFKA_BOOTSTRAP")
 	}
+	if o.serve && len(qs) != 1 {
+		bad = append(bad, fmt.Sprintf("--serve runs one query, got %q", o.query))
+	}
+	if o.warmup < 0 || o.warmup > o.events {
+		bad = append(bad, fmt.Sprintf("--warmup-events must be between 0 and --events (%d), got %d", o.events, o.warmup))
+	}
+	if o.warmup > 0 && !o.serve {
+		bad = append(bad, "--warmup-events needs --serve")
+	}
 	if len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(stderr, "weir nexmark: %s\n", b)
@@ -194,6 +222,9 @@ func nexmarkMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer cleanup()
+	if o.serve {
+		return serveNexmark(ctx, qs[0], o, env, stdin, stdout, stderr)
+	}
 	var runs []nexmarkRun
 	for _, q := range qs {
 		r, err := runNexmark(ctx, q, o, env, progress)
@@ -336,7 +367,13 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	default:
 		q.Build(nexmark.Events(env, ne.cfg), opts)
 	}
-	debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's
+	if o.serve {
+		// A collection now, the heap kept: the process's memory stays as
+		// the earlier runs left it, as a JVM's heap does.
+		goruntime.GC()
+	} else {
+		debug.FreeOSMemory() // a collection now, and the peak RSS below is this run's
+	}
 	resetPeakRSS()
 	if o.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(o.cpuProfile, q.Name, o.query == "all" || strings.Contains(o.query, ","))
@@ -345,7 +382,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		}
 		defer stopProfile()
 	}
-	cpu0 := cpuSeconds()
+	cpu0, faults0 := cpuSeconds(), minorFaults()
 	start := time.Now()
 	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
 	if err != nil {
@@ -375,7 +412,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	}
 	err = h.Wait()
 	end := time.Now()
-	cpu := cpuSeconds() - cpu0
+	cpu, faults := cpuSeconds()-cpu0, minorFaults()-faults0
 	if err != nil {
 		return nexmarkRun{}, err
 	}
@@ -395,6 +432,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		Query: q.Name, Events: o.events, Parallelism: o.parallelism, Rate: o.rate,
 		Seconds: secs, EventsPerSecond: float64(o.events) / secs, CPUSeconds: cpu,
 		PeakRSSBytes: peakRSS(), Results: queries.Results(h), Source: o.source, EventsChecksum: ne.checksum,
+		MinorFaults: faults,
 	}
 	if resultsTopic != nil && q.Name != "q10" {
 		// Every result the sink received is in the topic, acknowledged.
@@ -419,6 +457,67 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		}
 	}
 	return r, nil
+}
+
+// serveNexmark is --serve: the warm-up run, {"ready":true}, then one
+// measured run of q per line "run" read from in, each printed as one JSON
+// line, until "quit" or the end of in. A failed run prints
+// {"error":...} and the loop goes on, as the Flink module's does.
+func serveNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexmarkEnv, in io.Reader, stdout, stderr io.Writer) int {
+	if o.warmup > 0 {
+		we, wo, cleanup := ne, o, func() {}
+		if o.source != "kafka" && o.warmup != o.events {
+			wo.events = o.warmup
+			var err error
+			if we, cleanup, err = newNexmarkEnv(ctx, wo, []queries.Query{q}); err != nil {
+				cleanup()
+				fmt.Fprintf(stderr, "weir nexmark: warm-up: %v\n", err)
+				return 1
+			}
+		}
+		_, err := runNexmark(ctx, q, wo, we, nil)
+		cleanup()
+		if err != nil {
+			fmt.Fprintf(stderr, "weir nexmark: %s: warm-up: %v\n", q.Name, err)
+			return 1
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.Encode(map[string]bool{"ready": true})
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		switch strings.TrimSpace(sc.Text()) {
+		case "quit":
+			return 0
+		case "run":
+		default:
+			enc.Encode(map[string]string{"error": "unknown command (want run or quit)"})
+			continue
+		}
+		r, err := runNexmark(ctx, q, o, ne, nil)
+		if err == nil && ne.memory != nil {
+			// The events are the same for every run: a query that changed
+			// them would change the next runs' input.
+			if sum := fmt.Sprintf("%016x", ne.memory.Checksum()); sum != ne.checksum {
+				err = fmt.Errorf("the events in memory changed during the run: checksum %s, was %s", sum, ne.checksum)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "weir nexmark: %s: %v\n", q.Name, err)
+			enc.Encode(map[string]string{"error": err.Error()})
+			if ctx.Err() != nil {
+				return 1
+			}
+			continue
+		}
+		r.WarmupEvents = o.warmup
+		enc.Encode(r)
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(stderr, "weir nexmark: reading commands: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // startCPUProfile starts a CPU profile into path (path.<query> when
@@ -449,6 +548,15 @@ func sourceEvents(h *weir.JobHandle) int64 {
 		}
 	}
 	return n
+}
+
+// minorFaults is the process's minor page faults so far.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return int64(ru.Minflt)
 }
 
 func cpuSeconds() float64 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,11 +34,47 @@ func TestNexmarkBadInput(t *testing.T) {
 		{[]string{"--events", "ten"}, "invalid value"},
 		{[]string{"--frobnicate"}, "not defined"},
 		{[]string{"q0"}, "unexpected arguments"},
+		{[]string{"--query", "all", "--serve"}, `--serve runs one query, got "all"`},
+		{[]string{"--query", "q1,q2", "--serve"}, `--serve runs one query, got "q1,q2"`},
+		{[]string{"--warmup-events", "10"}, "--warmup-events needs --serve"},
+		{[]string{"--serve", "--events", "10", "--warmup-events", "11"}, "--warmup-events must be between 0 and --events (10), got 11"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"nexmark"}, tc.args...), &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), tc.want) || out.Len() != 0 {
 			t.Errorf("%v: code %d, stderr %q, stdout %q; want 2 and %q", tc.args, code, errb.String(), out.String(), tc.want)
+		}
+	}
+}
+
+// --serve: a warm-up, {"ready":true}, then one JSON line per "run" from
+// the same events, an error line for an unknown command, until "quit".
+func TestNexmarkServe(t *testing.T) {
+	for _, tc := range []struct{ source, warmup string }{{"memory", "3000"}, {"memory", "6000"}, {"generator", "0"}} {
+		var out, errb bytes.Buffer
+		in := strings.NewReader("run\nstop\n run \nquit\nrun\n")
+		code := nexmarkMain([]string{"--query", "q4", "--events", "6000", "--parallelism", "2", "--source", tc.source,
+			"--serve", "--warmup-events", tc.warmup}, in, &out, &errb)
+		if code != 0 {
+			t.Fatalf("%v: code %d, stderr %s", tc, code, errb.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 4 || lines[0] != `{"ready":true}` || !strings.Contains(lines[2], `"error":"unknown command`) {
+			t.Fatalf("%v: want ready, run, error, run (nothing after quit), got\n%s", tc, out.String())
+		}
+		var runs [2]nexmarkRun
+		for i, l := range []string{lines[1], lines[3]} {
+			if err := json.Unmarshal([]byte(l), &runs[i]); err != nil {
+				t.Fatalf("%v: %v: %s", tc, err, l)
+			}
+		}
+		w, _ := strconv.ParseInt(tc.warmup, 10, 64)
+		for _, r := range runs {
+			if r.Query != "q4" || r.Events != 6000 || r.Results == 0 || r.Results != runs[0].Results ||
+				r.EventsChecksum != runs[0].EventsChecksum || (tc.source == "memory") != (r.EventsChecksum != "") ||
+				r.WarmupEvents != w || r.Seconds <= 0 {
+				t.Errorf("%v: runs %+v", tc, runs)
+			}
 		}
 	}
 }
