@@ -50,6 +50,10 @@
 #   GENCHECK       1: diff the first events of both generators first [1]
 #   RUN_TIMEOUT    seconds to wait for a Flink warm-up or run before counting it failed [1800]
 #   NOTE           a sentence the block prints under its settings (what was unusual about the run) []
+#   SETTLE         at most this many seconds to wait, before each run of either engine, for the
+#                  machine to be quiet (a 200 ms window with the CPUs at most 10% busy, from
+#                  /proc/stat): the other engine's process may still be working after its run
+#                  (a JVM's compiler and collector threads, a job's tear-down) [5]
 #   ALLOW_MISSING  1: run the Flink side alone for queries `weir nexmark` does not know [1]
 #
 # Exit status: 0 when every compared query's result counts match, 1 on a mismatch or a
@@ -72,9 +76,10 @@ GENCHECK=${GENCHECK:-1}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 ALLOW_MISSING=${ALLOW_MISSING:-1}
 WEIR_SERVE=${WEIR_SERVE:-1}
+SETTLE=${SETTLE:-5}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
-for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS RUN_TIMEOUT WEIR_SERVE; do
+for v in EVENTS RUNS PARALLELISM WARMUP_EVENTS RUN_TIMEOUT WEIR_SERVE SETTLE; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 ((EVENTS > 0)) || die "EVENTS must be > 0"
@@ -235,6 +240,16 @@ print(json.dumps(d))
 PY
   log "$engine $q run $r: $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.0f events/s, %d results, %.2f s, %.2f CPU s" % (d["events_per_second"], d["results"], d["seconds"], d["cpu_seconds"]))' "$line")"
 }
+settle() { # waits up to SETTLE s for a 200 ms window with the CPUs at most 10% busy
+  local deadline=$((SECONDS + SETTLE)) a b
+  while ((SECONDS < deadline)); do
+    a=$(awk '/^cpu / {print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat)
+    sleep 0.2
+    b=$(awk '/^cpu / {print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; exit !(t > 0 && (y[1] - x[1]) <= 0.1 * t) }' && return 0
+  done
+  return 0
+}
 WEIR_UP=0
 WEIR_WARMUP=$((WARMUP_EVENTS < EVENTS ? WARMUP_EVENTS : EVENTS))
 weir_line() { # out-var: the next line of the serving Weir process into out-var; 1 when it ended or RUN_TIMEOUT passed
@@ -280,6 +295,7 @@ weir_stop() {
 }
 run_weir() { # query run
   local q=$1 r=$2 out=$WORK/$1.weir.$2.json rc=0 line=
+  settle
   if ((WEIR_SERVE)); then
     : >"$out"
     if ((WEIR_UP)) && echo run >&"$WEIR_IN" 2>/dev/null && weir_line line && [[ $line == '{'* ]]; then
@@ -312,6 +328,7 @@ flink_start() { # query: starts its Flink JVM and waits until the warm-up is don
 }
 run_flink() { # query run
   local q=$1 r=$2 out=$WORK/$1.flink.$2.json line=
+  settle
   : >"$out"
   if ((FLINK_UP)) && echo run >&"${FLINKP[1]}" 2>/dev/null; then
     while IFS= read -r -t "$RUN_TIMEOUT" line <&"${FLINKP[0]}"; do
