@@ -77,7 +77,7 @@ func (j *expandBid) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[Q2
 // Q23Result is a bid joined with its bidder and with an auction the
 // bidder sells.
 type Q23Result struct {
-	Bid     nexmark.Bid
+	Bid     *nexmark.Bid
 	Person  *nexmark.Person
 	Auction *nexmark.Auction
 }
@@ -94,7 +94,8 @@ type Q23Result struct {
 // keyed by bidder, person id or seller): it keeps the person, every
 // auction and every bid of the key forever (a regular join: nothing
 // expires) and emits each (bid, person, auction) triple once, when its last
-// member arrives.
+// member arrives. Like the person and the auctions, the bids are kept by
+// pointer: an event's bid is never changed once emitted.
 func Q23(events weir.DataStream[nexmark.Event]) weir.DataStream[Q23Result] {
 	byPerson := weir.KeyBy(events, func(e nexmark.Event) int64 {
 		switch e.Type {
@@ -111,7 +112,7 @@ func Q23(events weir.DataStream[nexmark.Event]) weir.DataStream[Q23Result] {
 type multiJoin struct {
 	person   state.ValueState[*nexmark.Person]
 	auctions state.ListState[*nexmark.Auction]
-	bids     state.ListState[nexmark.Bid]
+	bids     state.ListState[*nexmark.Bid]
 }
 
 func (j *multiJoin) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
@@ -121,7 +122,7 @@ func (j *multiJoin) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
 	if j.auctions, err = weir.GetListState(ctx, state.List[*nexmark.Auction]("auctions")); err != nil {
 		return err
 	}
-	j.bids, err = weir.GetListState(ctx, state.List[nexmark.Bid]("bids"))
+	j.bids, err = weir.GetListState(ctx, state.List[*nexmark.Bid]("bids"))
 	return err
 }
 
@@ -144,7 +145,7 @@ func (j *multiJoin) ProcessElement(e nexmark.Event, _ weir.KeyedContext[int64], 
 			}
 		}
 	default:
-		b := *e.Bid
+		b := e.Bid
 		j.bids.Add(b)
 		if p, ok := j.person.Value(); ok {
 			for a := range j.auctions.All() {

@@ -66,7 +66,7 @@ func TestQ23(t *testing.T) {
 		if r.Person.ID != r.Bid.Bidder || r.Auction.Seller != r.Bid.Bidder {
 			t.Fatalf("q23 row %+v", r)
 		}
-		rows[i] = row{r.Bid, r.Person.ID, r.Auction.ID}
+		rows[i] = row{*r.Bid, r.Person.ID, r.Auction.ID}
 	}
 	sameMultiset(t, "q23", rows, want)
 }

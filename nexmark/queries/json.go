@@ -91,7 +91,7 @@ func (r Q22Result) AppendJSON(b []byte) ([]byte, error) {
 
 // AppendJSON appends the result as JSON.
 func (r Q23Result) AppendJSON(b []byte) ([]byte, error) {
-	b, _ = r.Bid.AppendJSON(append(b, `{"Bid":`...))
+	b = nexmark.AppendJSONBid(append(b, `{"Bid":`...), r.Bid)
 	b = nexmark.AppendJSONPerson(append(b, `,"Person":`...), r.Person)
 	b = nexmark.AppendJSONAuction(append(b, `,"Auction":`...), r.Auction)
 	return append(b, '}'), nil
