@@ -25,7 +25,7 @@ type Q20Result struct {
 // list state until the auction arrives. SQL's join would keep every bid,
 // since it does not know the key is unique; the result is the same.
 func Q20(events weir.DataStream[nexmark.Event]) weir.DataStream[Q20Result] {
-	bids := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
+	bids := weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Auction })
 	auctions := weir.Map(weir.Filter(events, isAuction).Name("Auctions"), func(e nexmark.Event) *nexmark.Auction { return e.Auction }).Name("Auction")
 	return weir.KeyedCoProcess(weir.ConnectKeyed(bids, weir.KeyBy(auctions, func(a *nexmark.Auction) int64 { return a.ID })),
 		&expandBid{}).Name("Q20 join")
@@ -45,13 +45,13 @@ func (j *expandBid) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
 	return err
 }
 
-func (j *expandBid) ProcessElement1(b nexmark.Bid, _ weir.KeyedContext[int64], out weir.Collector[Q20Result]) error {
+func (j *expandBid) ProcessElement1(b *nexmark.Bid, _ weir.KeyedContext[int64], out weir.Collector[Q20Result]) error {
 	a, known := j.auction.Value()
 	switch {
 	case !known:
-		j.waiting.Add(b)
+		j.waiting.Add(*b)
 	case a != nil:
-		out.Collect(Q20Result{Bid: b, Auction: a})
+		out.Collect(Q20Result{Bid: *b, Auction: a})
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func Results(h *weir.JobHandle) int64 {
 }
 
 // Bids returns the bids of the stream (Flink's `bid` view).
-func Bids(events weir.DataStream[nexmark.Event]) weir.DataStream[nexmark.Bid] {
+func Bids(events weir.DataStream[nexmark.Event]) weir.DataStream[*nexmark.Bid] {
 	return weir.Map(weir.Filter(events, isBid).Name("Bids"), bidOf).Name("Bid")
 }
 
@@ -172,7 +172,7 @@ func Persons(events weir.DataStream[nexmark.Event]) weir.DataStream[nexmark.Pers
 func isBid(e nexmark.Event) bool                { return e.Type == nexmark.BidEvent }
 func isAuction(e nexmark.Event) bool            { return e.Type == nexmark.AuctionEvent }
 func isPerson(e nexmark.Event) bool             { return e.Type == nexmark.PersonEvent }
-func bidOf(e nexmark.Event) nexmark.Bid         { return *e.Bid }
+func bidOf(e nexmark.Event) *nexmark.Bid        { return e.Bid }
 func auctionOf(e nexmark.Event) nexmark.Auction { return *e.Auction }
 func personOf(e nexmark.Event) nexmark.Person   { return *e.Person }
 

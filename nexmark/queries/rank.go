@@ -21,8 +21,8 @@ type bidderAuction struct{ Bidder, Auction int64 }
 // by (bidder, auction): each emitted bid replaces the key's previous one,
 // so no retraction rows are emitted and the state is the key's latest
 // time; an older bid (out of order) is dropped.
-func Q18(events weir.DataStream[nexmark.Event]) weir.DataStream[nexmark.Bid] {
-	byKey := weir.KeyBy(Bids(events), func(b nexmark.Bid) bidderAuction { return bidderAuction{b.Bidder, b.Auction} })
+func Q18(events weir.DataStream[nexmark.Event]) weir.DataStream[*nexmark.Bid] {
+	byKey := weir.KeyBy(Bids(events), func(b *nexmark.Bid) bidderAuction { return bidderAuction{b.Bidder, b.Auction} })
 	return weir.Process(byKey, &lastBid{}).Name("Q18 last bid")
 }
 
@@ -33,7 +33,7 @@ func (l *lastBid) Open(ctx weir.KeyedRuntimeContext[bidderAuction]) (err error) 
 	return err
 }
 
-func (l *lastBid) ProcessElement(b nexmark.Bid, _ weir.KeyedContext[bidderAuction], out weir.Collector[nexmark.Bid]) error {
+func (l *lastBid) ProcessElement(b *nexmark.Bid, _ weir.KeyedContext[bidderAuction], out weir.Collector[*nexmark.Bid]) error {
 	if t, ok := l.latest.Value(); ok && b.DateTime < t {
 		return nil
 	}
@@ -42,7 +42,7 @@ func (l *lastBid) ProcessElement(b nexmark.Bid, _ weir.KeyedContext[bidderAuctio
 	return nil
 }
 
-func (l *lastBid) OnTimer(int64, weir.OnTimerContext[bidderAuction], weir.Collector[nexmark.Bid]) error {
+func (l *lastBid) OnTimer(int64, weir.OnTimerContext[bidderAuction], weir.Collector[*nexmark.Bid]) error {
 	return nil
 }
 
@@ -69,7 +69,7 @@ const TopN = 10
 // 10. Equal prices keep arrival order (the new bid after them), and a bid
 // that only ties the tenth does not enter, as in Flink.
 func Q19(events weir.DataStream[nexmark.Event]) weir.DataStream[Q19Result] {
-	byAuction := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
+	byAuction := weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Auction })
 	return weir.Process(byAuction, &topBids{}).Name("Q19 top 10")
 }
 
@@ -82,7 +82,7 @@ func (t *topBids) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
 	return err
 }
 
-func (t *topBids) ProcessElement(b nexmark.Bid, _ weir.KeyedContext[int64], out weir.Collector[Q19Result]) error {
+func (t *topBids) ProcessElement(b *nexmark.Bid, _ weir.KeyedContext[int64], out weir.Collector[Q19Result]) error {
 	top, _ := t.top.Value()
 	if len(top) == TopN && b.Price <= top[TopN-1].Price {
 		return nil
@@ -98,7 +98,7 @@ func (t *topBids) ProcessElement(b nexmark.Bid, _ weir.KeyedContext[int64], out 
 		top = append(top, nexmark.Bid{})
 	}
 	copy(top[r+1:], top[r:])
-	top[r] = b
+	top[r] = *b
 	t.top.Update(top)
 	for i := r; i < len(top); i++ {
 		out.Collect(Q19Result{Bid: top[i], Rank: int64(i + 1)})

@@ -108,9 +108,9 @@ type Q15Result struct {
 // partial counts are then summed per day.
 func Q15(events weir.DataStream[nexmark.Event]) weir.DataStream[Q15Result] {
 	bids := Bids(events)
-	byBidder := weir.Aggregate(weir.Window(weir.KeyBy(bids, func(b nexmark.Bid) int32 { return splitBucket(b.Bidder) }), day),
+	byBidder := weir.Aggregate(weir.Window(weir.KeyBy(bids, func(b *nexmark.Bid) int32 { return splitBucket(b.Bidder) }), day),
 		splitDistinct{bidder: true}).Name("Q15 bidders")
-	byAuction := weir.Aggregate(weir.Window(weir.KeyBy(bids, func(b nexmark.Bid) int32 { return splitBucket(b.Auction) }), day),
+	byAuction := weir.Aggregate(weir.Window(weir.KeyBy(bids, func(b *nexmark.Bid) int32 { return splitBucket(b.Auction) }), day),
 		splitDistinct{}).Name("Q15 auctions")
 	return weir.AggregateWithProcessFunc(weir.WindowAll(weir.Union(byBidder, byAuction), day), sumReports{},
 		func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q15Result, out weir.Collector[Q15Result]) error {
@@ -146,7 +146,7 @@ type splitAcc struct {
 type splitDistinct struct{ bidder bool }
 
 func (splitDistinct) CreateAccumulator() splitAcc { return splitAcc{ids: distinct{}} }
-func (s splitDistinct) Add(b nexmark.Bid, acc splitAcc) splitAcc {
+func (s splitDistinct) Add(b *nexmark.Bid, acc splitAcc) splitAcc {
 	r := rankOf(b.Price)
 	if s.bidder {
 		acc.bids.add(r, 1)
@@ -202,7 +202,7 @@ type Q16Result struct {
 // the counts and the distinct bidders and auctions (about 10,000 channels:
 // no split).
 func Q16(events weir.DataStream[nexmark.Event]) weir.DataStream[Q16Result] {
-	byChannel := weir.KeyBy(Bids(events), func(b nexmark.Bid) string { return b.Channel })
+	byChannel := weir.KeyBy(Bids(events), func(b *nexmark.Bid) string { return b.Channel })
 	return weir.AggregateWithProcessFunc(weir.Window(byChannel, day), channelReport{},
 		func(channel string, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q16Result, out weir.Collector[Q16Result]) error {
 			res := r[0]
@@ -224,7 +224,7 @@ type channelReport struct{}
 func (channelReport) CreateAccumulator() channelAcc {
 	return channelAcc{bidders: distinct{}, auctions: distinct{}}
 }
-func (channelReport) Add(b nexmark.Bid, acc channelAcc) channelAcc {
+func (channelReport) Add(b *nexmark.Bid, acc channelAcc) channelAcc {
 	r := rankOf(b.Price)
 	acc.last = max(acc.last, b.DateTime)
 	acc.bids.add(r, 1)
@@ -265,7 +265,7 @@ type Q17Result struct {
 // Bids are keyed by auction into one-day windows with an incremental
 // aggregate.
 func Q17(events weir.DataStream[nexmark.Event]) weir.DataStream[Q17Result] {
-	byAuction := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
+	byAuction := weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Auction })
 	return weir.AggregateWithProcessFunc(weir.Window(byAuction, day), auctionReport{},
 		func(auction int64, ctx weir.ProcessWindowContext[window.TimeWindow], r []Q17Result, out weir.Collector[Q17Result]) error {
 			res := r[0]
@@ -278,7 +278,7 @@ func Q17(events weir.DataStream[nexmark.Event]) weir.DataStream[Q17Result] {
 type auctionReport struct{}
 
 func (auctionReport) CreateAccumulator() Q17Result { return Q17Result{} }
-func (auctionReport) Add(b nexmark.Bid, acc Q17Result) Q17Result {
+func (auctionReport) Add(b *nexmark.Bid, acc Q17Result) Q17Result {
 	if acc.Bids.Total == 0 || b.Price < acc.MinPrice {
 		acc.MinPrice = b.Price
 	}

@@ -43,7 +43,7 @@ func Q5(events weir.DataStream[nexmark.Event]) weir.DataStream[Q5Result] {
 
 // HotItems is Q5 with a window size and slide of your choice.
 func HotItems(events weir.DataStream[nexmark.Event], size, slide time.Duration) weir.DataStream[Q5Result] {
-	byAuction := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
+	byAuction := weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Auction })
 	counts := weir.Aggregate(weir.Window(byAuction, window.SlidingEventTime(size, slide)), auctionCount{}).Name("Q5 count")
 	hottest := weir.AggregateWithProcessFunc(weir.WindowAll(counts, window.TumblingEventTime(slide)), hottestAuctions{},
 		func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], top [][]auctionBids, out weir.Collector[Q5Result]) error {
@@ -63,7 +63,7 @@ type auctionBids struct{ Auction, Num int64 }
 type auctionCount struct{}
 
 func (auctionCount) CreateAccumulator() auctionBids { return auctionBids{} }
-func (auctionCount) Add(b nexmark.Bid, acc auctionBids) auctionBids {
+func (auctionCount) Add(b *nexmark.Bid, acc auctionBids) auctionBids {
 	return auctionBids{Auction: b.Auction, Num: acc.Num + 1}
 }
 func (auctionCount) GetResult(acc auctionBids) auctionBids { return acc }
@@ -101,15 +101,15 @@ func (h hottestAuctions) Merge(a, b []auctionBids) []auctionBids {
 //
 // It is a two-phase maximum: per auction and window (parallel, keyed),
 // then over those partial maxima per window (WindowAll).
-func Q7(events weir.DataStream[nexmark.Event]) weir.DataStream[nexmark.Bid] {
+func Q7(events weir.DataStream[nexmark.Event]) weir.DataStream[*nexmark.Bid] {
 	size := 10 * time.Second
-	byAuction := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction })
+	byAuction := weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Auction })
 	partial := weir.Aggregate(weir.Window(byAuction, window.TumblingEventTime(size)), highestBids{}).Name("Q7 partial max")
 	total := weir.Aggregate(weir.WindowAll(weir.FlatMap(partial, spread), window.TumblingEventTime(size)), highestBids{}).Name("Q7 max")
 	return weir.FlatMap(total, spread).Name("Q7 highest bids")
 }
 
-func spread(bids []nexmark.Bid, out weir.Collector[nexmark.Bid]) error {
+func spread(bids []*nexmark.Bid, out weir.Collector[*nexmark.Bid]) error {
 	for _, b := range bids {
 		out.Collect(b)
 	}
@@ -119,8 +119,8 @@ func spread(bids []nexmark.Bid, out weir.Collector[nexmark.Bid]) error {
 // highestBids keeps the bids with the highest price.
 type highestBids struct{}
 
-func (highestBids) CreateAccumulator() []nexmark.Bid { return nil }
-func (highestBids) Add(b nexmark.Bid, acc []nexmark.Bid) []nexmark.Bid {
+func (highestBids) CreateAccumulator() []*nexmark.Bid { return nil }
+func (highestBids) Add(b *nexmark.Bid, acc []*nexmark.Bid) []*nexmark.Bid {
 	switch {
 	case len(acc) == 0 || b.Price > acc[0].Price:
 		return append(acc[:0], b)
@@ -129,9 +129,9 @@ func (highestBids) Add(b nexmark.Bid, acc []nexmark.Bid) []nexmark.Bid {
 	}
 	return acc
 }
-func (highestBids) GetResult(acc []nexmark.Bid) []nexmark.Bid { return acc }
-func (h highestBids) Merge(a, b []nexmark.Bid) []nexmark.Bid {
-	out := append([]nexmark.Bid(nil), a...)
+func (highestBids) GetResult(acc []*nexmark.Bid) []*nexmark.Bid { return acc }
+func (h highestBids) Merge(a, b []*nexmark.Bid) []*nexmark.Bid {
+	out := append([]*nexmark.Bid(nil), a...)
 	for _, x := range b {
 		out = h.Add(x, out)
 	}
@@ -235,8 +235,8 @@ func Q12(events weir.DataStream[nexmark.Event]) weir.DataStream[SessionResult] {
 }
 
 func bidsPerBidder(events weir.DataStream[nexmark.Event], assigner window.Assigner[window.TimeWindow], name string) weir.DataStream[SessionResult] {
-	byBidder := weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Bidder })
-	return weir.AggregateWithProcessFunc(weir.Window(byBidder, assigner), count[nexmark.Bid]{},
+	byBidder := weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Bidder })
+	return weir.AggregateWithProcessFunc(weir.Window(byBidder, assigner), count[*nexmark.Bid]{},
 		func(bidder int64, ctx weir.ProcessWindowContext[window.TimeWindow], n []int64, out weir.Collector[SessionResult]) error {
 			w := ctx.Window()
 			out.Collect(SessionResult{Bidder: bidder, Count: n[0], Start: w.Start, End: w.End})

@@ -74,7 +74,7 @@ func TestQ7(t *testing.T) {
 	if len(top) < 3 {
 		t.Fatalf("only %d windows", len(top))
 	}
-	sameMultiset(t, "q7", run(t, windowConfig, Q7), want)
+	sameMultiset(t, "q7", derefs(run(t, windowConfig, Q7)), want)
 }
 
 func TestQ8(t *testing.T) {
@@ -249,13 +249,13 @@ func TestAggregateTiesAndMerges(t *testing.T) {
 	var h highestBids
 	acc := h.CreateAccumulator()
 	for _, p := range []int64{5, 9, 3, 9, 7} {
-		acc = h.Add(nexmark.Bid{Price: p, Bidder: p * 10}, acc)
+		acc = h.Add(&nexmark.Bid{Price: p, Bidder: p * 10}, acc)
 	}
 	if len(acc) != 2 || acc[0].Price != 9 || acc[1].Price != 9 {
 		t.Fatalf("highest bids %+v", acc)
 	}
-	m := h.Merge(acc, []nexmark.Bid{{Price: 9, Bidder: 1}, {Price: 12}})
-	if len(m) != 1 || m[0].Price != 12 || len(h.Merge(acc, []nexmark.Bid{{Price: 9}})) != 3 {
+	m := h.Merge(acc, []*nexmark.Bid{{Price: 9, Bidder: 1}, {Price: 12}})
+	if len(m) != 1 || m[0].Price != 12 || len(h.Merge(acc, []*nexmark.Bid{{Price: 9}})) != 3 {
 		t.Fatalf("merge %+v", m)
 	}
 	var hot hottestAuctions
@@ -264,7 +264,7 @@ func TestAggregateTiesAndMerges(t *testing.T) {
 		t.Fatalf("hottest %+v", a)
 	}
 	var c auctionCount
-	if r := c.Merge(c.Add(nexmark.Bid{Auction: 7}, c.CreateAccumulator()), auctionBids{7, 3}); r != (auctionBids{7, 4}) {
+	if r := c.Merge(c.Add(&nexmark.Bid{Auction: 7}, c.CreateAccumulator()), auctionBids{7, 3}); r != (auctionBids{7, 4}) {
 		t.Fatalf("count merge %+v", r)
 	}
 	var j joinUser

@@ -45,7 +45,7 @@ const DefaultClosedRetention = int64(nexmark.DefaultWatermarkDelay / 1e6)
 func WinningBids(events weir.DataStream[nexmark.Event], closedRetention int64) weir.DataStream[Q9Result] {
 	joined := weir.ConnectKeyed(
 		weir.KeyBy(Auctions(events), func(a nexmark.Auction) int64 { return a.ID }),
-		weir.KeyBy(Bids(events), func(b nexmark.Bid) int64 { return b.Auction }))
+		weir.KeyBy(Bids(events), func(b *nexmark.Bid) int64 { return b.Auction }))
 	return weir.KeyedCoProcess(joined, &winningBids{retention: closedRetention}).Name("WinningBids")
 }
 
@@ -101,10 +101,10 @@ func (w *winningBids) ProcessElement1(a nexmark.Auction, ctx weir.KeyedContext[i
 	return nil
 }
 
-func (w *winningBids) ProcessElement2(b nexmark.Bid, ctx weir.KeyedContext[int64], _ weir.Collector[Q9Result]) error {
+func (w *winningBids) ProcessElement2(b *nexmark.Bid, ctx weir.KeyedContext[int64], _ weir.Collector[Q9Result]) error {
 	if s, ok := w.st.Value(); ok {
 		// A closed auction's bids are after its expiry: dropped.
-		if !s.Closed && s.offer(&b) {
+		if !s.Closed && s.offer(b) {
 			w.st.Update(s)
 		}
 		return nil
@@ -112,7 +112,7 @@ func (w *winningBids) ProcessElement2(b nexmark.Bid, ctx weir.KeyedContext[int64
 	if b.DateTime < ctx.CurrentWatermark() {
 		return nil // late: its auction, if any, would be late too
 	}
-	w.early.Add(b)
+	w.early.Add(*b)
 	ctx.TimerService().RegisterEventTimeTimer(b.DateTime)
 	return nil
 }
