@@ -109,31 +109,36 @@ func Q7(events weir.DataStream[nexmark.Event]) weir.DataStream[*nexmark.Bid] {
 	return weir.FlatMap(total, spread).Name("Q7 highest bids")
 }
 
-func spread(bids []*nexmark.Bid, out weir.Collector[*nexmark.Bid]) error {
-	for _, b := range bids {
-		out.Collect(b)
+// spread emits the bids of a window's result. They point into the
+// result, which highestBids never changes once returned.
+func spread(bids []nexmark.Bid, out weir.Collector[*nexmark.Bid]) error {
+	for i := range bids {
+		out.Collect(&bids[i])
 	}
 	return nil
 }
 
-// highestBids keeps the bids with the highest price.
+// highestBids keeps the bids with the highest price. It copies them: a
+// pointer kept in an accumulator would keep the generator's whole block of
+// bids alive. A higher bid gets a new slice, so that a result already
+// emitted is never overwritten.
 type highestBids struct{}
 
-func (highestBids) CreateAccumulator() []*nexmark.Bid { return nil }
-func (highestBids) Add(b *nexmark.Bid, acc []*nexmark.Bid) []*nexmark.Bid {
+func (highestBids) CreateAccumulator() []nexmark.Bid { return nil }
+func (highestBids) Add(b *nexmark.Bid, acc []nexmark.Bid) []nexmark.Bid {
 	switch {
 	case len(acc) == 0 || b.Price > acc[0].Price:
-		return append(acc[:0], b)
+		return []nexmark.Bid{*b}
 	case b.Price == acc[0].Price:
-		return append(acc, b)
+		return append(acc, *b)
 	}
 	return acc
 }
-func (highestBids) GetResult(acc []*nexmark.Bid) []*nexmark.Bid { return acc }
-func (h highestBids) Merge(a, b []*nexmark.Bid) []*nexmark.Bid {
-	out := append([]*nexmark.Bid(nil), a...)
-	for _, x := range b {
-		out = h.Add(x, out)
+func (highestBids) GetResult(acc []nexmark.Bid) []nexmark.Bid { return acc }
+func (h highestBids) Merge(a, b []nexmark.Bid) []nexmark.Bid {
+	out := append([]nexmark.Bid(nil), a...)
+	for i := range b {
+		out = h.Add(&b[i], out)
 	}
 	return out
 }

@@ -254,8 +254,8 @@ func TestAggregateTiesAndMerges(t *testing.T) {
 	if len(acc) != 2 || acc[0].Price != 9 || acc[1].Price != 9 {
 		t.Fatalf("highest bids %+v", acc)
 	}
-	m := h.Merge(acc, []*nexmark.Bid{{Price: 9, Bidder: 1}, {Price: 12}})
-	if len(m) != 1 || m[0].Price != 12 || len(h.Merge(acc, []*nexmark.Bid{{Price: 9}})) != 3 {
+	m := h.Merge(acc, []nexmark.Bid{{Price: 9, Bidder: 1}, {Price: 12}})
+	if len(m) != 1 || m[0].Price != 12 || len(h.Merge(acc, []nexmark.Bid{{Price: 9}})) != 3 {
 		t.Fatalf("merge %+v", m)
 	}
 	var hot hottestAuctions
