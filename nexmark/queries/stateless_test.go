@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/weirstream/weir/nexmark"
 )
 
@@ -117,4 +119,18 @@ func TestQ22(t *testing.T) {
 	if a, b, c := urlDirs("https://x/a/b"); a != "a" || b != "b" || c != "" {
 		t.Errorf("urlDirs of a short URL: %q %q %q", a, b, c)
 	}
+	// Any string: parts 3, 4 and 5 of strings.Split, "" past the end.
+	rapid.Check(t, func(rt *rapid.T) {
+		url := rapid.StringOf(rapid.SampledFrom([]rune("/ab"))).Draw(rt, "url")
+		p := strings.Split(url, "/")
+		part := func(i int) string {
+			if i < len(p) {
+				return p[i]
+			}
+			return ""
+		}
+		if a, b, c := urlDirs(url); a != part(3) || b != part(4) || c != part(5) {
+			rt.Fatalf("urlDirs(%q) = %q %q %q, want %q %q %q", url, a, b, c, part(3), part(4), part(5))
+		}
+	})
 }
