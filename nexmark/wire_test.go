@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -128,4 +129,36 @@ func TestParseLineBidsDistinct(t *testing.T) {
 	if err := ParseLine([]byte("P|1|a|b|c|d|e|2|x"), &p); err != nil || p.Bid != nil || p.Person == nil {
 		t.Fatalf("person %+v, %v", p, err)
 	}
+}
+
+// TestParseLineFieldsMatchSplit: ParseLine splits a bid line where
+// strings.Split does, whatever the lengths of the fields (so '|' falls at
+// every offset of the eight-byte words it scans) and wherever extra '|'
+// appear: exactly eight parts parse, with the parts as the fields, and any
+// other count is an error.
+func TestParseLineFieldsMatchSplit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		digits := rapid.StringMatching(`[0-9]{1,12}`)
+		text := rapid.StringOf(rapid.SampledFrom([]rune("ab|c")))
+		parts := []string{"B", digits.Draw(t, "auction"), digits.Draw(t, "bidder"), digits.Draw(t, "price"),
+			text.Draw(t, "channel"), text.Draw(t, "url"), digits.Draw(t, "time"), text.Draw(t, "extra")}
+		line := strings.Join(parts, "|")
+		p := strings.Split(line, "|")
+		var e Event
+		err := ParseLine([]byte(line), &e)
+		if len(p) != 8 {
+			if err == nil {
+				t.Fatalf("%q (%d parts): parsed", line, len(p))
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		num := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+		want := Bid{Auction: num(p[1]), Bidder: num(p[2]), Price: num(p[3]), Channel: p[4], URL: p[5], DateTime: num(p[6]), Extra: p[7]}
+		if e.Type != BidEvent || *e.Bid != want {
+			t.Fatalf("%q: parsed %+v, want %+v", line, e.Bid, want)
+		}
+	})
 }
