@@ -54,6 +54,8 @@
 #                  machine to be quiet (a 200 ms window with the CPUs at most 10% busy, from
 #                  /proc/stat): the other engine's process may still be working after its run
 #                  (a JVM's compiler and collector threads, a job's tear-down) [5]
+#   GOGC, GOMEMLIMIT  Go's collector settings, passed on to Weir's processes as to any Go program
+#                  and recorded in the table [unset: Go's defaults]
 #   ALLOW_MISSING  1: run the Flink side alone for queries `weir nexmark` does not know [1]
 #
 # Exit status: 0 when every compared query's result counts match, 1 on a mismatch or a

@@ -169,12 +169,14 @@ def mode_block(rows, E):
     out.append("- Versions: %s; %s; Flink %s; Weir %s%s" % (
         E["GO_VERSION"], E["JAVA_VERSION"], flink_version, E["COMMIT"], E["DIRTY"]))
     out.append("- Workload: %s events, rate %s events/s of event time, parallelism %s (= generators), seed %s; "
-               "Flink: hashmap state backend, object reuse on, no checkpoints, JVM flags `%s`" % (
-                   "{:,}".format(int(E["EVENTS"])), E["RATE"], E["PARALLELISM"], E["SEED"], E["FLINK_JAVA_OPTS"]))
+               "Flink: hashmap state backend, object reuse on, no checkpoints, JVM flags `%s`; Weir: %s" % (
+                   "{:,}".format(int(E["EVENTS"])), E["RATE"], E["PARALLELISM"], E["SEED"], E["FLINK_JAVA_OPTS"],
+                   ", ".join("`%s=%s`" % (k, E[k]) for k in ("GOGC", "GOMEMLIMIT") if E.get(k))
+                   or "Go's default collector settings (GOGC and GOMEMLIMIT unset)"))
     out.append("- Generator check: " + E["GEN_STATUS"] + ("; " + checksum if source == "memory" else ""))
-    out.append("- Command: `SOURCE=%s EVENTS=%s RUNS=%s QUERIES=\"%s\" PARALLELISM=%s RATE=%s bench/compare.sh` "
+    out.append("- Command: `%sSOURCE=%s EVENTS=%s RUNS=%s QUERIES=\"%s\" PARALLELISM=%s RATE=%s bench/compare.sh` "
                "(%d s in all; raw JSON per run in `bench/out/%s/`, not committed)" % (
-                   source, E["EVENTS"], E["RUNS"], E["QUERIES"], E["PARALLELISM"], E["RATE"],
+                   "".join("%s=%s " % (k, E[k]) for k in ("GOGC", "GOMEMLIMIT") if E.get(k)), source, E["EVENTS"], E["RUNS"], E["QUERIES"], E["PARALLELISM"], E["RATE"],
                    int(E["T1"]) - int(E["T0"]), E["STAMP"]))
     if E.get("NOTE"):
         out.append("- Note: " + E["NOTE"])
