@@ -75,7 +75,8 @@ flags:
                       prepare the events once, run the warm-up, print {"ready":true}, then one
                       measured run per line "run" on stdin, each printing its JSON line (or
                       {"error":...}), until "quit" or the end of stdin; the memory source's
-                      checksum is computed again after every run
+                      checksum is computed again after every run; --cpuprofile then holds the
+                      last run's profile
   --warmup-events N   with --serve, the events of one unmeasured run before the first (default
                       0: none; the memory source replays the first N of its events, the
                       generator generates N, Kafka reads the whole topic)
