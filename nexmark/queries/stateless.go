@@ -14,7 +14,7 @@ import (
 // The bids pass by pointer, as Flink passes its Bid objects: an event's
 // bid is never changed once emitted.
 func Q0(events weir.DataStream[nexmark.Event]) weir.DataStream[*nexmark.Bid] {
-	return weir.Map(weir.Filter(events, isBid).Name("Bids"), func(e nexmark.Event) *nexmark.Bid { return e.Bid }).Name("Bid")
+	return Bids(events)
 }
 
 // Q1Result is a bid with its price converted to euros.
