@@ -78,8 +78,9 @@ flags:
                       checksum is computed again after every run; --cpuprofile then holds the
                       last run's profile
   --warmup-events N   with --serve, the events of one unmeasured run before the first (default
-                      0: none; the memory source replays the first N of its events, the
-                      generator generates N, Kafka reads the whole topic)
+                      0: none; the memory source and the generator run it on N events of
+                      their own, generated for it unless N = --events; Kafka reads the
+                      whole topic)
 `
 
 // nexmarkRun is the summary of one query run.
@@ -383,7 +384,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		}
 		defer stopProfile()
 	}
-	cpu0, faults0 := cpuSeconds(), minorFaults()
+	cpu0, faults0 := processUsage()
 	start := time.Now()
 	h, err := env.ExecuteAsync(ctx, "nexmark "+q.Name)
 	if err != nil {
@@ -413,7 +414,8 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 	}
 	err = h.Wait()
 	end := time.Now()
-	cpu, faults := cpuSeconds()-cpu0, minorFaults()-faults0
+	cpu1, faults1 := processUsage()
+	cpu, faults := cpu1-cpu0, faults1-faults0
 	if err != nil {
 		return nexmarkRun{}, err
 	}
@@ -551,21 +553,15 @@ func sourceEvents(h *weir.JobHandle) int64 {
 	return n
 }
 
-// minorFaults is the process's minor page faults so far.
-func minorFaults() int64 {
+// processUsage is the process's CPU seconds (user and system) and minor page
+// faults so far (getrusage; the faults: memory touched for the first time,
+// or again after it was returned to the OS).
+func processUsage() (cpuSeconds float64, minorFaults int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return int64(ru.Minflt)
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), int64(ru.Minflt)
 }
 
 // peakRSS is the process's peak resident set: VmHWM from /proc (reset by
