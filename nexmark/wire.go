@@ -49,6 +49,35 @@ const (
 	msbs uint64 = 0x8080808080808080
 )
 
+// splitFields notes in f the start and end of each '|'-separated field of
+// line and returns how many there are; false when there are more than
+// len(f). It tests eight bytes at a time: the fields are short, so one
+// word's test (each byte equal to '|' gets its high bit set in m, exactly)
+// costs less than a call of bytes.IndexByte per field.
+func splitFields(line []byte, f *[11][2]int) (n int, ok bool) {
+	start, i := 0, 0
+	for ; i+8 <= len(line); i += 8 {
+		w := binary.LittleEndian.Uint64(line[i:]) ^ (0x7c * lsbs)
+		for m := ^((w&^msbs + ^msbs) | w | ^msbs); m != 0; m &= m - 1 {
+			if n == len(f)-1 {
+				return n, false
+			}
+			j := i + bits.TrailingZeros64(m)>>3
+			f[n], n, start = [2]int{start, j}, n+1, j+1
+		}
+	}
+	for ; i < len(line); i++ {
+		if line[i] == '|' {
+			if n == len(f)-1 {
+				return n, false
+			}
+			f[n], n, start = [2]int{start, i}, n+1, i+1
+		}
+	}
+	f[n] = [2]int{start, len(line)}
+	return n + 1, true
+}
+
 // ParseLine decodes a line AppendLine wrote into e. It may be called from
 // any number of goroutines at once.
 //
@@ -60,36 +89,10 @@ const (
 // after it. On an error e is not changed, or holds a partly decoded event.
 func ParseLine(line []byte, e *Event) error {
 	var f [11][2]int // the fields' start and end in line
-	n, start := 0, 0
-	sep := func(j int) bool { // a '|' at j ends field n; false: one too many
-		if n == len(f)-1 {
-			return false
-		}
-		f[n] = [2]int{start, j}
-		n++
-		start = j + 1
-		return true
+	n, ok := splitFields(line, &f)
+	if !ok {
+		return fmt.Errorf("nexmark: event line %.40q...: too many fields", line)
 	}
-	// Eight bytes at a time: the fields are short, so one word's test
-	// (each byte equal to '|' gets its high bit set in m, exactly) costs
-	// less than a call of bytes.IndexByte per field.
-	i := 0
-	for ; i+8 <= len(line); i += 8 {
-		w := binary.LittleEndian.Uint64(line[i:]) ^ (0x7c * lsbs)
-		m := ^((w&^msbs + ^msbs) | w | ^msbs)
-		for ; m != 0; m &= m - 1 {
-			if !sep(i + bits.TrailingZeros64(m)>>3) {
-				return fmt.Errorf("nexmark: event line %.40q...: too many fields", line)
-			}
-		}
-	}
-	for ; i < len(line); i++ {
-		if line[i] == '|' && !sep(i) {
-			return fmt.Errorf("nexmark: event line %.40q...: too many fields", line)
-		}
-	}
-	f[n] = [2]int{start, len(line)}
-	n++
 	var err error
 	num := func(k int) int64 {
 		v, perr := parseInt(line[f[k][0]:f[k][1]])
