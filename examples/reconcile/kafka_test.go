@@ -60,9 +60,14 @@ func TestKafkaMode(t *testing.T) {
 	wantM, wantU := bruteForce(n)
 	var gotM []Match
 	var gotU []Order
+	// Every transaction is decided, so every result is readable now: a
+	// read that still misses some after two minutes has lost them, and
+	// fails with the counts instead of waiting for go test's -timeout.
+	readCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	for len(gotM)+len(gotU) < len(wantM)+len(wantU) {
-		fs := rd.PollFetches(ctx)
-		if ctx.Err() != nil {
+		fs := rd.PollFetches(readCtx)
+		if readCtx.Err() != nil {
 			t.Fatalf("read %d results, want %d (ends %v)\n%s", len(gotM)+len(gotU), len(wantM)+len(wantU), ends, out.String())
 		}
 		fs.EachRecord(func(r *kgo.Record) {
