@@ -26,7 +26,7 @@ func newTopic(t testing.TB, addr string, n int) string {
 	adm := admin(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, name)
+	resp, err := adm.CreateTopic(ctx, int32(n), 1, kafkatest.KeepRecords(), name)
 	if err == nil {
 		err = resp.Err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // tenRecords is a one-partition topic with values "0".."9" at offsets 0-9
@@ -134,7 +135,7 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mk := func(name string, n int) {
-		if _, err := adm.CreateTopic(ctx, int32(n), 1, nil, name); err != nil {
+		if _, err := adm.CreateTopic(ctx, int32(n), 1, kafkatest.KeepRecords(), name); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { adm.DeleteTopic(context.Background(), name) })

@@ -103,6 +103,12 @@ func runKafka(ctx context.Context, c KafkaConfig, p int, stdout io.Writer) error
 // Produce creates the topics (partitions each, if missing) and writes the
 // n generated orders and their payments, keyed by order id, with the
 // event times as record timestamps.
+//
+// The sample event times start at 2026-01-01, and a broker deletes
+// records by their timestamps (retention.ms, 7 days by default) at its
+// next retention check, whenever that comes: so the topics are created
+// with retention.ms=-1, and a topic that already exists with a retention
+// that would delete the sample records is an error.
 func Produce(ctx context.Context, c KafkaConfig, n, partitions int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
@@ -110,14 +116,21 @@ func Produce(ctx context.Context, c KafkaConfig, n, partitions int) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, c.Orders, c.Payments, c.Results)
+	keep := map[string]*string{"retention.ms": kadm.StringPtr("-1")}
+	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, keep, c.Orders, c.Payments, c.Results)
 	if err != nil {
 		return fmt.Errorf("creating topics: %w", err)
 	}
+	var existing []string
 	for _, r := range resp.Sorted() {
-		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+		if errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			existing = append(existing, r.Topic)
+		} else if r.Err != nil {
 			return fmt.Errorf("creating topic %s: %w", r.Topic, r.Err)
 		}
+	}
+	if err := checkRetention(ctx, adm, existing, time.Now().UnixMilli()-epoch); err != nil {
+		return err
 	}
 	var first error
 	record := func(topic string, id, ts int64, v any) *kgo.Record {
@@ -140,6 +153,36 @@ func Produce(ctx context.Context, c KafkaConfig, n, partitions int) error {
 		return err
 	}
 	return first
+}
+
+// checkRetention fails if one of topics keeps records for less than age
+// ms (retention.ms, which the broker applies to the records' timestamps):
+// the broker would delete the sample records, or the results, at its next
+// retention check.
+func checkRetention(ctx context.Context, adm *kadm.Client, topics []string, age int64) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("describing topics %v: %w", topics, err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return fmt.Errorf("describing topic %s: %w", rc.Name, rc.Err)
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key != "retention.ms" || cfg.Value == nil {
+				continue
+			}
+			ms, err := strconv.ParseInt(*cfg.Value, 10, 64)
+			if err == nil && ms >= 0 && ms < age {
+				return fmt.Errorf("topic %s exists with retention.ms=%d: the sample event times start at %s, so the broker would delete its records at its next retention check; delete the topic, or set its retention.ms to -1",
+					rc.Name, ms, time.UnixMilli(epoch).UTC().Format(time.DateOnly))
+			}
+		}
+	}
+	return nil
 }
 
 // defaultBrokers is WEIR_KAFKA_BOOTSTRAP, else scripts/kafka.sh's port.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,25 @@ func TestKafkaMode(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", args, err, out.String())
 		}
 	}
+	// The sample event times are older than a broker's default retention
+	// (7 days): topics that kept it would lose their records at the
+	// broker's next retention check, which once came between the produce
+	// and the job's start (the job then read nothing).
+	rcs, err := adm.DescribeTopicConfigs(ctx, "orders-"+suffix, "payments-"+suffix, "results-"+suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range rcs {
+		got := "(none)"
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" {
+				got = c.MaybeValue()
+			}
+		}
+		if rc.Err != nil || got != "-1" {
+			t.Errorf("topic %s: retention.ms %s (%v), want -1", rc.Name, got, rc.Err)
+		}
+	}
 	// The job has ended: every transaction is committed once the last
 	// stable offsets reach the ends.
 	results := "results-" + suffix
@@ -68,7 +88,7 @@ func TestKafkaMode(t *testing.T) {
 	for len(gotM)+len(gotU) < len(wantM)+len(wantU) {
 		fs := rd.PollFetches(readCtx)
 		if readCtx.Err() != nil {
-			t.Fatalf("read %d results, want %d (ends %v)\n%s", len(gotM)+len(gotU), len(wantM)+len(wantU), ends, out.String())
+			t.Fatalf("read %d matches of %d and %d unmatched orders of %d (ends %v)\n%s", len(gotM), len(wantM), len(gotU), len(wantU), ends, out.String())
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			var res Result
@@ -95,4 +115,29 @@ func TestKafkaMode(t *testing.T) {
 	total := int64(0)
 	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	t.Logf("%d matched, %d unmatched; %d offsets in the results topic (records plus transaction markers)", len(gotM), len(gotU), total)
+}
+
+// TestKafkaProduceRetention: -mode produce refuses a topic that exists
+// with a retention that would delete the sample records (their event
+// times are older than the broker's default 7 days), naming it.
+func TestKafkaProduceRetention(t *testing.T) {
+	addr := kafkatest.Broker(t)
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	orders := "orders-" + suffix
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := t.Context()
+	defer adm.DeleteTopics(context.Background(), orders, "payments-"+suffix, "results-"+suffix)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, orders); err != nil { // the broker's default retention
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"-mode", "produce", "-brokers", addr, "-topics", orders + ",payments-" + suffix + ",results-" + suffix, "-orders", "10"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "topic "+orders+" exists with retention.ms=") {
+		t.Fatalf("produce into %s with the default retention: %v, want an error naming it and its retention.ms", orders, err)
+	}
 }

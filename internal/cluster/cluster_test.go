@@ -279,7 +279,7 @@ func createTopic(t *testing.T, adm *kadm.Client, name string, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, name)
+	resp, err := adm.CreateTopic(ctx, int32(n), 1, kafkatest.KeepRecords(), name)
 	if err == nil {
 		err = resp.Err
 	}

@@ -58,3 +58,13 @@ func Decided(ctx context.Context, adm *kadm.Client, topic string) (kadm.ListedOf
 		}
 	}
 }
+
+// KeepRecords is the configuration of a test topic: its records are kept
+// whatever their timestamps. Tests write records with event times long
+// past (1970, or 2026-01-01), which the broker's time-based retention
+// (retention.ms, 7 days by default) deletes at its next check, whenever
+// that comes: the records would vanish between a test's writing and its
+// reading them, at random.
+func KeepRecords() map[string]*string {
+	return map[string]*string{"retention.ms": kadm.StringPtr("-1")}
+}
