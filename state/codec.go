@@ -75,3 +75,33 @@ func codecError(c any) error {
 	}
 	return nil
 }
+
+// VersionedCodec is implemented by a Codec that declares the version of its
+// encoding. Snapshots record the version of the codec that wrote each
+// state (a codec without this method has version 0). A restore reads a
+// state written by the same version as it is; a state written by another
+// version is refused before the job runs, unless the codec is a
+// MigratingCodec that reads that version. Raise the version whenever
+// Append's output changes.
+type VersionedCodec interface {
+	// Version returns the version of the encoding Append writes.
+	Version() uint32
+}
+
+// MigratingCodec is a VersionedCodec that also decodes what earlier
+// versions of it wrote: a restore of a state written by version v (other
+// than Version()) decodes every stored value with DecodeVersion(v, ...),
+// and later snapshots write the current version. This is how a state
+// whose type a codec owns migrates from one encoding to the next, as a
+// Flink TypeSerializerSnapshot resolving "compatible after migration".
+type MigratingCodec[T any] interface {
+	Codec[T]
+	VersionedCodec
+	// ReadsVersion reports whether DecodeVersion decodes version v. It is
+	// asked when the job is built, before any value is decoded.
+	ReadsVersion(v uint32) bool
+	// DecodeVersion decodes one value written by version v of the codec
+	// from the front of src and returns it and the rest of src. It must
+	// not retain src.
+	DecodeVersion(v uint32, src []byte) (T, []byte, error)
+}

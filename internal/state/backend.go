@@ -54,10 +54,11 @@ type Backend[K comparable] struct {
 	everyRecord []tableOps[K] // tables with TTL cleanup on every record
 
 	// Snapshots and restores (snapshot.go).
-	keyCodec state.Codec[K]           // nil until first needed
-	pending  map[string]*pendingState // restored, not yet registered states
-	restored []bool                   // key groups restored, by index
-	view     *viewFlags               // the last view taken (view.go)
+	keyCodec      state.Codec[K]           // nil until first needed
+	keySchemaText string                   // its schema, "" until first needed
+	pending       map[string]*pendingState // restored, not yet registered states
+	restored      []bool                   // key groups restored, by index
+	view          *viewFlags               // the last view taken (view.go)
 }
 
 // NewBackend returns an empty backend for the key groups firstKeyGroup to
@@ -184,8 +185,11 @@ type registration[K comparable] struct {
 	ttl   state.TTLConfig
 	tbl   any // *table[K, N, S]
 	ops   tableOps[K]
-	// stored names the types that snapshots hold (see storedTypes).
-	stored []string
+	// names are the names of the stored types, as version 1 of the
+	// format recorded them (storedTypes); schemas their schemas, as
+	// snapshots record them now: the namespace's, then the cells'.
+	names   []string
+	schemas []string
 }
 
 // tableOps is the type-erased view of a table that the backend needs.
@@ -196,7 +200,9 @@ type tableOps[K comparable] interface {
 	// For snapshots and restores (cells.go).
 	groupLen(idx int) int
 	appendGroup(dst []byte, idx int, kc state.Codec[K]) ([]byte, error)
-	decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K]) (func(), error)
+	decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K], cells any) (func(), error)
+	// readerFor returns cells reading the old value schemas (cells.go).
+	readerFor(old []string) (any, int, error)
 	// view freezes the table for a snapshot view (view.go).
 	view(flags *viewFlags, kc state.Codec[K]) (groupView[K], error)
 }
@@ -225,7 +231,8 @@ func register[K, N comparable, S any](b *Backend[K], name string, kind stateKind
 	t.cells, t.nsCodec = cells, DefaultCodec[N]()
 	cow.ver = t.cow.ver
 	t.cow = cow
-	r := &registration[K]{kind: kind, types: types, ttl: ttl, tbl: t, ops: t, stored: storedTypes(kind, types)}
+	r := &registration[K]{kind: kind, types: types, ttl: ttl, tbl: t, ops: t, names: storedTypes(kind, types),
+		schemas: append([]string{SchemaOf(t.nsCodec)}, cells.schemas()...)}
 	if err := b.restorePending(name, r); err != nil {
 		return nil, err
 	}

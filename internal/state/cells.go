@@ -18,6 +18,13 @@ type cellCodec[S any] interface {
 	// decodeCell decodes a body into c. ts says whether the body carries
 	// timestamps, keep whether c keeps them (the table has TTL).
 	decodeCell(src []byte, c *cell[S], ts, keep bool) ([]byte, error)
+	// schemas returns the schemas of the stored types the bodies hold
+	// (FORMAT.md: after the namespace's).
+	schemas() []string
+	// readerFor returns cells that decode bodies written under the old
+	// schemas (as many as schemas returns), or the index of the stored
+	// type that cannot be read and the error.
+	readerFor(old []string) (cellCodec[S], int, error)
 }
 
 // errEmpty reports a stored list or map without elements, which the
@@ -291,8 +298,16 @@ func (t *table[K, N, S]) appendEntries(dst []byte, es []entryCopy[K, N, S], kc s
 // for key group idx, and returns a function that installs them into the
 // table. ts says whether the entries carry TTL timestamps. It does not
 // change the table.
-func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K]) (func(), error) {
+//
+// cells, if not nil, is a cellCodec[S] (from readerFor) that decodes the
+// bodies in place of the table's own, for entries stored under an older
+// schema.
+func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool, kc state.Codec[K], cells any) (func(), error) {
 	keep := t.ttl.enabled
+	cc := t.cells
+	if cells != nil {
+		cc = cells.(cellCodec[S])
+	}
 	m := sized[K, N, S](sizeHint(uint64(count)))
 	src := payload
 	var err error
@@ -305,7 +320,7 @@ func (t *table[K, N, S]) decodeGroup(idx int, payload []byte, count int, ts bool
 			return nil, fmt.Errorf("entry %d: namespace: %w", i, err)
 		}
 		c := new(cell[S])
-		if src, err = t.cells.decodeCell(src, c, ts, keep); err != nil {
+		if src, err = cc.decodeCell(src, c, ts, keep); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}
 		h := t.hashOf(ek)
@@ -344,4 +359,49 @@ func (t *table[K, N, S]) install(idx int, m flatGroup[K, N, S]) {
 		}
 		t.slots[idx] = ss
 	}
+}
+
+func (vc valueCells[V]) schemas() []string { return []string{SchemaOf(vc.c)} }
+
+func (vc valueCells[V]) readerFor(old []string) (cellCodec[V], int, error) {
+	r, err := ReaderFor(vc.c, old[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	return valueCells[V]{r}, 0, nil
+}
+
+func (lc listCells[V]) schemas() []string { return []string{SchemaOf(lc.c)} }
+
+func (lc listCells[V]) readerFor(old []string) (cellCodec[listData[V]], int, error) {
+	r, err := ReaderFor(lc.c, old[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	return listCells[V]{c: r, zeroSize: lc.zeroSize}, 0, nil
+}
+
+func (mc mapCells[UK, UV]) schemas() []string { return []string{SchemaOf(mc.kc), SchemaOf(mc.vc)} }
+
+func (mc mapCells[UK, UV]) readerFor(old []string) (cellCodec[map[UK]mapEntry[UV]], int, error) {
+	kr, err := ReaderFor(mc.kc, old[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	vr, err := ReaderFor(mc.vc, old[1])
+	if err != nil {
+		return nil, 1, err
+	}
+	return mapCells[UK, UV]{kc: kr, vc: vr, zeroSize: mc.zeroSize}, 0, nil
+}
+
+// readerFor returns the cells that decode entries stored under the old
+// value schemas (nil: the table's own), or the index of the stored type
+// that cannot be read and the error.
+func (t *table[K, N, S]) readerFor(old []string) (any, int, error) {
+	c, i, err := t.cells.readerFor(old)
+	if err != nil {
+		return nil, i, err
+	}
+	return c, 0, nil
 }

@@ -24,9 +24,12 @@ import (
 //     uvarint length and bytes for strings; see FORMAT.md);
 //   - structs and arrays made only of the types above (recursively, with
 //     at most 256 such fields in all): the fields in memory order, each
-//     encoded as above. Unexported fields are included. The encoding
-//     depends on the order and types of the fields, not their names;
+//     encoded as above. Unexported fields are included;
 //   - every other type: GobCodec.
+//
+// Every codec it returns is a SchemaCodec: snapshots record the type's
+// shape with field names (schema.go), and a restore reads data written
+// under another shape by matching fields by name (ReaderFor).
 //
 // The choice is made once per call by inspecting T; the returned codec is
 // stateless and may be shared.
@@ -54,7 +57,7 @@ func DefaultCodec[T any]() state.Codec[T] {
 		}
 	}
 	if ops, ok := compileLayout(t); ok {
-		return &layoutCodec[T]{ops: ops}
+		return &layoutCodec[T]{ops: ops, schema: layoutSchema(t).String()}
 	}
 	return GobCodec[T]()
 }
@@ -255,6 +258,7 @@ const (
 type layoutOp struct {
 	off  uintptr
 	kind opKind
+	skip bool // read and drop (a field an older schema had)
 }
 
 // maxLayoutOps bounds the number of scalar fields of a layout codec.
@@ -336,14 +340,27 @@ func appendLayout(ops *[]layoutOp, t reflect.Type, off uintptr) bool {
 	return len(*ops) <= maxLayoutOps
 }
 
-// layoutCodec encodes a struct or array of scalars field by field.
+// layoutCodec encodes a struct or array of scalars field by field. A
+// codec that reads an older schema (ReaderFor) has ops that skip the
+// fields the type no longer has (skip) and none for its new fields.
 type layoutCodec[T any] struct {
-	ops []layoutOp
+	ops    []layoutOp
+	schema string // of the type's own layout; "" for a reader of an older one
 }
 
 func (c *layoutCodec[T]) Append(dst []byte, v T) ([]byte, error) {
-	p := unsafe.Pointer(&v)
-	for _, op := range c.ops {
+	return appendOps(dst, c.ops, unsafe.Pointer(&v)), nil
+}
+
+func (c *layoutCodec[T]) Decode(src []byte) (T, []byte, error) {
+	var v T
+	rest, err := decodeOps(src, c.ops, unsafe.Pointer(&v))
+	return v, rest, err
+}
+
+// appendOps appends the fields ops describes of the value at p.
+func appendOps(dst []byte, ops []layoutOp, p unsafe.Pointer) []byte {
+	for _, op := range ops {
 		f := unsafe.Add(p, op.off)
 		switch op.kind {
 		case opBool:
@@ -376,45 +393,55 @@ func (c *layoutCodec[T]) Append(dst []byte, v T) ([]byte, error) {
 			dst = appendString(dst, *(*string)(f))
 		}
 	}
-	return dst, nil
+	return dst
 }
 
-func (c *layoutCodec[T]) Decode(src []byte) (T, []byte, error) {
-	var v T
-	p := unsafe.Pointer(&v)
+// decodeOps decodes the fields ops describes from the front of src into
+// the value at p (ops marked skip are read and dropped) and returns the
+// rest of src; on error src is returned.
+func decodeOps(src []byte, ops []layoutOp, p unsafe.Pointer) ([]byte, error) {
 	rest := src
-	for _, op := range c.ops {
-		f := unsafe.Add(p, op.off)
+	for _, op := range ops {
 		var err error
+		if op.skip {
+			// A separate path: pointing f at a local scratch value here
+			// instead makes go1.26.8's optimizer drop the stores of the
+			// other fields (a miscompile; kept out of the way).
+			if rest, err = skipOp(rest, op.kind); err != nil {
+				return src, err
+			}
+			continue
+		}
+		f := unsafe.Add(p, op.off)
 		switch op.kind {
 		case opBool:
 			if len(rest) == 0 {
-				return v, src, errTruncated
+				return src, errTruncated
 			}
 			if rest[0] > 1 {
-				return v, src, errBool
+				return src, errBool
 			}
 			*(*bool)(f) = rest[0] == 1
 			rest = rest[1:]
 		case opInt8, opInt16, opInt32, opInt64:
 			var x int64
 			if x, rest, err = readVarint(rest); err != nil {
-				return v, src, err
+				return src, err
 			}
 			switch op.kind {
 			case opInt8:
 				if x != int64(int8(x)) {
-					return v, src, errRange
+					return src, errRange
 				}
 				*(*int8)(f) = int8(x)
 			case opInt16:
 				if x != int64(int16(x)) {
-					return v, src, errRange
+					return src, errRange
 				}
 				*(*int16)(f) = int16(x)
 			case opInt32:
 				if x != int64(int32(x)) {
-					return v, src, errRange
+					return src, errRange
 				}
 				*(*int32)(f) = int32(x)
 			default:
@@ -423,22 +450,22 @@ func (c *layoutCodec[T]) Decode(src []byte) (T, []byte, error) {
 		case opUint8, opUint16, opUint32, opUint64:
 			var x uint64
 			if x, rest, err = readUvarint(rest); err != nil {
-				return v, src, err
+				return src, err
 			}
 			switch op.kind {
 			case opUint8:
 				if x > math.MaxUint8 {
-					return v, src, errRange
+					return src, errRange
 				}
 				*(*uint8)(f) = uint8(x)
 			case opUint16:
 				if x > math.MaxUint16 {
-					return v, src, errRange
+					return src, errRange
 				}
 				*(*uint16)(f) = uint16(x)
 			case opUint32:
 				if x > math.MaxUint32 {
-					return v, src, errRange
+					return src, errRange
 				}
 				*(*uint32)(f) = uint32(x)
 			default:
@@ -446,25 +473,56 @@ func (c *layoutCodec[T]) Decode(src []byte) (T, []byte, error) {
 			}
 		case opFloat32:
 			if len(rest) < 4 {
-				return v, src, errTruncated
+				return src, errTruncated
 			}
 			*(*float32)(f) = math.Float32frombits(binary.LittleEndian.Uint32(rest))
 			rest = rest[4:]
 		case opFloat64:
 			if len(rest) < 8 {
-				return v, src, errTruncated
+				return src, errTruncated
 			}
 			*(*float64)(f) = math.Float64frombits(binary.LittleEndian.Uint64(rest))
 			rest = rest[8:]
 		case opString:
 			var b []byte
 			if b, rest, err = readBytes(rest); err != nil {
-				return v, src, err
+				return src, err
 			}
 			*(*string)(f) = string(b)
 		}
 	}
-	return v, rest, nil
+	return rest, nil
+}
+
+// skipOp reads one field of kind k from the front of src and drops it.
+func skipOp(src []byte, k opKind) ([]byte, error) {
+	var err error
+	switch k {
+	case opBool:
+		if len(src) == 0 {
+			return src, errTruncated
+		}
+		if src[0] > 1 {
+			return src, errBool
+		}
+		return src[1:], nil
+	case opInt8, opInt16, opInt32, opInt64:
+		_, src, err = readVarint(src)
+	case opUint8, opUint16, opUint32, opUint64:
+		_, src, err = readUvarint(src)
+	case opFloat32, opFloat64:
+		n := 8
+		if k == opFloat32 {
+			n = 4
+		}
+		if len(src) < n {
+			return src, errTruncated
+		}
+		return src[n:], nil
+	case opString:
+		_, src, err = readBytes(src)
+	}
+	return src, err
 }
 
 // gobCodec encodes each value as a self-contained gob stream. encoding/gob

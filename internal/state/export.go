@@ -31,8 +31,12 @@ type KeyGroupState struct {
 	Kind byte
 	// TTL says whether the entries carry TTL timestamps.
 	TTL bool
-	// Types are the stored type names (namespace first; see FORMAT.md).
+	// Types are the stored types' schemas (namespace first; see FORMAT.md),
+	// or their names if Names.
 	Types []string
+	// Names says that Types are type names, as version 1 of the format
+	// recorded them, rather than schemas.
+	Names bool
 	// Count is the number of entries in Payload; at least 1.
 	Count int
 	// Payload holds the entries: key, namespace and body each.
@@ -40,11 +44,11 @@ type KeyGroupState struct {
 }
 
 // AppendKeyGroupFrame appends a key-group snapshot of key group kg with
-// keys of the Go type named keyType (reflect.Type.String()) holding states
-// to dst: header, the states in ascending name order (states is sorted in
+// keys of the schema keySchema (SchemaOf the key codec) holding states to
+// dst: header, the states in ascending name order (states is sorted in
 // place) and the checksum. It is the format Backend.SnapshotKeyGroup
 // writes.
-func AppendKeyGroupFrame(dst []byte, kg int, keyType string, states []KeyGroupState) ([]byte, error) {
+func AppendKeyGroupFrame(dst []byte, kg int, keySchema string, states []KeyGroupState) ([]byte, error) {
 	slices.SortFunc(states, func(a, b KeyGroupState) int {
 		switch {
 		case a.Name < b.Name:
@@ -66,9 +70,9 @@ func AppendKeyGroupFrame(dst []byte, kg int, keyType string, states []KeyGroupSt
 		}
 	}
 	start := len(dst)
-	dst = appendKeyGroupHeader(dst, kg, keyType, len(states))
+	dst = appendKeyGroupHeader(dst, kg, keySchema, len(states))
 	for _, s := range states {
-		dst = appendStateHeader(dst, s.Name, stateKind(s.Kind), s.TTL, s.Types, s.Count)
+		dst = appendStateHeader(dst, s.Name, stateKind(s.Kind), s.TTL, s.Names, s.Types, s.Count)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(len(s.Payload)))
 		dst = append(dst, s.Payload...)
 	}
@@ -76,17 +80,19 @@ func AppendKeyGroupFrame(dst []byte, kg int, keyType string, states []KeyGroupSt
 }
 
 // ParseKeyGroupFrame verifies the checksum and framing of a key-group
-// snapshot of key group kg with keys of the Go type named keyType and
-// returns its states; payloads alias data. Errors for malformed input
-// wrap ErrCorrupt, as those of RestoreKeyGroup.
-func ParseKeyGroupFrame(data []byte, kg int, keyType string) ([]KeyGroupState, error) {
-	ps, err := parseKeyGroup(data, kg, keyType)
+// snapshot of key group kg with keys of the Go type named keyName and of
+// the schema keySchema (version 1 of the format recorded the name, version
+// 2 the schema) and returns its states; payloads alias data. Errors for
+// malformed input wrap ErrCorrupt, as those of RestoreKeyGroup; a key type
+// that differs wraps ErrIncompatible.
+func ParseKeyGroupFrame(data []byte, kg int, keyName, keySchema string) ([]KeyGroupState, error) {
+	ps, err := parseKeyGroup(data, kg, keyType{keyName, keySchema})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]KeyGroupState, len(ps))
 	for i, p := range ps {
-		out[i] = KeyGroupState{Name: p.name, Kind: byte(p.kind), TTL: p.ts, Types: p.types, Count: p.count, Payload: p.payload}
+		out[i] = KeyGroupState{Name: p.name, Kind: byte(p.kind), TTL: p.ts, Names: p.names, Types: p.types, Count: p.count, Payload: p.payload}
 	}
 	return out, nil
 }
@@ -94,12 +100,14 @@ func ParseKeyGroupFrame(data []byte, kg int, keyType string) ([]KeyGroupState, e
 // KindName returns the name of a kind number ("value", "list", ...).
 func KindName(kind byte) string { return stateKind(kind).String() }
 
-// Compatible checks that the state name, snapshotted as kind with stored
-// types and (if ts) access timestamps, can be restored into a
-// registration of wantKind and wantTypes, with TTL on if ttl: the kinds
-// and types must be equal, and a state snapshotted without TTL cannot be
-// restored with TTL enabled (the other way round drops the timestamps).
-// Both backends check restores with it.
+// Compatible checks that the state name, snapshotted by version 1 of the
+// format as kind with stored type names types and (if ts) access
+// timestamps, can be restored into a registration of wantKind and
+// wantTypes (names), with TTL on if ttl: the kinds and names must be equal
+// (version 1 recorded no more), and a state snapshotted without TTL cannot
+// be restored with TTL enabled (the other way round drops the timestamps).
+// Both backends check restores of version-1 snapshots with it;
+// ResolveStored checks those of version 2.
 func Compatible(name string, kind byte, types []string, ts bool, wantKind byte, wantTypes []string, ttl bool) error {
 	if kind != wantKind {
 		return fmt.Errorf("state %q was snapshotted as %v state; cannot restore it as %v state", name, stateKind(kind), stateKind(wantKind))

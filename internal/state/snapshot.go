@@ -32,10 +32,15 @@ var ErrCorrupt = errors.New("corrupt snapshot")
 const (
 	// snapshotMagic starts every key-group snapshot of keyed state.
 	snapshotMagic = "WKGS"
-	// snapshotVersion is the version of the format written.
-	snapshotVersion = 1
+	// snapshotVersion is the version of the format written: 2 records
+	// schemas (schema.go); 1 recorded type names and is still read.
+	snapshotVersion = 2
 	// flagTTL marks a state whose entries carry TTL timestamps.
 	flagTTL = 1
+	// flagNames marks a state whose stored types are recorded by name, as
+	// version 1 did (a restored version-1 state written again without
+	// being registered).
+	flagNames = 2
 )
 
 // castagnoli is the CRC-32C table of the snapshot checksums.
@@ -80,6 +85,7 @@ func storedTypeCount(kind stateKind) int {
 type pendingState struct {
 	kind   stateKind
 	types  []string
+	names  bool // types are type names (version 1), not schemas
 	ts     bool // entries carry TTL timestamps
 	groups map[int]rawGroup
 	count  int // entries in all groups
@@ -94,7 +100,7 @@ type rawGroup struct {
 // SetKeyCodec sets the codec of the backend's keys in snapshots; nil
 // restores the default, DefaultCodec[K](). Set it before the first
 // snapshot or restore.
-func (b *Backend[K]) SetKeyCodec(c state.Codec[K]) { b.keyCodec = c }
+func (b *Backend[K]) SetKeyCodec(c state.Codec[K]) { b.keyCodec, b.keySchemaText = c, "" }
 
 func (b *Backend[K]) codecForKeys() state.Codec[K] {
 	if b.keyCodec == nil {
@@ -104,6 +110,14 @@ func (b *Backend[K]) codecForKeys() state.Codec[K] {
 }
 
 func keyTypeName[K any]() string { return reflect.TypeFor[K]().String() }
+
+// keySchema returns the schema of the backend's keys.
+func (b *Backend[K]) keySchema() string {
+	if b.keySchemaText == "" {
+		b.keySchemaText = SchemaOf(b.codecForKeys())
+	}
+	return b.keySchemaText
+}
 
 // SnapshotKeyGroup returns a snapshot of every state's entries in key
 // group kg, in the format of FORMAT.md. See AppendKeyGroupSnapshot.
@@ -146,11 +160,11 @@ func (b *Backend[K]) AppendKeyGroupSnapshot(dst []byte, kg int) ([]byte, error) 
 	slices.Sort(names)
 
 	start := len(dst)
-	dst = appendKeyGroupHeader(dst, kg, keyTypeName[K](), len(names))
+	dst = appendKeyGroupHeader(dst, kg, b.keySchema(), len(names))
 	for _, name := range names {
 		if r := b.states[name]; r != nil {
 			n := r.ops.groupLen(idx)
-			dst = appendStateHeader(dst, name, r.kind, r.ttl.Enabled(), r.stored, n)
+			dst = appendStateHeader(dst, name, r.kind, r.ttl.Enabled(), false, r.schemas, n)
 			at := len(dst)
 			dst = binary.LittleEndian.AppendUint64(dst, 0)
 			var err error
@@ -162,18 +176,21 @@ func (b *Backend[K]) AppendKeyGroupSnapshot(dst []byte, kg int) ([]byte, error) 
 		}
 		p := b.pending[name]
 		g := p.groups[idx]
-		dst = appendStateHeader(dst, name, p.kind, p.ts, p.types, g.count)
+		dst = appendStateHeader(dst, name, p.kind, p.ts, p.names, p.types, g.count)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(len(g.payload)))
 		dst = append(dst, g.payload...)
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
 }
 
-func appendStateHeader(dst []byte, name string, kind stateKind, ts bool, types []string, count int) []byte {
+func appendStateHeader(dst []byte, name string, kind stateKind, ts, names bool, types []string, count int) []byte {
 	dst = appendString(dst, name)
 	var flags byte
 	if ts {
 		flags |= flagTTL
+	}
+	if names {
+		flags |= flagNames
 	}
 	dst = append(dst, byte(kind), flags)
 	dst = binary.AppendUvarint(dst, uint64(len(types)))
@@ -188,6 +205,7 @@ type parsedState struct {
 	name    string
 	kind    stateKind
 	ts      bool
+	names   bool // types are type names (version 1)
 	types   []string
 	count   int
 	payload []byte
@@ -247,43 +265,52 @@ func (r *reader) bytes(what string, n uint64) ([]byte, error) {
 	return b, nil
 }
 
+// keyType identifies the type of a backend's keys: its name, which
+// version 1 of the format recorded, and its schema, which version 2 does.
+type keyType struct{ name, schema string }
+
 // checkFrame verifies the checksum and the header of a snapshot (magic,
-// version, key group and the name of the key type) and returns a reader
-// positioned after the header, limited to the bytes before the checksum.
-func checkFrame(data []byte, magic string, kg int, keyType string) (*reader, error) {
+// version, key group and the key type) and returns a reader positioned
+// after the header, limited to the bytes before the checksum, and the
+// format version.
+func checkFrame(data []byte, magic string, kg int, kt keyType) (*reader, int, error) {
 	if len(data) < len(magic)+4 {
-		return nil, corruptf("%d bytes are too short for a snapshot", len(data))
+		return nil, 0, corruptf("%d bytes are too short for a snapshot", len(data))
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if string(body[:len(magic)]) != magic {
-		return nil, corruptf("bad magic %q, want %q", body[:len(magic)], magic)
+		return nil, 0, corruptf("bad magic %q, want %q", body[:len(magic)], magic)
 	}
 	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return nil, corruptf("checksum mismatch: stored %08x, computed %08x", sum, got)
+		return nil, 0, corruptf("checksum mismatch: stored %08x, computed %08x", sum, got)
 	}
 	r := &reader{b: body[len(magic):]}
 	v, err := r.uvarint("version")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if v != snapshotVersion {
-		return nil, fmt.Errorf("unsupported snapshot version %d (this build reads version %d)", v, snapshotVersion)
+	if v != 1 && v != snapshotVersion {
+		return nil, 0, fmt.Errorf("unsupported snapshot version %d (this build reads versions 1 and %d)", v, snapshotVersion)
 	}
 	g, err := r.uvarint("key group")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if g != uint64(kg) {
-		return nil, fmt.Errorf("the snapshot is of key group %d", g)
+		return nil, 0, fmt.Errorf("the snapshot is of key group %d", g)
 	}
-	kt, err := r.string("key type")
+	k, err := r.string("key type")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if kt != keyType {
-		return nil, fmt.Errorf("the snapshot has keys of type %s, the backend of type %s", kt, keyType)
+	if v == 1 {
+		if k != kt.name {
+			return nil, 0, &IncompatibleError{What: "key", Reason: "the key type changed", Old: k, New: kt.name, Hint: hintKey}
+		}
+	} else if err := CheckExact("key", k, kt.schema); err != nil {
+		return nil, 0, err
 	}
-	return r, nil
+	return r, int(v), nil
 }
 
 // maxStoredTypeCount bounds the stored type names of a state.
@@ -291,8 +318,8 @@ const maxStoredTypeCount = 3
 
 // parseKeyGroup checks the checksum and framing of a key-group snapshot
 // and returns its states. Payloads alias data.
-func parseKeyGroup(data []byte, kg int, keyType string) ([]parsedState, error) {
-	r, err := checkFrame(data, snapshotMagic, kg, keyType)
+func parseKeyGroup(data []byte, kg int, kt keyType) ([]parsedState, error) {
+	r, version, err := checkFrame(data, snapshotMagic, kg, kt)
 	if err != nil {
 		return nil, err
 	}
@@ -324,10 +351,15 @@ func parseKeyGroup(data []byte, kg int, keyType string) ([]parsedState, error) {
 		if err != nil {
 			return nil, err
 		}
-		if flags&^flagTTL != 0 {
+		known := byte(flagTTL | flagNames)
+		if version == 1 {
+			known = flagTTL
+		}
+		if flags&^known != 0 {
 			return nil, corruptf("%s: unknown flags %#x", what, flags)
 		}
 		ps.ts = flags&flagTTL != 0
+		ps.names = version == 1 || flags&flagNames != 0
 		nt, err := r.count(what+": type count", maxStoredTypeCount)
 		if err != nil {
 			return nil, err
@@ -367,10 +399,78 @@ func parseKeyGroup(data []byte, kg int, keyType string) ([]parsedState, error) {
 	return states, nil
 }
 
-// compatible checks that a state snapshotted with kind, stored types and
-// timestamps ts can be restored into the registration r.
-func (r *registration[K]) compatible(name string, kind stateKind, types []string, ts bool) error {
-	return Compatible(name, byte(kind), types, ts, byte(r.kind), r.stored, r.ttl.Enabled())
+// resolve checks that a state snapshotted as kind with stored types
+// (type names if names, else schemas) and timestamps ts can be restored
+// into the registration r, and returns the cells that decode its entries:
+// nil for the table's own, or a reader of older schemas (ReaderFor).
+func (r *registration[K]) resolve(name string, kind stateKind, types []string, names, ts bool) (any, error) {
+	if names {
+		return nil, Compatible(name, byte(kind), types, ts, byte(r.kind), r.names, r.ttl.Enabled())
+	}
+	return ResolveStored(name, byte(kind), types, ts, byte(r.kind), r.schemas, r.ttl.Enabled(), r.ops.readerFor)
+}
+
+// ResolveStored checks that the state name, snapshotted as kind with the
+// stored schemas types (namespace first) and (if ts) access timestamps,
+// can be restored into a registration of wantKind with the schemas want
+// and TTL on if ttl, and returns what reader(types[1:]) returns when the
+// value schemas differ (nil when they are equal). The kinds must be equal,
+// the namespaces exactly so; value schemas are resolved by the rules of
+// resolve.go. Errors of schemas wrap ErrIncompatible and name the state
+// and the part of it.
+func ResolveStored(name string, kind byte, types []string, ts bool, wantKind byte, want []string, ttl bool,
+	reader func(old []string) (any, int, error)) (any, error) {
+	if kind != wantKind {
+		return nil, &IncompatibleError{State: name, Reason: fmt.Sprintf("it was saved as %v state and the job has %v state", stateKind(kind), stateKind(wantKind)),
+			Hint: "A state's kind cannot change; give the new state another name (the old one is then not restored: restore with weir.AllowNonRestoredState() to drop it)"}
+	}
+	if len(types) != len(want) {
+		return nil, corruptf("state %q: %d stored types, want %d", name, len(types), len(want))
+	}
+	if !ts && ttl {
+		return nil, fmt.Errorf("state %q was snapshotted without TTL; cannot restore it with TTL enabled", name)
+	}
+	if err := CheckExact("namespace", types[0], want[0]); err != nil {
+		return nil, named(err, name, "")
+	}
+	if slices.Equal(types[1:], want[1:]) {
+		return nil, nil
+	}
+	cells, i, err := reader(types[1:])
+	if err != nil {
+		return nil, named(err, name, partName(stateKind(kind), i))
+	}
+	return cells, nil
+}
+
+// partName names stored type i (after the namespace) of a state of kind.
+func partName(kind stateKind, i int) string {
+	switch kind {
+	case kindList:
+		return "list element"
+	case kindMap:
+		if i == 0 {
+			return "map key"
+		}
+		return "map value"
+	case kindAggregating:
+		return "accumulator"
+	}
+	return "value"
+}
+
+// named fills the state and part names of an IncompatibleError.
+func named(err error, state, what string) error {
+	var ie *IncompatibleError
+	if errors.As(err, &ie) {
+		c := *ie
+		c.State = state
+		if c.What == "" {
+			c.What = what
+		}
+		return &c
+	}
+	return fmt.Errorf("state %q: %w", state, err)
 }
 
 // RestoreKeyGroup restores the snapshot data of key group kg, taken by
@@ -404,7 +504,7 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 	if b.restored != nil && b.restored[idx] {
 		return errors.New("key group already restored")
 	}
-	states, err := parseKeyGroup(data, kg, keyTypeName[K]())
+	states, err := parseKeyGroup(data, kg, keyType{keyTypeName[K](), b.keySchema()})
 	if err != nil {
 		return err
 	}
@@ -417,17 +517,18 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 	var installs []func()
 	for _, ps := range states {
 		if r := b.states[ps.name]; r != nil {
-			if err := r.compatible(ps.name, ps.kind, ps.types, ps.ts); err != nil {
+			cells, err := r.resolve(ps.name, ps.kind, ps.types, ps.names, ps.ts)
+			if err != nil {
 				return err
 			}
-			inst, err := r.ops.decodeGroup(idx, ps.payload, ps.count, ps.ts, kc)
+			inst, err := r.ops.decodeGroup(idx, ps.payload, ps.count, ps.ts, kc, cells)
 			if err != nil {
 				return fmt.Errorf("state %q: %w", ps.name, err)
 			}
 			installs = append(installs, inst)
 			continue
 		}
-		if p := b.pending[ps.name]; p != nil && (p.kind != ps.kind || !slices.Equal(p.types, ps.types) || p.ts != ps.ts) {
+		if p := b.pending[ps.name]; p != nil && (p.kind != ps.kind || !slices.Equal(p.types, ps.types) || p.ts != ps.ts || p.names != ps.names) {
 			return fmt.Errorf("state %q: snapshot as %v state of %v (TTL %v) disagrees with another key group's, %v state of %v (TTL %v)",
 				ps.name, ps.kind, ps.types, ps.ts, p.kind, p.types, p.ts)
 		}
@@ -445,7 +546,7 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 		}
 		p := b.pending[ps.name]
 		if p == nil {
-			p = &pendingState{kind: ps.kind, types: ps.types, ts: ps.ts, groups: make(map[int]rawGroup)}
+			p = &pendingState{kind: ps.kind, types: ps.types, names: ps.names, ts: ps.ts, groups: make(map[int]rawGroup)}
 			b.pending[ps.name] = p
 		}
 		p.groups[idx] = rawGroup{count: ps.count, payload: ps.payload}
@@ -466,13 +567,14 @@ func (b *Backend[K]) restorePending(name string, r *registration[K]) error {
 	if p == nil {
 		return nil
 	}
-	if err := r.compatible(name, p.kind, p.types, p.ts); err != nil {
+	cells, err := r.resolve(name, p.kind, p.types, p.names, p.ts)
+	if err != nil {
 		return err
 	}
 	kc := b.codecForKeys()
 	installs := make([]func(), 0, len(p.groups))
 	for idx, g := range p.groups {
-		inst, err := r.ops.decodeGroup(idx, g.payload, g.count, p.ts, kc)
+		inst, err := r.ops.decodeGroup(idx, g.payload, g.count, p.ts, kc, cells)
 		if err != nil {
 			return fmt.Errorf("state %q: restore of key group %d: %w", name, b.first+idx, err)
 		}
@@ -486,11 +588,11 @@ func (b *Backend[K]) restorePending(name string, r *registration[K]) error {
 }
 
 // appendKeyGroupHeader writes the header of a key group's snapshot: magic,
-// version, key group, key type and number of states (FORMAT.md).
-func appendKeyGroupHeader(dst []byte, kg int, keyType string, states int) []byte {
+// version, key group, the keys' schema and number of states (FORMAT.md).
+func appendKeyGroupHeader(dst []byte, kg int, keySchema string, states int) []byte {
 	dst = append(dst, snapshotMagic...)
 	dst = binary.AppendUvarint(dst, snapshotVersion)
 	dst = binary.AppendUvarint(dst, uint64(kg))
-	dst = appendString(dst, keyType)
+	dst = appendString(dst, keySchema)
 	return binary.AppendUvarint(dst, uint64(states))
 }

@@ -557,7 +557,7 @@ func TestRestoreErrors(t *testing.T) {
 
 	wantErr("outside range", NewBackend[int64](8, 15, clk).RestoreKeyGroup(kg, data), "outside")
 	wantErr("other key group", fresh().RestoreKeyGroup((kg+1)%8, data), "snapshot is of key group")
-	wantErr("other key type", NewBackend[string](0, 7, clk).RestoreKeyGroup(kg, data), "keys of type int64")
+	wantErr("other key type", NewBackend[string](0, 7, clk).RestoreKeyGroup(kg, data), "key: the type changed (saved as int64; the job has string)")
 	b := fresh()
 	if err := b.RestoreKeyGroup(kg, data); err != nil {
 		t.Fatal(err)
@@ -575,15 +575,15 @@ func TestRestoreErrors(t *testing.T) {
 		what, sub string
 		reg       func(b *Backend[int64]) error
 	}{
-		{"kind", "snapshotted as value state", func(b *Backend[int64]) error {
+		{"kind", `state "value": it was saved as value state and the job has list state`, func(b *Backend[int64]) error {
 			_, err := GetList[int64, string](b, state.List[string]("value"))
 			return err
 		}},
-		{"value type", "types [string string]", func(b *Backend[int64]) error {
+		{"value type", `state "value": value: the type changed (saved as string; the job has int64)`, func(b *Backend[int64]) error {
 			_, err := GetValue[int64, string](b, state.Value[int64]("value"))
 			return err
 		}},
-		{"namespace type", "types [string string]", func(b *Backend[int64]) error {
+		{"namespace type", `state "value": namespace: the type changed (saved as string; the job has an empty type)`, func(b *Backend[int64]) error {
 			_, err := GetValue[int64, struct{}](b, state.Value[string]("value"))
 			return err
 		}},
@@ -606,9 +606,9 @@ func TestRestoreErrors(t *testing.T) {
 
 	// An unsupported version, with a valid checksum.
 	bad := slices.Clone(data)
-	bad[4] = 2
+	bad[4] = 3
 	fixCRC(bad)
-	wantErr("version", fresh().RestoreKeyGroup(kg, bad), "unsupported snapshot version 2")
+	wantErr("version", fresh().RestoreKeyGroup(kg, bad), "unsupported snapshot version 3")
 }
 
 func fixCRC(data []byte) {

@@ -28,6 +28,7 @@ import (
 type View[K comparable] struct {
 	first, last int
 	kc          state.Codec[K]
+	keySchema   string
 	states      []viewState[K] // ascending name order
 	flags       *viewFlags
 }
@@ -39,6 +40,7 @@ type viewState[K comparable] struct {
 	kind    stateKind
 	ts      bool
 	stored  []string
+	names   bool             // stored holds type names (a restored version-1 state)
 	groups  groupView[K]     // registered states
 	pending map[int]rawGroup // unregistered restored states, by key-group index
 }
@@ -119,7 +121,7 @@ func (b *Backend[K]) View() (*View[K], error) {
 	flags := &viewFlags{released: make([]atomic.Bool, n)}
 	flags.left.Store(int64(n))
 	kc := b.codecForKeys()
-	v := &View[K]{first: b.first, last: b.last, kc: kc, flags: flags,
+	v := &View[K]{first: b.first, last: b.last, kc: kc, keySchema: b.keySchema(), flags: flags,
 		states: make([]viewState[K], 0, len(b.states)+len(b.pending))}
 	for name, r := range b.states {
 		g, err := r.ops.view(flags, kc)
@@ -129,10 +131,10 @@ func (b *Backend[K]) View() (*View[K], error) {
 			flags.all.Store(true)
 			return nil, fmt.Errorf("state: snapshot of state %q: %w", name, err)
 		}
-		v.states = append(v.states, viewState[K]{name: name, kind: r.kind, ts: r.ttl.Enabled(), stored: r.stored, groups: g})
+		v.states = append(v.states, viewState[K]{name: name, kind: r.kind, ts: r.ttl.Enabled(), stored: r.schemas, groups: g})
 	}
 	for name, p := range b.pending {
-		v.states = append(v.states, viewState[K]{name: name, kind: p.kind, ts: p.ts, stored: p.types, pending: maps.Clone(p.groups)})
+		v.states = append(v.states, viewState[K]{name: name, kind: p.kind, ts: p.ts, stored: p.types, names: p.names, pending: maps.Clone(p.groups)})
 	}
 	slices.SortFunc(v.states, func(a, b viewState[K]) int {
 		switch {
@@ -177,16 +179,16 @@ func (v *View[K]) AppendKeyGroupSnapshot(dst []byte, kg int) ([]byte, error) {
 		}
 	}
 	start := len(dst)
-	dst = appendKeyGroupHeader(dst, kg, keyTypeName[K](), len(live))
+	dst = appendKeyGroupHeader(dst, kg, v.keySchema, len(live))
 	for _, s := range live {
 		if s.groups == nil {
 			g := s.pending[idx]
-			dst = appendStateHeader(dst, s.name, s.kind, s.ts, s.stored, g.count)
+			dst = appendStateHeader(dst, s.name, s.kind, s.ts, s.names, s.stored, g.count)
 			dst = binary.LittleEndian.AppendUint64(dst, uint64(len(g.payload)))
 			dst = append(dst, g.payload...)
 			continue
 		}
-		dst = appendStateHeader(dst, s.name, s.kind, s.ts, s.stored, s.groups.groupLen(idx))
+		dst = appendStateHeader(dst, s.name, s.kind, s.ts, false, s.stored, s.groups.groupLen(idx))
 		at := len(dst)
 		dst = binary.LittleEndian.AppendUint64(dst, 0)
 		var err error

@@ -199,11 +199,11 @@ func TestRapidViewIsPointInTime(t *testing.T) {
 // states with the same entry counts and payload lengths, and the same
 // payloads where the order of entries cannot differ (one entry, no map).
 func compareFraming(t *rapid.T, kg int, got, want []byte) {
-	gs, err := parseKeyGroup(got, kg, keyTypeName[int64]())
+	gs, err := parseKeyGroup(got, kg, keyType{keyTypeName[int64](), SchemaOf(DefaultCodec[int64]())})
 	if err != nil {
 		t.Fatalf("key group %d: the view's snapshot: %v", kg, err)
 	}
-	ws, err := parseKeyGroup(want, kg, keyTypeName[int64]())
+	ws, err := parseKeyGroup(want, kg, keyType{keyTypeName[int64](), SchemaOf(DefaultCodec[int64]())})
 	if err != nil {
 		t.Fatalf("key group %d: the synchronous snapshot: %v", kg, err)
 	}

@@ -50,6 +50,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -350,6 +351,7 @@ type stateMeta struct {
 	id    uint16
 	kind  byte
 	types []string
+	names bool // types are type names (written before schemas were recorded)
 	ts    bool
 }
 
@@ -358,6 +360,9 @@ func (m *stateMeta) encode() []byte {
 	flags := byte(0)
 	if m.ts {
 		flags = 1
+	}
+	if m.names {
+		flags |= 2
 	}
 	dst = append(dst, m.kind, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(m.types)))
@@ -371,7 +376,9 @@ func decodeMeta(name string, v []byte) (*stateMeta, error) {
 	if len(v) < 4 {
 		return nil, errors.New("short state metadata")
 	}
-	m := &stateMeta{name: name, id: binary.BigEndian.Uint16(v), kind: v[2], ts: v[3]&1 != 0}
+	// Metadata written before schemas were recorded has no flag 2 and
+	// holds type names; it is recognized by the absence of schema text.
+	m := &stateMeta{name: name, id: binary.BigEndian.Uint16(v), kind: v[2], ts: v[3]&1 != 0, names: v[3]&2 != 0}
 	src := v[4:]
 	n, src, err := istate.ReadUvarint(src)
 	if err != nil || n > 3 {
@@ -392,6 +399,7 @@ func decodeMeta(name string, v []byte) (*stateMeta, error) {
 type pendingInfo struct {
 	kind  byte
 	types []string
+	names bool // types are type names (a version-1 snapshot)
 	ts    bool
 	count int
 }
@@ -402,7 +410,7 @@ func (b *Backend[K]) load() error {
 	kt, closer, err := b.db.Get(metaKey(metaKeyType, ""))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := b.db.Set(metaKey(metaKeyType, ""), []byte(b.keyType), writeOpts); err != nil {
+		if err := b.db.Set(metaKey(metaKeyType, ""), []byte(b.keyID()), writeOpts); err != nil {
 			return fmt.Errorf("pebblestate: %w", err)
 		}
 	case err != nil:
@@ -410,8 +418,8 @@ func (b *Backend[K]) load() error {
 	default:
 		got := string(kt)
 		_ = closer.Close()
-		if got != b.keyType {
-			return fmt.Errorf("pebblestate: the database in %s has keys of type %s, the backend of type %s", b.dir, got, b.keyType)
+		if !b.sameKeyType(got) {
+			return fmt.Errorf("pebblestate: the database in %s has keys of type %s, the backend of type %s", b.dir, got, b.keyID())
 		}
 	}
 	lo := metaKey(metaState, "")
@@ -484,6 +492,34 @@ type registration struct {
 	goTypes []reflect.Type
 	ttl     state.TTLConfig
 	skip    skippers
+	stored  storedTypes
+}
+
+// resolve checks that entries stored as kind with types (names if names,
+// else schemas) and timestamps ts can be restored into r and returns the
+// transcoders that rewrite them (nil: copied as they are).
+func (r *registration) resolve(kind byte, types []string, names, ts bool) (*transcoders, error) {
+	if names {
+		return nil, istate.Compatible(r.name, kind, types, ts, r.kind, r.stored.names, r.ttl.Enabled())
+	}
+	tx, err := istate.ResolveStored(r.name, kind, types, ts, r.kind, r.stored.schemas, r.ttl.Enabled(), r.stored.resolve)
+	if tx == nil || err != nil {
+		return nil, err
+	}
+	return tx.(*transcoders), nil
+}
+
+// keyID identifies the key type in the database: its name and schema.
+func (b *Backend[K]) keyID() string { return b.keyType + "\x00" + istate.SchemaOf(b.kc) }
+
+// sameKeyType reports whether got, a key type a database recorded, is the
+// backend's: its name and schema, or, in a database written before
+// schemas were recorded, its name.
+func (b *Backend[K]) sameKeyType(got string) bool {
+	if !strings.Contains(got, "\x00") {
+		return got == b.keyType
+	}
+	return got == b.keyID()
 }
 
 // skippers find where encoded values end without keeping them.
@@ -505,7 +541,7 @@ func skipperOf[T any](c state.Codec[T]) func([]byte) ([]byte, error) {
 // A state restored into the database (by RestoreImages or an earlier
 // registration) must have been stored with the same kind, stored types and
 // TTL timestamps; pending restored entries are converted into the layout.
-func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, stored []string,
+func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, stored storedTypes,
 	ttl state.TTLConfig, sk skippers) (*registration, error) {
 	if r, ok := b.states[name]; ok {
 		if r.kind != kind || !slices.Equal(r.goTypes, goTypes) {
@@ -520,10 +556,28 @@ func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, st
 	ts := ttl.Enabled()
 	m := b.meta[name]
 	if m != nil {
-		if m.kind != kind || !slices.Equal(m.types, stored) {
-			return nil, fmt.Errorf("state %q is stored as %s state of %v; cannot register it as %s state of %v",
-				name, istate.KindName(m.kind), m.types, istate.KindName(kind), stored)
+		want := stored.schemas
+		if m.names {
+			want = stored.names
 		}
+		if m.kind != kind || !slices.Equal(m.types, want) {
+			err := fmt.Errorf("state %q is stored as %s state of %v; cannot register it as %s state of %v",
+				name, istate.KindName(m.kind), m.types, istate.KindName(kind), want)
+			if !m.names && m.kind == kind {
+				// The database of an incremental checkpoint holds values
+				// as they were encoded; the Pebble backend migrates
+				// values only when they are restored from a snapshot.
+				if _, rerr := istate.ResolveStored(name, m.kind, m.types, m.ts, kind, stored.schemas, ttl.Enabled(), stored.resolve); rerr != nil {
+					return nil, rerr
+				}
+				err = fmt.Errorf("state %q: its schema changed (%s), and the Pebble backend migrates state only from a savepoint, "+
+					"not from an incremental checkpoint's database: take a savepoint with the old job and restore the new one from it", name, strings.Join(m.types[1:], ", "))
+			}
+			return nil, err
+		}
+		// Metadata written before schemas were recorded: the encodings
+		// are the same, record the schemas from now on.
+		m.types, m.names = stored.schemas, false
 		if m.ts != ts && b.hasEntries(m.id) {
 			return nil, fmt.Errorf("state %q is stored with TTL timestamps %v; cannot register it with TTL enabled %v (restore it from a full snapshot instead)",
 				name, m.ts, ts)
@@ -532,11 +586,11 @@ func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, st
 		if b.nextID == 0xFFFF {
 			return nil, errors.New("pebblestate: too many states")
 		}
-		m = &stateMeta{name: name, id: b.nextID, kind: kind, types: stored}
+		m = &stateMeta{name: name, id: b.nextID, kind: kind, types: stored.schemas}
 		b.nextID++
 	}
 	m.ts = ts
-	r := &registration{stateMeta: m, goTypes: goTypes, ttl: ttl, skip: sk}
+	r := &registration{stateMeta: m, goTypes: goTypes, ttl: ttl, skip: sk, stored: stored}
 	if p := b.pending[name]; p != nil {
 		if err := b.convertPending(r, p); err != nil {
 			return nil, err

@@ -34,7 +34,7 @@ func GetList[K, N comparable, V any](b *Backend[K], d state.ListDescriptor[V]) (
 	}
 	vc := codecOr(d.Codec)
 	r, err := register(b, d.Name, istate.KindList, []reflect.Type{reflect.TypeFor[N](), reflect.TypeFor[V]()},
-		[]string{typeName[N](), typeName[V]()}, d.TTL,
+		valueTypes[N](vc), d.TTL,
 		skippers{ns: skipperOf(istate.DefaultCodec[N]()), value: skipperOf(vc)})
 	if err != nil {
 		return nil, err

@@ -41,7 +41,21 @@ func GetMap[K, N comparable, UK comparable, UV any](b *Backend[K], d state.MapDe
 	kc, vc := codecOr(d.KeyCodec), codecOr(d.Codec)
 	r, err := register(b, d.Name, istate.KindMap,
 		[]reflect.Type{reflect.TypeFor[N](), reflect.TypeFor[UK](), reflect.TypeFor[UV]()},
-		[]string{typeName[N](), typeName[UK](), typeName[UV]()}, d.TTL,
+		storedTypes{
+			names:   []string{typeName[N](), typeName[UK](), typeName[UV]()},
+			schemas: []string{istate.SchemaOf(istate.DefaultCodec[N]()), istate.SchemaOf(kc), istate.SchemaOf(vc)},
+			resolve: func(old []string) (any, int, error) {
+				kr, err := istate.ReaderFor(kc, old[0])
+				if err != nil {
+					return nil, 0, err
+				}
+				vr, err := istate.ReaderFor(vc, old[1])
+				if err != nil {
+					return nil, 1, err
+				}
+				return &transcoders{value: transcoder(vr, vc), mkey: transcoder(kr, kc)}, 0, nil
+			},
+		}, d.TTL,
 		skippers{ns: skipperOf(istate.DefaultCodec[N]()), value: skipperOf(vc), mkey: skipperOf(kc)})
 	if err != nil {
 		return nil, err

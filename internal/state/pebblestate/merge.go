@@ -32,7 +32,7 @@ func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
 	if err != nil {
 		return fail(err)
 	}
-	same := string(kt) == b.keyType
+	same := b.sameKeyType(string(kt))
 	_ = closer.Close()
 	if !same {
 		return fail(errors.New("the checkpoint has keys of another type"))

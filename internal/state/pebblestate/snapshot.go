@@ -43,7 +43,7 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 		var skipNS func([]byte) ([]byte, error)
 		if r := b.states[name]; r != nil {
 			skipNS = r.skip.ns
-		} else if m.types[0] == "struct {}" {
+		} else if m.types[0] == "struct {}" || m.types[0] == istate.SchemaOf(istate.DefaultCodec[struct{}]()) {
 			skipNS = func(src []byte) ([]byte, error) { return src, nil }
 		}
 		payload, count, err := b.snapshotState(kg, m, skipNS)
@@ -51,7 +51,7 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 			return nil, fmt.Errorf("pebblestate: snapshot of key group %d: state %q: %w", kg, name, err)
 		}
 		if count > 0 {
-			states = append(states, istate.KeyGroupState{Name: name, Kind: m.kind, TTL: m.ts, Types: m.types, Count: count, Payload: payload})
+			states = append(states, istate.KeyGroupState{Name: name, Kind: m.kind, TTL: m.ts, Names: m.names, Types: m.types, Count: count, Payload: payload})
 		}
 	}
 	for name := range b.pending {
@@ -66,12 +66,12 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pebblestate: pending state %q: %w", name, err)
 		}
-		states = append(states, istate.KeyGroupState{Name: name, Kind: h.kind, TTL: h.ts, Types: h.types, Count: h.count, Payload: payload})
+		states = append(states, istate.KeyGroupState{Name: name, Kind: h.kind, TTL: h.ts, Names: h.names, Types: h.types, Count: h.count, Payload: payload})
 	}
 	if err := b.Err(); err != nil {
 		return nil, err // what was read may be damaged
 	}
-	return istate.AppendKeyGroupFrame(nil, kg, b.keyType, states)
+	return istate.AppendKeyGroupFrame(nil, kg, istate.SchemaOf(b.kc), states)
 }
 
 // snapshotState encodes the entries of state m in key group kg as a
@@ -184,6 +184,9 @@ func encodePending(s istate.KeyGroupState) []byte {
 	if s.TTL {
 		flags = 1
 	}
+	if s.Names {
+		flags |= 2
+	}
 	dst := []byte{s.Kind, flags}
 	dst = binary.AppendUvarint(dst, uint64(len(s.Types)))
 	for _, t := range s.Types {
@@ -197,7 +200,7 @@ func decodePendingHeader(v []byte) (*pendingInfo, []byte, error) {
 	if len(v) < 2 {
 		return nil, nil, istate.ErrTruncated
 	}
-	h := &pendingInfo{kind: v[0], ts: v[1]&1 != 0}
+	h := &pendingInfo{kind: v[0], ts: v[1]&1 != 0, names: v[1]&2 != 0}
 	src := v[2:]
 	n, src, err := istate.ReadUvarint(src)
 	if err != nil || n > 3 {
@@ -216,12 +219,6 @@ func decodePendingHeader(v []byte) (*pendingInfo, []byte, error) {
 	}
 	h.count = int(c)
 	return h, src, nil
-}
-
-// compatible checks that entries stored as kind with stored types and
-// timestamps ts can be restored into r.
-func compatible(r *registration, kind byte, types []string, ts bool) error {
-	return istate.Compatible(r.name, kind, types, ts, r.kind, r.types, r.ts)
 }
 
 // RestoreKeyGroup restores the snapshot data of key group kg, taken by
@@ -250,7 +247,7 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 	if b.restored != nil && b.restored[idx] {
 		return errors.New("key group already restored")
 	}
-	states, err := istate.ParseKeyGroupFrame(data, kg, b.keyType)
+	states, err := istate.ParseKeyGroupFrame(data, kg, b.keyType, istate.SchemaOf(b.kc))
 	if err != nil {
 		return err
 	}
@@ -266,15 +263,16 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 	defer batch.Close()
 	for _, s := range states {
 		if r := b.states[s.Name]; r != nil {
-			if err := compatible(r, s.Kind, s.Types, s.TTL); err != nil {
+			tx, err := r.resolve(s.Kind, s.Types, s.Names, s.TTL)
+			if err != nil {
 				return err
 			}
-			if err := b.decodeInto(batch, kg, r, s.Payload, s.Count, s.TTL); err != nil {
+			if err := b.decodeInto(batch, kg, r, tx, s.Payload, s.Count, s.TTL); err != nil {
 				return fmt.Errorf("state %q: %w", s.Name, err)
 			}
 			continue
 		}
-		if p := b.pending[s.Name]; p != nil && (p.kind != s.Kind || !slices.Equal(p.types, s.Types) || p.ts != s.TTL) {
+		if p := b.pending[s.Name]; p != nil && (p.kind != s.Kind || !slices.Equal(p.types, s.Types) || p.ts != s.TTL || p.names != s.Names) {
 			return fmt.Errorf("state %q: snapshot as %s state of %v (TTL %v) disagrees with another key group's, %s state of %v (TTL %v)",
 				s.Name, istate.KindName(s.Kind), s.Types, s.TTL, istate.KindName(p.kind), p.types, p.ts)
 		}
@@ -292,7 +290,7 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 		if p := b.pending[s.Name]; p != nil {
 			p.count += s.Count
 		} else {
-			b.pending[s.Name] = &pendingInfo{kind: s.Kind, types: s.Types, ts: s.TTL, count: s.Count}
+			b.pending[s.Name] = &pendingInfo{kind: s.Kind, types: s.Types, names: s.Names, ts: s.TTL, count: s.Count}
 		}
 	}
 	if b.restored == nil {
@@ -308,8 +306,10 @@ const maxZeroSizeCount = 1 << 24
 
 // decodeInto converts count snapshot entries of key group kg (ts: with TTL
 // timestamps) into the layout of r, writing them into batch. Values are
-// copied as encoded; codecs only find where each ends.
-func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, payload []byte, count int, ts bool) error {
+// copied as encoded (codecs only find where each ends), or, with tx (the
+// entries were stored under older schemas), rewritten into the current
+// encoding.
+func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, tx *transcoders, payload []byte, count int, ts bool) error {
 	prefix := appendPrefix(nil, kg, r.id)
 	seen := make(map[string]struct{}, min(count, 1<<16))
 	src := payload
@@ -324,12 +324,18 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, pa
 				return dst, corruptf("timestamp: %v", err)
 			}
 		}
+		if r.ts {
+			dst = binary.AppendVarint(dst, t)
+		}
+		if tx != nil && tx.value != nil {
+			if src, dst, err = tx.value(src, dst); err != nil {
+				return dst, fmt.Errorf("value: %w", err)
+			}
+			return dst, nil
+		}
 		start := src
 		if src, err = r.skip.value(src); err != nil {
 			return dst, fmt.Errorf("value: %w", err)
-		}
-		if r.ts {
-			dst = binary.AppendVarint(dst, t)
 		}
 		return append(dst, start[:len(start)-len(src)]...), nil
 	}
@@ -387,6 +393,11 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, pa
 					return fmt.Errorf("entry %d: map entry %d: key: %w", i, j, err)
 				}
 				uk := ukStart[:len(ukStart)-len(src)]
+				if tx != nil && tx.mkey != nil {
+					if _, uk, err = tx.mkey(ukStart, nil); err != nil {
+						return fmt.Errorf("entry %d: map entry %d: key: %w", i, j, err)
+					}
+				}
 				if _, dup := ks[string(uk)]; dup {
 					return corruptf("entry %d: map entry %d: duplicate key", i, j)
 				}
@@ -412,7 +423,8 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, pa
 // convertPending writes the restored entries of r's state, kept raw since
 // the restore, into the layout and drops the raw copies.
 func (b *Backend[K]) convertPending(r *registration, p *pendingInfo) error {
-	if err := compatible(r, p.kind, p.types, p.ts); err != nil {
+	tx, err := r.resolve(p.kind, p.types, p.names, p.ts)
+	if err != nil {
 		return err
 	}
 	batch := b.db.NewBatch()
@@ -430,7 +442,7 @@ func (b *Backend[K]) convertPending(r *registration, p *pendingInfo) error {
 		if err != nil {
 			return fmt.Errorf("state %q: restore of key group %d: %w", r.name, kg, err)
 		}
-		if err := b.decodeInto(batch, kg, r, payload, h.count, h.ts); err != nil {
+		if err := b.decodeInto(batch, kg, r, tx, payload, h.count, h.ts); err != nil {
 			return fmt.Errorf("state %q: restore of key group %d: %w", r.name, kg, err)
 		}
 		if err := batch.Delete(pk, nil); err != nil {

@@ -158,7 +158,7 @@ func (b *Backend[K]) stage(id int64) (*Staged, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Staged{ID: id, Dir: dir, FirstKeyGroup: b.first, LastKeyGroup: b.last, KeyType: b.keyType}
+	s := &Staged{ID: id, Dir: dir, FirstKeyGroup: b.first, LastKeyGroup: b.last, KeyType: b.keyID()}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)

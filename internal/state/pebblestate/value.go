@@ -189,9 +189,61 @@ func (h *cellHandle[K, N, S]) fold(first func() S, f func(S) S) {
 	h.store(key, f(v), now)
 }
 
-func register[K comparable](b *Backend[K], name string, kind byte, goTypes []reflect.Type, stored []string,
+func register[K comparable](b *Backend[K], name string, kind byte, goTypes []reflect.Type, stored storedTypes,
 	ttl state.TTLConfig, sk skippers) (*registration, error) {
 	return b.register(name, kind, goTypes, stored, ttl, sk)
+}
+
+// storedTypes describes the types a state stores (FORMAT.md of
+// internal/state): their names, as version 1 of the snapshot format
+// recorded them, their schemas, as version 2 does, and how to read
+// entries stored under other schemas of the values.
+type storedTypes struct {
+	names, schemas []string
+	// resolve returns transcoders of values stored under the old value
+	// schemas (after the namespace's) into the codecs' current encoding,
+	// or the index of the one that cannot be read and the error.
+	resolve func(old []string) (any, int, error)
+}
+
+// transcoders rewrite stored values from an older schema into the
+// current encoding: each reads one value from the front of src and
+// appends its current encoding to dst. nil ones copy.
+type transcoders struct {
+	value func(src, dst []byte) ([]byte, []byte, error)
+	mkey  func(src, dst []byte) ([]byte, []byte, error)
+}
+
+// transcoder returns a transcoder from what r reads to what w writes, or
+// nil if r is w (the encoding is the same).
+func transcoder[T any](r, w state.Codec[T]) func(src, dst []byte) ([]byte, []byte, error) {
+	if any(r) == any(w) {
+		return nil
+	}
+	return func(src, dst []byte) ([]byte, []byte, error) {
+		v, rest, err := r.Decode(src)
+		if err != nil {
+			return src, dst, err
+		}
+		dst, err = w.Append(dst, v)
+		return rest, dst, err
+	}
+}
+
+// valueTypes describes a state with namespace N storing one type V with
+// codec vc (value, reducing, aggregating and list state).
+func valueTypes[N, V any](vc state.Codec[V]) storedTypes {
+	return storedTypes{
+		names:   []string{typeName[N](), typeName[V]()},
+		schemas: []string{istate.SchemaOf(istate.DefaultCodec[N]()), istate.SchemaOf(vc)},
+		resolve: func(old []string) (any, int, error) {
+			r, err := istate.ReaderFor(vc, old[0])
+			if err != nil {
+				return nil, 0, err
+			}
+			return &transcoders{value: transcoder(r, vc)}, 0, nil
+		},
+	}
 }
 
 // Value is a ValueState handle of a Backend for namespace type N.
@@ -211,7 +263,7 @@ func GetValue[K, N comparable, V any](b *Backend[K], d state.ValueDescriptor[V])
 	}
 	vc := codecOr(d.Codec)
 	r, err := register(b, d.Name, istate.KindValue, []reflect.Type{reflect.TypeFor[N](), reflect.TypeFor[V]()},
-		[]string{typeName[N](), typeName[V]()}, d.TTL,
+		valueTypes[N](vc), d.TTL,
 		skippers{ns: skipperOf(istate.DefaultCodec[N]()), value: skipperOf(vc)})
 	if err != nil {
 		return nil, err
@@ -242,7 +294,7 @@ func GetReducing[K, N comparable, V any](b *Backend[K], d state.ReducingDescript
 	}
 	vc := codecOr(d.Codec)
 	r, err := register(b, d.Name, istate.KindReducing, []reflect.Type{reflect.TypeFor[N](), reflect.TypeFor[V]()},
-		[]string{typeName[N](), typeName[V]()}, d.TTL,
+		valueTypes[N](vc), d.TTL,
 		skippers{ns: skipperOf(istate.DefaultCodec[N]()), value: skipperOf(vc)})
 	if err != nil {
 		return nil, err
@@ -282,7 +334,7 @@ func GetAggregating[K, N comparable, IN, ACC, OUT any](b *Backend[K],
 	ac := codecOr(d.Codec)
 	r, err := register(b, d.Name, istate.KindAggregating,
 		[]reflect.Type{reflect.TypeFor[N](), reflect.TypeFor[IN](), reflect.TypeFor[ACC](), reflect.TypeFor[OUT]()},
-		[]string{typeName[N](), typeName[ACC]()}, d.TTL,
+		valueTypes[N](ac), d.TTL,
 		skippers{ns: skipperOf(istate.DefaultCodec[N]()), value: skipperOf(ac)})
 	if err != nil {
 		return nil, err
