@@ -44,6 +44,7 @@ import (
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/state"
 )
 
 // Clock is the processing-time source of a job: the wall clock
@@ -591,6 +592,8 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	}
 	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{})}
 	h.setPlan(p)
+	opened := make(chan error, 1)
+	p.OnOpen(func(err error) { opened <- err })
 	log := e.log
 	e.mon.start(e.cfg.clock)
 	stopControl, err := e.startREST(h, log)
@@ -632,6 +635,17 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		}
 		e.mon.end()
 	}()
+	// Every operator opens and restores its state before any record moves:
+	// a state the job cannot read back is refused here, before it runs.
+	select {
+	case err = <-opened:
+	case <-h.done:
+		err = h.err
+	}
+	if errors.Is(err, state.ErrIncompatible) {
+		<-h.done
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -663,8 +677,8 @@ func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, lo
 			}
 			return nil
 		}
-		if ctx.Err() != nil || e.cfg.restart == nil {
-			return err
+		if ctx.Err() != nil || e.cfg.restart == nil || errors.Is(err, state.ErrIncompatible) {
+			return err // a restart would refuse the same state again
 		}
 		delay, ok := e.cfg.restart.Next(attempt)
 		if !ok {

@@ -325,7 +325,15 @@ type Plan struct {
 	acks     chan TaskAck
 	// alignment holds the watermark alignment groups of this run.
 	alignment *AlignmentGroups
+	// onOpen, if set, learns once per Run whether every task opened.
+	onOpen func(error)
 }
+
+// OnOpen sets f to be called once per Run when every task has opened its
+// operators and restored their state (err nil), or with the first error
+// of a task that could not, before any task starts processing: Run holds
+// every task back until all have opened.
+func (p *Plan) OnOpen(f func(err error)) { p.onOpen = f }
 
 // BuildPlan chains nodes into tasks, creates the exchanges and builds every
 // operator of every subtask. Nodes must be in topological order.
@@ -674,6 +682,7 @@ func (p *Plan) Run(ctx context.Context) error {
 		go func() { defer cwg.Done(); c.run(cctx) }()
 		defer func() { stop(); cwg.Wait() }()
 	}
+	p.gateStart(ctx)
 	for _, t := range p.Tasks {
 		wg.Add(1)
 		go func() {
@@ -697,4 +706,44 @@ func (p *Plan) Run(ctx context.Context) error {
 		return nil
 	}
 	return first
+}
+
+// gateStart makes every task wait, once opened, until all tasks have
+// opened, and tells onOpen the outcome. A task that fails to open passes
+// its error on; the others then stop waiting when Run cancels ctx.
+func (p *Plan) gateStart(ctx context.Context) {
+	var (
+		mu      sync.Mutex
+		pending = len(p.Tasks)
+		first   error
+		start   = make(chan struct{})
+	)
+	for _, t := range p.Tasks {
+		t.startGate = func(err error) error {
+			mu.Lock()
+			if err != nil && first == nil {
+				first = err
+			}
+			pending--
+			last, failed := pending == 0, first
+			mu.Unlock()
+			if last {
+				if p.onOpen != nil {
+					p.onOpen(failed)
+				}
+				if failed == nil {
+					close(start)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			select {
+			case <-start:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
 }

@@ -145,6 +145,9 @@ type Task struct {
 	parallelism int
 	finished    atomic.Bool
 	failure     atomic.Pointer[error] // the first failure reported by Fail
+	// startGate, set by Plan.Run, learns whether Open succeeded and holds
+	// the task until every task of the plan has opened.
+	startGate func(opened error) error
 }
 
 type namedLifecycle struct {
@@ -418,7 +421,15 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		w.SetContext(ctx)
 	}
 	t.ctx, t.wg = ctx, &wg
-	if err := t.Open(); err != nil {
+	err = t.Open()
+	if t.startGate != nil {
+		// Every task of the plan opens (and restores) before any starts:
+		// a state the job cannot restore is refused before a record moves.
+		if gerr := t.startGate(err); err == nil {
+			err = gerr
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if err := t.ReplayChannelState(); err != nil {

@@ -1,10 +1,8 @@
 package state
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/weirstream/weir/state"
 )
@@ -28,57 +26,12 @@ import (
 // compared exactly (named types included), since their encoding decides
 // which key group and entry a value belongs to.
 
-// ErrIncompatible is wrapped by every IncompatibleError.
-var ErrIncompatible = errors.New("incompatible state schema")
+// ErrIncompatible is state.ErrIncompatible, wrapped by every
+// IncompatibleError.
+var ErrIncompatible = state.ErrIncompatible
 
-// IncompatibleError reports a state (or key) whose recorded schema the
-// job's codec cannot read.
-type IncompatibleError struct {
-	// State names the state ("" when not known yet; the backend fills it).
-	State string
-	// What is the part of the state: "key", "namespace", "value", "list
-	// element", "map key", "map value", "accumulator" or "" for a
-	// top-level check.
-	What string
-	// Field is the path of the field that changed ("" for the whole
-	// type), e.g. "Count" or "Inner.Items[2]".
-	Field string
-	// Old and New describe the recorded and the job's types.
-	Old, New string
-	// Reason says what changed.
-	Reason string
-	// Hint says how to migrate.
-	Hint string
-}
-
-func (e *IncompatibleError) Error() string {
-	var b strings.Builder
-	if e.State != "" {
-		fmt.Fprintf(&b, "state %q: ", e.State)
-	}
-	if e.What != "" {
-		b.WriteString(e.What)
-		if e.Field != "" {
-			b.WriteString(" field ")
-			b.WriteString(e.Field)
-		}
-		b.WriteString(": ")
-	} else if e.Field != "" {
-		fmt.Fprintf(&b, "field %s: ", e.Field)
-	}
-	b.WriteString(e.Reason)
-	if e.Old != "" || e.New != "" {
-		fmt.Fprintf(&b, " (saved as %s; the job has %s)", e.Old, e.New)
-	}
-	if e.Hint != "" {
-		b.WriteString(". ")
-		b.WriteString(e.Hint)
-	}
-	return b.String()
-}
-
-// Is makes errors.Is(err, ErrIncompatible) true.
-func (e *IncompatibleError) Is(target error) bool { return target == ErrIncompatible }
+// IncompatibleError is state.IncompatibleError.
+type IncompatibleError = state.IncompatibleError
 
 // Hints of IncompatibleError.
 const (
