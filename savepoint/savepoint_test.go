@@ -71,7 +71,9 @@ func (c *counter) ProcessElement(e ev, ctx weir.KeyedContext[string], out weir.C
 	return nil
 }
 
-func (c *counter) OnTimer(int64, weir.OnTimerContext[string], weir.Collector[string]) error { return nil }
+func (c *counter) OnTimer(int64, weir.OnTimerContext[string], weir.Collector[string]) error {
+	return nil
+}
 
 func line(key string, a Acc, histSum, mod int64) string {
 	return fmt.Sprintf("%s count=%d sum=%d last=%s hist=%d mod=%d", key, a.Count, a.Sum, a.Last, histSum, mod)
