@@ -37,6 +37,7 @@ type IncompatibleError struct {
 	err error
 }
 
+// Error names the operator and says what the engine refused.
 func (e *IncompatibleError) Error() string { return fmt.Sprintf("operator %q: %v", e.Operator, e.err) }
 
 // Unwrap returns the engine's error.
