@@ -651,3 +651,78 @@ func TestBroadcastState(t *testing.T) {
 		t.Errorf("got %v, want %v", g, want)
 	}
 }
+
+// TestReadJobBroadcastState stops a keyed broadcast job with a savepoint
+// after its rules are in and reads its broadcast state back; then
+// transforms it and checks that a job restored from the result applies
+// the changed rules.
+func TestReadJobBroadcastState(t *testing.T) {
+	const nRules = 7
+	dir := t.TempDir()
+	build := func(env *weir.Environment, elems, rules weir.Source[ev]) *weir.Collected[string] {
+		in := weir.KeyBy(weir.FromSource(env, elems, weir.ForMonotonousTimestamps[ev](), "elems").SetParallelism(1).UID("elems"),
+			func(e ev) string { return e.Key })
+		rs := weir.Broadcast(weir.FromSource(env, rules, weir.ForMonotonousTimestamps[ev](), "rules").SetParallelism(1).UID("rules"), rulesDesc)
+		return weir.Collect(weir.ProcessKeyedBroadcast(weir.ConnectKeyedBroadcast(in, rs), bcastFn{}).UID("joined"))
+	}
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	env.EnableCheckpointing(time.Hour)
+	elems := &gatedSource{n: 100, limit: 0, reached: make(chan struct{})}
+	rules := &gatedSource{n: 100, limit: nRules, reached: make(chan struct{})}
+	build(env, elems, rules)
+	h, err := env.ExecuteAsync(t.Context(), "rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-elems.reached
+	<-rules.reached
+	path, err := h.StopWithSavepoint(t.Context(), filepath.Join(dir, "sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for i := range int64(nRules) {
+		e := evAt(i)
+		want[e.Key] = e.V
+	}
+	sp, err := savepoint.Read(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := savepoint.ReadBroadcastState[string, int64](sp, "joined", "rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("broadcast state %v, want %v", got, want)
+	}
+
+	// Every factor plus 100; the sources' positions are copied.
+	for k := range got {
+		got[k] += 100
+	}
+	out, err := savepoint.FromSavepoint(sp).WithOperator("joined", 2, savepoint.BroadcastState("rules", got)).Write(t.Context(), filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = weir.NewEnvironment(weir.WithParallelism(3), weir.RestoreFromSavepoint(out))
+	res := build(env, &gatedSource{n: 30, limit: 30}, &gatedSource{n: nRules, limit: nRules})
+	if err := env.Execute(t.Context(), "restored"); err != nil {
+		t.Fatal(err)
+	}
+	var wantLines []string
+	for i := range int64(30) {
+		e := evAt(i)
+		f, ok := got[e.Key]
+		if !ok {
+			f = 1
+		}
+		wantLines = append(wantLines, fmt.Sprintf("%s*%d=%d", e.Key, f, e.V*f))
+	}
+	if g := sorted(res.Values()); !slices.Equal(g, sorted(wantLines)) {
+		t.Errorf("got %v\nwant %v", g, sorted(wantLines))
+	}
+}
