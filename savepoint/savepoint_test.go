@@ -169,9 +169,9 @@ func job(env *weir.Environment, src weir.Source[ev]) *weir.Collected[string] {
 // stopAt runs the job over evAt(0..n-1) at parallelism p, stops it with a
 // savepoint once limit records are read and returns the savepoint's path
 // and the lines emitted.
-func stopAt(t *testing.T, n, limit int64, p int, dir string) (string, []string) {
+func stopAt(t *testing.T, n, limit int64, p int, dir string, opts ...weir.Option) (string, []string) {
 	t.Helper()
-	env := weir.NewEnvironment(weir.WithParallelism(p))
+	env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(p)}, opts...)...)
 	env.EnableCheckpointing(time.Hour)
 	src := &gatedSource{n: n, limit: limit, reached: make(chan struct{})}
 	out := job(env, src)
@@ -202,10 +202,17 @@ func sorted(s []string) []string {
 
 // TestReadJobSavepoint runs a real keyed job with value state of a
 // struct, list state and map state, stops it with a savepoint half-way
-// and reads every key's state back exactly.
+// and reads every key's state back exactly, with either state backend.
 func TestReadJobSavepoint(t *testing.T) {
+	t.Run("heap", func(t *testing.T) { testReadJobSavepoint(t) })
+	t.Run("pebble", func(t *testing.T) {
+		testReadJobSavepoint(t, weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir())))
+	})
+}
+
+func testReadJobSavepoint(t *testing.T, opts ...weir.Option) {
 	const n, limit = 2000, 1000
-	path, lines := stopAt(t, n, limit, 2, filepath.Join(t.TempDir(), "sp"))
+	path, lines := stopAt(t, n, limit, 2, filepath.Join(t.TempDir(), "sp"), opts...)
 	want := newModel()
 	var wantLines []string
 	for i := range int64(limit) {
@@ -724,5 +731,48 @@ func TestReadJobBroadcastState(t *testing.T) {
 	}
 	if g := sorted(res.Values()); !slices.Equal(g, sorted(wantLines)) {
 		t.Errorf("got %v\nwant %v", g, sorted(wantLines))
+	}
+}
+
+// TestIncrementalCheckpointRefused: the retained incremental checkpoint
+// of a job on the Pebble backend keeps its keyed state in database files;
+// reading or copying it is refused with a message saying to take a
+// savepoint.
+func TestIncrementalCheckpointRefused(t *testing.T) {
+	dir := t.TempDir()
+	env := weir.NewEnvironment(weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir())))
+	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointStorage(dir))
+	src := &gatedSource{n: 1000, limit: 500, reached: make(chan struct{})}
+	job(env, src)
+	h, err := env.ExecuteAsync(t.Context(), "incremental")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cancel()
+	<-src.reached
+	var chk string
+	for deadline := time.Now().Add(20 * time.Second); chk == "" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		ms, _ := filepath.Glob(filepath.Join(dir, "chk-*", "_manifest.json"))
+		for _, m := range ms {
+			sp, err := savepoint.Read(t.Context(), filepath.Dir(m))
+			if err != nil {
+				continue // retired meanwhile
+			}
+			if info, _ := sp.Operator("counter"); info.KeyGroups > 0 {
+				chk = filepath.Dir(m)
+				_, err := savepoint.ReadValueState[string, Acc](sp, "counter", "acc")
+				if err == nil || !strings.Contains(err.Error(), "incremental checkpoint") {
+					t.Errorf("reading an incremental checkpoint: %v", err)
+				}
+				if _, err := savepoint.FromSavepoint(sp).Write(t.Context(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "incremental checkpoint") {
+					t.Errorf("copying an incremental checkpoint: %v", err)
+				}
+				break
+			}
+		}
+	}
+	if chk == "" {
+		t.Fatal("no checkpoint with keyed state was taken")
 	}
 }
