@@ -30,8 +30,9 @@
 // wraps ErrIncompatible) before anything is read. All decoding happens in
 // the Read... call, so an error is returned there and the iterator it
 // returns cannot fail. Values are read as stored: a state with TTL is read
-// with its expired entries unless the same state.WithTTL is given, which
-// then hides the entries that have expired by the current time.
+// with its expired entries unless a state.WithTTL is given, which then
+// hides the entries that have expired by the current processing time (the
+// wall clock, or WithClock's).
 //
 // ReadBroadcastState reads a broadcast state (the copy of the first
 // subtask; every subtask holds the same).

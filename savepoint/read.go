@@ -30,20 +30,29 @@ type Savepoint struct {
 	path string
 	cp   *weir.Checkpoint
 	ops  map[string]*OperatorInfo
+	clk  clock.Clock
 }
 
 // Option configures Read and Writer.Write.
 type Option func(*config)
 
-type config struct{ s3 *weir.S3Options }
+type config struct {
+	s3  *weir.S3Options
+	clk clock.Clock
+}
 
 // WithS3 sets how Read and Write reach s3://bucket/prefix locations (as
 // weir.WithS3 for a job). Without it they reach AWS with the standard
 // credential chain.
 func WithS3(o weir.S3Options) Option { return func(c *config) { c.s3 = &o } }
 
+// WithClock sets the processing time that reads of state with TTL
+// (state.WithTTL) compare the stored timestamps against; the default is
+// the wall clock. Write ignores it (see Writer.UseClock).
+func WithClock(c weir.Clock) Option { return func(cf *config) { cf.clk = c } }
+
 func configOf(opts []Option) config {
-	var c config
+	c := config{clk: clock.System{}}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -67,7 +76,7 @@ func Read(ctx context.Context, path string, opts ...Option) (*Savepoint, error) 
 	if err != nil {
 		return nil, fmt.Errorf("savepoint: %w", err)
 	}
-	sp := &Savepoint{path: path, cp: cp, ops: map[string]*OperatorInfo{}}
+	sp := &Savepoint{path: path, cp: cp, ops: map[string]*OperatorInfo{}, clk: c.clk}
 	for uid, subs := range cp.Operators {
 		sp.ops[uid] = describe(uid, subs, cp.MaxParallelism)
 	}
@@ -302,7 +311,7 @@ func restoreKeyed[K comparable](sp *Savepoint, uid, name string) (*restored[K], 
 		return nil, err
 	}
 	maxP := sp.cp.MaxParallelism
-	b := istate.NewBackend[K](0, maxP-1, clock.System{})
+	b := istate.NewBackend[K](0, maxP-1, sp.clk)
 	kgs := make([]int, 0, info.KeyGroups)
 	frames := map[int][]byte{}
 	for _, sn := range subs {

@@ -776,3 +776,52 @@ func TestIncrementalCheckpointRefused(t *testing.T) {
 		t.Fatal("no checkpoint with keyed state was taken")
 	}
 }
+
+// TestTTL: a state written with TTL reads with all its values without
+// TTL, and with a TTL it hides the values that have expired by now; one
+// written without TTL cannot be read with TTL (as a job's restore).
+func TestTTL(t *testing.T) {
+	m := map[int64]string{1: "a", 2: "b", 3: "c"}
+	clk := weir.NewManualClock(1_000_000)
+	path, err := savepoint.New(128).UseClock(clk).
+		WithOperator("op", 1,
+			savepoint.ValueState("ttl", maps.All(m), state.WithTTL(state.TTL(time.Hour))),
+			savepoint.ValueState("plain", maps.All(m))).
+		Write(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Read(t.Context(), path, savepoint.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := sp.Operator("op")
+	if len(info.KeyedStates) != 2 || info.KeyedStates[0].Name != "plain" || info.KeyedStates[0].TTL || !info.KeyedStates[1].TTL {
+		t.Errorf("states %+v", info.KeyedStates)
+	}
+	count := func(opts ...state.Option) int {
+		t.Helper()
+		vs, err := savepoint.ReadValueState[int64, string](sp, "op", "ttl", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(maps.Collect(vs))
+	}
+	if n := count(); n != 3 {
+		t.Errorf("without TTL: %d values", n)
+	}
+	if n := count(state.WithTTL(state.TTL(time.Hour))); n != 3 {
+		t.Errorf("with the TTL written: %d values", n)
+	}
+	if n := count(state.WithTTL(state.TTL(time.Millisecond))); n != 3 {
+		t.Errorf("with a TTL of 1ms, at once: %d values", n)
+	}
+	clk.Advance(5)
+	if n := count(state.WithTTL(state.TTL(time.Millisecond))); n != 0 {
+		t.Errorf("with a TTL of 1ms, 5ms later: %d values", n)
+	}
+	_, err = savepoint.ReadValueState[int64, string](sp, "op", "plain", state.WithTTL(state.TTL(time.Hour)))
+	if err == nil || !strings.Contains(err.Error(), "without TTL") {
+		t.Errorf("reading with TTL a state written without: %v", err)
+	}
+}

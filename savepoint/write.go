@@ -32,6 +32,7 @@ import (
 // error met is kept, later calls do nothing, and Write (or Err) returns
 // it. A Writer is used by one goroutine at a time.
 type Writer struct {
+	clk  clock.Clock
 	maxP int
 	ops  map[string][]weir.OperatorSnapshot
 	set  map[string]bool // operators set by WithOperator or CopyOperator
@@ -42,7 +43,7 @@ type Writer struct {
 // maxParallelism key groups (1 to 32768). A job restores it only with the
 // same max parallelism (weir.WithMaxParallelism; the default is 128).
 func New(maxParallelism int) *Writer {
-	w := &Writer{maxP: maxParallelism, ops: map[string][]weir.OperatorSnapshot{}, set: map[string]bool{}}
+	w := &Writer{clk: clock.System{}, maxP: maxParallelism, ops: map[string][]weir.OperatorSnapshot{}, set: map[string]bool{}}
 	if maxParallelism < 1 || maxParallelism > keygroup.MaxParallelismLimit {
 		w.err = fmt.Errorf("savepoint: max parallelism must be in [1, %d], got %d", keygroup.MaxParallelismLimit, maxParallelism)
 	}
@@ -66,6 +67,18 @@ func FromSavepoint(sp *Savepoint) *Writer {
 			continue
 		}
 		w.ops[uid] = subs
+	}
+	return w
+}
+
+// UseClock sets the processing time at which the values of state with TTL
+// (state.WithTTL) count as written by later WithOperator calls; the
+// default is the wall clock. A nil c restores the default.
+func (w *Writer) UseClock(c weir.Clock) *Writer {
+	if c == nil {
+		w.clk = clock.System{}
+	} else {
+		w.clk = c
 	}
 	return w
 }
@@ -142,6 +155,7 @@ type Transformation interface {
 
 // operatorBuild collects the state of the operator WithOperator writes.
 type operatorBuild struct {
+	clk       clock.Clock
 	uid       string
 	maxP      int
 	keyed     keyedWriter
@@ -184,7 +198,7 @@ func keyedFor[K comparable](b *operatorBuild, name string) (*keyedBuild[K], erro
 		if err != nil {
 			return nil, err
 		}
-		b.keyed = &keyedBuild[K]{b: istate.NewBackend[K](0, b.maxP-1, clock.System{}), hash: hash, maxP: b.maxP, names: map[string]bool{}}
+		b.keyed = &keyedBuild[K]{b: istate.NewBackend[K](0, b.maxP-1, b.clk), hash: hash, maxP: b.maxP, names: map[string]bool{}}
 	}
 	kb, ok := b.keyed.(*keyedBuild[K])
 	if !ok {
@@ -226,7 +240,7 @@ func (s KeyedState[K]) apply(b *operatorBuild) error {
 // value (the last one if a key comes more than once), as a job's
 // function declares it with state.Value[V](name, opts...): opts set the
 // codec (state.WithCodec) and TTL the job uses (values then count as
-// written at the time of the Write... call).
+// written at the time of the WithOperator call, see Writer.UseClock).
 func ValueState[K comparable, V any](name string, values iter.Seq2[K, V], opts ...state.Option) KeyedState[K] {
 	return KeyedState[K]{name: name, write: func(kb *keyedBuild[K]) error {
 		h, err := istate.GetValue[K, void, V](kb.b, state.Value[V](name, opts...))
@@ -353,7 +367,7 @@ func (w *Writer) withOperator(uid string, parallelism int, ts []Transformation) 
 	case len(ts) == 0:
 		return errors.New("no state given (RemoveOperator drops an operator)")
 	}
-	b := &operatorBuild{uid: uid, maxP: w.maxP}
+	b := &operatorBuild{clk: w.clk, uid: uid, maxP: w.maxP}
 	for _, t := range ts {
 		if t == nil {
 			return errors.New("nil Transformation")
