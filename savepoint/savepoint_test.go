@@ -825,3 +825,36 @@ func TestTTL(t *testing.T) {
 		t.Errorf("reading with TTL a state written without: %v", err)
 	}
 }
+
+// TestReadOldFormat reads the savepoint of testdata/oldformat, written by
+// an earlier version in version 1 of the key-group format (type names, no
+// schemas): the job summed the numbers 0..1999 per key v mod 5.
+func TestReadOldFormat(t *testing.T) {
+	sp, err := savepoint.Read(t.Context(), filepath.Join("..", "testdata", "oldformat", "dir", "savepoint-6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := sp.Operator("sums")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.KeyedStates) != 1 || info.KeyedStates[0].Name != "sum" || info.KeyType != "int64" {
+		t.Errorf("operator %+v", info)
+	}
+	sums, err := savepoint.ReadValueState[int64, int64](sp, "sums", "sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int64{}
+	for v := range int64(2000) {
+		want[v%5] += v
+	}
+	if got := maps.Collect(sums); !maps.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if _, err := savepoint.ReadValueState[int64, string](sp, "sums", "sum"); err == nil {
+		t.Error("read an int64 state as string")
+	} else {
+		t.Log(err)
+	}
+}
