@@ -10,9 +10,10 @@
 // # Reading
 //
 // Read opens a savepoint; Savepoint.Operators lists its operators and
-// their keyed states. ReadValueState, ReadListState and ReadMapState read
-// the keyed state of a Process or KeyedCoProcess function (or of a keyed
-// broadcast function) into an iterator over (key, value) pairs:
+// their keyed states. ReadValueState, ReadListState, ReadMapState,
+// ReadReducingState and ReadAggregatingState read the keyed state of a
+// Process or KeyedCoProcess function (or of a keyed broadcast function)
+// into an iterator over (key, value) pairs:
 //
 //	sp, err := savepoint.Read(ctx, "/savepoints/savepoint-7")
 //	accs, err := savepoint.ReadValueState[string, Acc](sp, "counter", "acc")
@@ -43,10 +44,10 @@
 // groups; the job must use the same, weir.WithMaxParallelism), and
 // FromSavepoint one that holds every operator of an existing savepoint
 // unchanged. WithOperator sets the whole state of an operator from
-// transformations: ValueState, ListState and MapState for keyed state
-// (from any iterator of (key, value) pairs: maps.All of a Go map, a
-// function, or what ReadValueState returned), BroadcastState for
-// broadcast state. Keys are assigned to key groups with the hash the
+// transformations: ValueState, ListState, MapState, ReducingState and
+// AggregatingState for keyed state (from any iterator of (key, value)
+// pairs: maps.All of a Go map, a function, or what ReadValueState
+// returned), BroadcastState for broadcast state. Keys are assigned to key groups with the hash the
 // engine's KeyBy uses and each key group is written through the engine's
 // own snapshot code (keyed state backend, per-key-group frame with an
 // empty timer section, checkpoint manifest), so the job cannot tell the
@@ -56,7 +57,7 @@
 // What is not supported: the keyed state of windows, window and interval
 // joins (they keep their state in their own formats, which CopyOperator and
 // FromSavepoint copy unchanged but the Read... functions do not read),
-// reducing and aggregating state, operator state other than broadcast
+// operator state other than broadcast
 // state (Weir's user functions have no operator list state; source
 // positions and sink transactions are copied unchanged), timers (written
 // keyed state has none; WithOperator drops an operator's timers), and the

@@ -858,3 +858,123 @@ func TestReadOldFormat(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// avgAcc is the accumulator of the mean.
+type avgAcc struct{ Sum, N int64 }
+
+type mean struct{}
+
+func (mean) CreateAccumulator() avgAcc    { return avgAcc{} }
+func (mean) Add(v int64, a avgAcc) avgAcc { return avgAcc{a.Sum + v, a.N + 1} }
+func (mean) GetResult(a avgAcc) float64   { return float64(a.Sum) / float64(a.N) }
+func (mean) Merge(a, b avgAcc) avgAcc     { return avgAcc{a.Sum + b.Sum, a.N + b.N} }
+func maxOf(a, b int64) int64              { return max(a, b) }
+func statsKey(e ev) string                { return e.Key }
+
+// stats keeps the maximum (reducing state) and mean (aggregating state)
+// of each key's values and emits both after each element.
+type stats struct {
+	max  state.ReducingState[int64]
+	mean state.AggregatingState[int64, float64]
+}
+
+func (s *stats) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
+	if s.max, err = weir.GetReducingState(ctx, state.Reducing[int64]("max", maxOf)); err != nil {
+		return err
+	}
+	s.mean, err = weir.GetAggregatingState(ctx, state.Aggregating[int64, avgAcc, float64]("mean", mean{}))
+	return err
+}
+
+func (s *stats) ProcessElement(e ev, ctx weir.KeyedContext[string], out weir.Collector[string]) error {
+	s.max.Add(e.V)
+	s.mean.Add(e.V)
+	m, _ := s.max.Get()
+	a, _ := s.mean.Get()
+	out.Collect(fmt.Sprintf("%s max=%d mean=%.3f", e.Key, m, a))
+	return nil
+}
+
+func (*stats) OnTimer(int64, weir.OnTimerContext[string], weir.Collector[string]) error {
+	return nil
+}
+
+// TestReducingAndAggregating reads the reducing and aggregating state of
+// a real job's savepoint, writes changed values and restores a job from
+// them.
+func TestReducingAndAggregating(t *testing.T) {
+	const n, limit = 600, 300
+	dir := t.TempDir()
+	env := weir.NewEnvironment(weir.WithParallelism(2))
+	env.EnableCheckpointing(time.Hour)
+	src := &gatedSource{n: n, limit: limit, reached: make(chan struct{})}
+	in := weir.FromSource(env, src, weir.ForMonotonousTimestamps[ev](), "events").SetParallelism(1).UID("source")
+	weir.Discard(weir.Process(weir.KeyBy(in, statsKey), &stats{}).UID("stats"))
+	h, err := env.ExecuteAsync(t.Context(), "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-src.reached
+	path, err := h.StopWithSavepoint(t.Context(), filepath.Join(dir, "sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	wantMax, wantAcc := map[string]int64{}, map[string]avgAcc{}
+	for i := range int64(limit) {
+		e := evAt(i)
+		wantMax[e.Key] = max(wantMax[e.Key], e.V)
+		wantAcc[e.Key] = mean{}.Add(e.V, wantAcc[e.Key])
+	}
+	sp, err := savepoint.Read(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxes, err := savepoint.ReadReducingState[string, int64](sp, "stats", "max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := maps.Collect(maxes); !maps.Equal(got, wantMax) {
+		t.Errorf("max: got %v, want %v", got, wantMax)
+	}
+	accs, err := savepoint.ReadAggregatingState[string, avgAcc](sp, "stats", "mean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := maps.Collect(accs); !maps.Equal(got, wantAcc) {
+		t.Errorf("mean: got %v, want %v", got, wantAcc)
+	}
+	if _, err := savepoint.ReadAggregatingState[string, int64](sp, "stats", "mean"); !errors.Is(err, savepoint.ErrIncompatible) {
+		t.Errorf("accumulator read as int64: %v", err)
+	}
+
+	// Write: every max 10000 higher, every accumulator one value of 0 more.
+	for k := range wantMax {
+		wantMax[k] += 10000
+		wantAcc[k] = mean{}.Add(0, wantAcc[k])
+	}
+	out, err := savepoint.FromSavepoint(sp).WithOperator("stats", 1,
+		savepoint.ReducingState("max", maps.All(wantMax)),
+		savepoint.AggregatingState("mean", maps.All(wantAcc))).Write(t.Context(), filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := int64(limit); i < n; i++ {
+		e := evAt(i)
+		wantMax[e.Key] = max(wantMax[e.Key], e.V)
+		wantAcc[e.Key] = mean{}.Add(e.V, wantAcc[e.Key])
+		want = append(want, fmt.Sprintf("%s max=%d mean=%.3f", e.Key, wantMax[e.Key], mean{}.GetResult(wantAcc[e.Key])))
+	}
+	env = weir.NewEnvironment(weir.WithParallelism(3), weir.RestoreFromSavepoint(out))
+	in = weir.FromSource(env, &gatedSource{n: n, limit: n}, weir.ForMonotonousTimestamps[ev](), "events").SetParallelism(1).UID("source")
+	res := weir.Collect(weir.Process(weir.KeyBy(in, statsKey), &stats{}).UID("stats"))
+	if err := env.Execute(t.Context(), "restored"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sorted(res.Values()); !slices.Equal(got, sorted(want)) {
+		t.Errorf("restored job: got %d lines, want %d; first %v, want %v", len(got), len(want), head(got), head(sorted(want)))
+	}
+}
