@@ -53,3 +53,20 @@ func operatorError(uid string, err error) error {
 	}
 	return fmt.Errorf("operator %q: %w", uid, err)
 }
+
+// recoverTo turns a panic (of a user codec, say) into an error in *err.
+func recoverTo(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: panic: %v", what, r)
+	}
+}
+
+// register registers a state (decoding its restored entries) with get and
+// returns its handle, with the errors and panics of operator uid.
+func register[H any](uid string, get func() (H, error)) (h H, err error) {
+	defer recoverTo(&err, fmt.Sprintf("operator %q: decoding the state", uid))
+	if h, err = get(); err != nil {
+		return h, operatorError(uid, err)
+	}
+	return h, nil
+}

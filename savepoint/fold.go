@@ -34,9 +34,11 @@ func ReadReducingState[K comparable, V any](sp *Savepoint, uid, name string, opt
 	if err != nil {
 		return nil, err
 	}
-	h, err := istate.GetReducing[K, void, V](r.b, state.Reducing[V](name, keep[V], opts...))
+	h, err := register(uid, func() (*istate.Reducing[K, void, V], error) {
+		return istate.GetReducing[K, void, V](r.b, state.Reducing[V](name, keep[V], opts...))
+	})
 	if err != nil {
-		return nil, operatorError(uid, err)
+		return nil, err
 	}
 	return func(yield func(K, V) bool) {
 		for k := range r.keys(name) {
@@ -57,9 +59,11 @@ func ReadAggregatingState[K comparable, ACC any](sp *Savepoint, uid, name string
 	if err != nil {
 		return nil, err
 	}
-	h, err := istate.GetAggregating[K, void, ACC, ACC, ACC](r.b, state.Aggregating[ACC, ACC, ACC](name, identity[ACC]{}, opts...))
+	h, err := register(uid, func() (*istate.Aggregating[K, void, ACC, ACC, ACC], error) {
+		return istate.GetAggregating[K, void, ACC, ACC, ACC](r.b, state.Aggregating[ACC, ACC, ACC](name, identity[ACC]{}, opts...))
+	})
 	if err != nil {
-		return nil, operatorError(uid, err)
+		return nil, err
 	}
 	return func(yield func(K, ACC) bool) {
 		for k := range r.keys(name) {

@@ -282,7 +282,8 @@ type restored[K comparable] struct {
 
 // restoreKeyed restores the keyed state of operator uid into a backend
 // with keys of type K, after checking that it has a state name.
-func restoreKeyed[K comparable](sp *Savepoint, uid, name string) (*restored[K], error) {
+func restoreKeyed[K comparable](sp *Savepoint, uid, name string) (_ *restored[K], err error) {
+	defer recoverTo(&err, fmt.Sprintf("operator %q: restoring the keyed state", uid))
 	info := sp.ops[uid]
 	if info == nil {
 		return nil, sp.unknownOperator(uid)
@@ -311,6 +312,9 @@ func restoreKeyed[K comparable](sp *Savepoint, uid, name string) (*restored[K], 
 		return nil, err
 	}
 	maxP := sp.cp.MaxParallelism
+	if maxP < 1 || maxP > keygroup.MaxParallelismLimit {
+		return nil, fmt.Errorf("operator %q has keyed state but the savepoint records max parallelism %d", uid, maxP)
+	}
 	b := istate.NewBackend[K](0, maxP-1, sp.clk)
 	kgs := make([]int, 0, info.KeyGroups)
 	frames := map[int][]byte{}
@@ -372,9 +376,11 @@ func ReadValueState[K comparable, V any](sp *Savepoint, uid, name string, opts .
 	if err != nil {
 		return nil, err
 	}
-	h, err := istate.GetValue[K, void, V](r.b, state.Value[V](name, opts...))
+	h, err := register(uid, func() (*istate.Value[K, void, V], error) {
+		return istate.GetValue[K, void, V](r.b, state.Value[V](name, opts...))
+	})
 	if err != nil {
-		return nil, operatorError(uid, err)
+		return nil, err
 	}
 	return func(yield func(K, V) bool) {
 		for k := range r.keys(name) {
@@ -394,9 +400,11 @@ func ReadListState[K comparable, V any](sp *Savepoint, uid, name string, opts ..
 	if err != nil {
 		return nil, err
 	}
-	h, err := istate.GetList[K, void, V](r.b, state.List[V](name, opts...))
+	h, err := register(uid, func() (*istate.List[K, void, V], error) {
+		return istate.GetList[K, void, V](r.b, state.List[V](name, opts...))
+	})
 	if err != nil {
-		return nil, operatorError(uid, err)
+		return nil, err
 	}
 	return func(yield func(K, []V) bool) {
 		for k := range r.keys(name) {
@@ -417,9 +425,11 @@ func ReadMapState[K comparable, UK comparable, UV any](sp *Savepoint, uid, name 
 	if err != nil {
 		return nil, err
 	}
-	h, err := istate.GetMap[K, void, UK, UV](r.b, state.Map[UK, UV](name, opts...))
+	h, err := register(uid, func() (*istate.Map[K, void, UK, UV], error) {
+		return istate.GetMap[K, void, UK, UV](r.b, state.Map[UK, UV](name, opts...))
+	})
 	if err != nil {
-		return nil, operatorError(uid, err)
+		return nil, err
 	}
 	return func(yield func(K, map[UK]UV) bool) {
 		for k := range r.keys(name) {

@@ -978,3 +978,52 @@ func TestReducingAndAggregating(t *testing.T) {
 		t.Errorf("restored job: got %d lines, want %d; first %v, want %v", len(got), len(want), head(got), head(sorted(want)))
 	}
 }
+
+// panicCodec panics when told to, as a buggy user codec might.
+type panicCodec struct{ append, decode bool }
+
+func (c panicCodec) Append(dst []byte, v int64) ([]byte, error) {
+	if c.append {
+		panic("append")
+	}
+	return binary.AppendVarint(dst, v), nil
+}
+
+func (c panicCodec) Decode(src []byte) (int64, []byte, error) {
+	if c.decode {
+		panic("decode")
+	}
+	v, n := binary.Varint(src)
+	if n <= 0 {
+		return 0, src, errors.New("bad varint")
+	}
+	return v, src[n:], nil
+}
+
+// TestCodecPanics: a codec that panics gives an error, not a panic.
+func TestCodecPanics(t *testing.T) {
+	m := map[string]int64{"a": 1}
+	_, err := savepoint.New(8).WithOperator("op", 1, savepoint.ValueState("v", maps.All(m), state.WithCodec[int64](panicCodec{append: true}))).Write(t.Context(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "panic: append") {
+		t.Errorf("writing: %v", err)
+	}
+	path, err := savepoint.New(8).WithOperator("op", 1, savepoint.ValueState("v", maps.All(m), state.WithCodec[int64](panicCodec{}))).Write(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Read(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = savepoint.ReadValueState[string, int64](sp, "op", "v", state.WithCodec[int64](panicCodec{decode: true}))
+	if err == nil || !strings.Contains(err.Error(), "panic: decode") {
+		t.Errorf("reading: %v", err)
+	}
+	vs, err := savepoint.ReadValueState[string, int64](sp, "op", "v", state.WithCodec[int64](panicCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := maps.Collect(vs); !maps.Equal(got, m) {
+		t.Errorf("got %v", got)
+	}
+}

@@ -356,7 +356,8 @@ func (w *Writer) WithOperator(uid string, parallelism int, ts ...Transformation)
 	return w
 }
 
-func (w *Writer) withOperator(uid string, parallelism int, ts []Transformation) error {
+func (w *Writer) withOperator(uid string, parallelism int, ts []Transformation) (err error) {
+	defer recoverTo(&err, "writing the state")
 	switch {
 	case uid == "":
 		return errors.New("empty UID")
