@@ -30,7 +30,9 @@
 // schema cannot be read as is refused with an *IncompatibleError (which
 // wraps ErrIncompatible) before anything is read. All decoding happens in
 // the Read... call, so an error is returned there and the iterator it
-// returns cannot fail. Values are read as stored: a state with TTL is read
+// returns cannot fail. The iterator reads memory only and may be ranged
+// over again, but not by two goroutines at once (each Read... call
+// returns one of its own). Values are read as stored: a state with TTL is read
 // with its expired entries unless a state.WithTTL is given, which then
 // hides the entries that have expired by the current processing time (the
 // wall clock, or WithClock's).

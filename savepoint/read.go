@@ -369,8 +369,8 @@ func (r *restored[K]) keys(name string) iter.Seq[K] {
 // The state is restored and decoded by the call; errors are returned
 // here: an unknown operator or state name, another kind of state, a key
 // type other than the job's, or a V the recorded schema cannot be read as
-// (an *IncompatibleError). The iterator reads memory only and may be used
-// more than once.
+// (an *IncompatibleError). The iterator reads memory only and may be
+// ranged over again, but not by two goroutines at once.
 func ReadValueState[K comparable, V any](sp *Savepoint, uid, name string, opts ...state.Option) (iter.Seq2[K, V], error) {
 	r, err := restoreKeyed[K](sp, uid, name)
 	if err != nil {
