@@ -14,6 +14,7 @@ import (
 	acc1 "github.com/weirstream/weir/internal/upgradetest/v1/acc"
 	acc2 "github.com/weirstream/weir/internal/upgradetest/v2/acc"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
 )
 
 // The upgrade trial of issue 30: a keyed job keeps a struct in value, list
@@ -48,6 +49,7 @@ type accOps[A any] struct {
 	// is no such field.
 	fresh func(a A) bool
 	opts  []state.Option
+	merge func(a, b A) A // for windows
 }
 
 type upProc[K comparable, A any] struct {
@@ -502,4 +504,143 @@ func checkRefusal(t *testing.T, c upgradeCase, h *weir.JobHandle, err error, sin
 		t.Errorf("the refused job emitted %d rows", sink.n)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// winRow is one fired window of the window trial.
+type winRow struct{ Key, End, Count, Sum int64 }
+
+type winAgg[A any] struct{ ops accOps[A] }
+
+func (f winAgg[A]) CreateAccumulator() A { var zero A; return zero }
+func (f winAgg[A]) Add(v int64, a A) A   { return f.ops.add(a, v) }
+func (f winAgg[A]) GetResult(a A) [2]int64 {
+	c, s := f.ops.read(a)
+	return [2]int64{c, s}
+}
+func (f winAgg[A]) Merge(a, b A) A { return f.ops.merge(a, b) }
+
+type winLabel struct{}
+
+func (winLabel) Process(key int64, ctx weir.ProcessWindowContext[window.TimeWindow], rs [][2]int64, out weir.Collector[winRow]) error {
+	for _, r := range rs {
+		out.Collect(winRow{key, ctx.Window().End, r[0], r[1]})
+	}
+	return nil
+}
+
+// winJob builds the window trial: sliding event-time windows (100 ms,
+// sliding by 10 ms) aggregate each key's records into an A.
+func winJob[A any](ops accOps[A]) func(env *weir.Environment, rate float64, sink *winSink) {
+	return func(env *weir.Environment, rate float64, sink *winSink) {
+		wm := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v })
+		src := weir.Generate(env, upRecords, rate, func(i int64) int64 { return i }, wm).UID("numbers")
+		weir.SinkFunc(src, func(int64) error { return sink.seen.add(upRow{}) })
+		ws := weir.Window(weir.KeyBy(src, func(v int64) int64 { return v % 5 }), window.SlidingEventTime(100*time.Millisecond, 10*time.Millisecond))
+		weir.SinkFunc(weir.AggregateWithProcess(ws, winAgg[A]{ops}, winLabel{}).Name("Windows").UID("windows"), sink.add)
+	}
+}
+
+type winSink struct {
+	mu   sync.Mutex
+	rows map[[2]int64][2]int64
+	err  error
+	seen *upSink // counts the source's records
+}
+
+func (s *winSink) add(r winRow) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]int64{r.Key, r.End}
+	if _, dup := s.rows[k]; dup {
+		s.err = fmt.Errorf("window %v fired twice", k)
+	}
+	s.rows[k] = [2]int64{r.Count, r.Sum}
+	return nil
+}
+
+// TestUpgradeWindowAccumulator: the accumulators inside a window
+// operator's state (the sliced engine's partials) follow the same rules:
+// reordered fields restore exactly, a retyped field is refused.
+func TestUpgradeWindowAccumulator(t *testing.T) {
+	base := baseOps()
+	base.merge = func(a, b accBase) accBase { return accBase{a.Count + b.Count, a.Sum + b.Sum} }
+	reordered := accOps[accReordered]{
+		add:   func(a accReordered, v int64) accReordered { return accReordered{a.Sum + v, a.Count + 1} },
+		read:  func(a accReordered) (int64, int64) { return a.Count, a.Sum },
+		merge: func(a, b accReordered) accReordered { return accReordered{a.Sum + b.Sum, a.Count + b.Count} },
+	}
+	unsigned := accOps[accUnsigned]{
+		add:   func(a accUnsigned, v int64) accUnsigned { return accUnsigned{a.Count + 1, a.Sum + v} },
+		read:  func(a accUnsigned) (int64, int64) { return int64(a.Count), a.Sum },
+		merge: func(a, b accUnsigned) accUnsigned { return accUnsigned{a.Count + b.Count, a.Sum + b.Sum} },
+	}
+	want := map[[2]int64][2]int64{}
+	for i := int64(0); i < upRecords; i++ {
+		for end := i - i%10 + 10; end <= i+100-(i%10)+0 && end-100 <= i; end += 10 {
+			k := [2]int64{i % 5, end}
+			w := want[k]
+			want[k] = [2]int64{w[0] + 1, w[1] + i}
+		}
+	}
+
+	// Phase one, stopped with a savepoint.
+	clk := weir.NewManualClock(0)
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithClock(clk), weir.WithLogger(quietLogger()))
+	env.EnableCheckpointing(time.Hour)
+	first := &winSink{rows: map[[2]int64][2]int64{}, seen: newUpSink(2000)}
+	winJob(base)(env, 2_000_000, first)
+	h, err := env.ExecuteAsync(t.Context(), "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.seen.hit:
+	case <-h.Done():
+		t.Fatalf("the job ended early: %v", h.Wait())
+	}
+	path, err := h.StopWithSavepoint(t.Context(), filepath.Join(t.TempDir(), "sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	restore := func(job func(*weir.Environment, float64, *winSink)) (*winSink, error) {
+		env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithLogger(quietLogger()), weir.RestoreFromSavepoint(path))
+		env.EnableCheckpointing(time.Hour)
+		s := &winSink{rows: map[[2]int64][2]int64{}, seen: newUpSink(-1)}
+		job(env, 0, s)
+		return s, env.Execute(t.Context(), "v2")
+	}
+	second, err := restore(winJob(reordered))
+	if err != nil {
+		t.Fatalf("restoring with the fields reordered: %v", err)
+	}
+	for k, v := range first.rows {
+		if _, dup := second.rows[k]; dup {
+			t.Errorf("window %v fired before and after the savepoint", k)
+		}
+		second.rows[k] = v
+	}
+	if second.err != nil {
+		t.Error(second.err)
+	}
+	if len(second.rows) != len(want) {
+		t.Errorf("%d windows fired, want %d", len(second.rows), len(want))
+	}
+	for k, w := range want {
+		if got := second.rows[k]; got != w {
+			t.Errorf("window %v: got count and sum %v, want %v", k, got, w)
+		}
+	}
+
+	s, err := restore(winJob(unsigned))
+	var ie *state.IncompatibleError
+	if !errors.As(err, &ie) || ie.Field != "Count" || !strings.Contains(err.Error(), "Windows") {
+		t.Errorf("restoring with Count retyped: got %v, want an IncompatibleError naming Count and the operator", err)
+	}
+	if len(s.rows) != 0 {
+		t.Errorf("the refused job fired %d windows", len(s.rows))
+	}
 }
