@@ -100,6 +100,19 @@ type coordinator struct {
 	failures     int  // consecutive counted failures
 	failed       bool // Fail was called, or the job stopped with a savepoint
 	started      bool // init ran
+	// index finds a task by its acknowledgement; final holds each task's
+	// acknowledgement of the latest completed checkpoint: once the task
+	// has finished (after its final checkpoint), it stands for the task in
+	// later checkpoints.
+	index map[taskKey]int
+	final []*TaskAck
+	// ended wakes run when a task's input ends or a task finishes.
+	ended chan struct{}
+}
+
+type taskKey struct {
+	name    string
+	subtask int
 }
 
 type pendingCheckpoint struct {
@@ -108,6 +121,11 @@ type pendingCheckpoint struct {
 	acks    []TaskAck
 	sp      *SavepointRequest
 	stop    *stopState
+	// acked marks the tasks that acknowledged (or, finished, count as
+	// acknowledged), triggered those that were triggered directly.
+	acked     []bool
+	triggered []bool
+	finished  int // tasks counted with their final acknowledgement
 }
 
 // stopState coordinates the source tasks held by a stop-with-savepoint.
@@ -133,10 +151,26 @@ func (c *coordinator) init() {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.index = make(map[taskKey]int, len(c.tasks))
+	c.final = make([]*TaskAck, len(c.tasks))
+	c.ended = make(chan struct{}, 1)
+	for i, t := range c.tasks {
+		c.index[taskKey{t.Name, t.Subtask}] = i
+		t.signal = c.wake
+	}
 	c.next = c.cfg.FirstID
 	now := c.clk.NowMillis()
 	c.lastEnd = now - c.cfg.MinPause.Milliseconds() // no pause before the first one
 	c.nextPeriodic = now + c.interval()
+}
+
+// wake asks run to look at the tasks again (a task's input ended, or a
+// task finished); it never blocks.
+func (c *coordinator) wake() {
+	select {
+	case c.ended <- struct{}{}:
+	default:
+	}
 }
 
 func (c *coordinator) interval() int64 { return max(c.cfg.Interval.Milliseconds(), 1) }
@@ -184,6 +218,8 @@ func (c *coordinator) run(ctx context.Context) {
 		case <-tick:
 			armedAt = -1
 			c.onTick(ctx, c.clk.NowMillis())
+		case <-c.ended:
+			c.onTick(ctx, c.clk.NowMillis())
 		case a := <-c.acks:
 			c.onAck(ctx, a)
 		case r := <-c.cfg.Savepoints:
@@ -204,10 +240,8 @@ func (c *coordinator) onRequest(ctx context.Context, r *SavepointRequest) {
 // one when it is due.
 func (c *coordinator) onTick(ctx context.Context, now int64) {
 	if p := c.pending; p != nil {
-		switch {
-		case !c.allRunning():
-			c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: a task finished before acknowledging it", p.id), false)
-		case now-p.started >= c.cfg.Timeout.Milliseconds():
+		c.advance(ctx, p, now)
+		if p == c.pending && now-p.started >= c.cfg.Timeout.Milliseconds() {
 			c.abort(p, now, fmt.Errorf("checkpoint %d expired: not complete after %v (%d of %d tasks acknowledged)",
 				p.id, c.cfg.Timeout, len(p.acks), len(c.tasks)), true)
 		}
@@ -221,35 +255,94 @@ func (c *coordinator) onTick(ctx context.Context, now int64) {
 		c.trigger(ctx, now, r)
 		return
 	}
-	if now >= c.nextPeriodic && now-c.lastEnd >= c.cfg.MinPause.Milliseconds() {
+	if c.allFinished() {
+		return
+	}
+	// The final checkpoint of a job whose every running task has reached
+	// the end of its input is taken at once: nothing else would change
+	// before the next interval, and the job ends when it completes.
+	if final := c.allEnded(); final || now >= c.nextPeriodic && now-c.lastEnd >= c.cfg.MinPause.Milliseconds() {
 		c.nextPeriodic = now + c.interval()
 		c.trigger(ctx, now, nil)
 	}
 }
 
-// trigger starts checkpoint (or savepoint, if sp is set) next+1 at every
-// source task.
-func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointRequest) {
-	if !c.allRunning() {
-		if sp != nil {
-			sp.Done(0, errors.New("savepoint not taken: a task of the job has already finished"))
+// advance brings checkpoint p forward after something changed: a task
+// that finished without acknowledging p counts as acknowledged with its
+// final state; a running task whose input has ended, which no barrier can
+// reach any more, is triggered directly (Flink triggers the first running
+// tasks after finished ones); p completes once every task is accounted
+// for.
+func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int64) {
+	for i, t := range c.tasks {
+		if p.acked[i] {
+			continue
 		}
+		switch {
+		case t.Finished():
+			if c.final[i] == nil || p.sp != nil {
+				c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: %s (subtask %d) finished before acknowledging it", p.id, t.Name, t.Subtask), false)
+				return
+			}
+			a := *c.final[i]
+			a.ID = p.id
+			a.Stats = AckStats{LastInput: -1, LastChannel: -1}
+			p.acked[i] = true
+			p.acks = append(p.acks, a)
+			p.finished++
+			c.cfg.Stats.acked(a, now)
+		case !p.triggered[i] && p.sp == nil && !t.IsSource() && t.InputEnded():
+			p.triggered[i] = true
+			if !c.triggerTask(p, t) {
+				return
+			}
+		}
+	}
+	if len(p.acks) == len(c.tasks) {
+		c.complete(ctx, p, now)
+	}
+}
+
+// triggerTask triggers periodic checkpoint p at a running task whose
+// input has ended (no barrier can reach it); false if p was given up.
+// Savepoints never get here: they are not taken once an input has ended.
+func (c *coordinator) triggerTask(p *pendingCheckpoint, t *Task) bool {
+	if !t.Trigger(p.id) && !t.Finished() {
+		c.abort(p, c.clk.NowMillis(), fmt.Errorf("checkpoint %d not triggered: the inbox of %s (subtask %d) is full", p.id, t.Name, t.Subtask), false)
+		return false
+	}
+	return true
+}
+
+// trigger starts checkpoint (or savepoint, if sp is set) next+1 at every
+// running source task.
+//
+// Checkpoints go on after some tasks have finished (Flink's FLIP-147): a
+// finished task counts as acknowledged with the state of its final
+// checkpoint, and the barrier starts at the running sources and at the
+// running tasks whose input has ended (see advance). Savepoints are taken
+// only while every task still runs and no input has ended.
+func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointRequest) {
+	if sp != nil && !c.allRunning() {
+		sp.Done(0, errors.New("savepoint not taken: a task of the job has already reached the end of its input"))
 		return
 	}
 	c.next++
-	p := &pendingCheckpoint{id: c.next, started: now, sp: sp}
+	p := &pendingCheckpoint{id: c.next, started: now, sp: sp,
+		acked: make([]bool, len(c.tasks)), triggered: make([]bool, len(c.tasks))}
 	if sp != nil && sp.Stop {
 		p.stop = &stopState{
 			release: make(chan struct{}), complete: make(chan struct{}),
 			notified: make(chan error, len(c.tasks)), done: ctx.Done(),
 		}
 	}
-	for _, t := range c.tasks {
-		if !t.IsSource() {
+	for i, t := range c.tasks {
+		if !t.IsSource() || t.Finished() {
 			continue
 		}
+		p.triggered[i] = true
 		if sp == nil {
-			if !t.Trigger(p.id) {
+			if !t.Trigger(p.id) && !t.Finished() {
 				c.log.Warn("checkpoint not triggered: a source is busy", "checkpoint", p.id)
 				if c.cfg.OnAbort != nil {
 					c.cfg.OnAbort(p.id) // the sources before this one have the barrier
@@ -278,6 +371,7 @@ func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointReque
 	}
 	c.pending = p
 	c.cfg.Stats.started(p.id, sp, now, c.tasks)
+	c.advance(ctx, p, now)
 }
 
 // send puts m in t's inbox, waiting for room; false if ctx ended or t
@@ -312,11 +406,13 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 		c.abort(p, now, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err), true)
 		return
 	}
-	p.acks = append(p.acks, a)
-	if len(p.acks) < len(c.tasks) {
+	i, ok := c.index[taskKey{a.Task, a.Subtask}]
+	if !ok || p.acked[i] {
 		return
 	}
-	c.complete(ctx, p, now)
+	p.acked[i] = true
+	p.acks = append(p.acks, a)
+	c.advance(ctx, p, now)
 }
 
 func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now int64) {
@@ -362,6 +458,20 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 	c.lastEnd = c.clk.NowMillis()
 	c.failures = 0
 	c.cfg.Stats.ended(p.id, c.lastEnd, nil)
+	var size int64
+	for _, a := range p.acks {
+		for _, op := range a.Ops {
+			size += op.StateSize()
+		}
+		if i, ok := c.index[taskKey{a.Task, a.Subtask}]; ok {
+			a := a
+			c.final[i] = &a
+		}
+	}
+	// As Flink's "Completed checkpoint N for job J (S bytes,
+	// checkpointDuration=D ms)"; the job is named by the logger.
+	c.log.Info("completed checkpoint", "checkpoint", p.id, "bytes", size,
+		"duration_ms", c.lastEnd-p.started, "finished_tasks", p.finished)
 	for _, t := range c.tasks {
 		if !t.Finished() && !t.Notify(p.id) {
 			c.log.Warn("checkpoint completion not delivered: inbox full", "checkpoint", p.id, "task", t.Name, "subtask", t.Subtask)
@@ -462,13 +572,42 @@ func (c *coordinator) shutdown() {
 	c.queue = nil
 }
 
+// allRunning reports whether every task runs and none has reached the
+// end of its input.
 func (c *coordinator) allRunning() bool {
 	for _, t := range c.tasks {
-		if t.Finished() {
+		if t.Finished() || t.InputEnded() {
 			return false
 		}
 	}
 	return true
+}
+
+// allFinished reports whether every task has finished.
+func (c *coordinator) allFinished() bool {
+	for _, t := range c.tasks {
+		if !t.Finished() {
+			return false
+		}
+	}
+	return true
+}
+
+// allEnded reports whether every task that has not finished has reached
+// the end of its input and waits for its final checkpoint (and at least
+// one does).
+func (c *coordinator) allEnded() bool {
+	waiting := false
+	for _, t := range c.tasks {
+		switch {
+		case t.Finished():
+		case t.InputEnded():
+			waiting = true
+		default:
+			return false
+		}
+	}
+	return waiting
 }
 
 // stopMsg triggers a stop-with-savepoint at a source task: the task
