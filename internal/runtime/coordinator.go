@@ -110,9 +110,11 @@ type coordinator struct {
 	ended chan struct{}
 }
 
+// taskKey identifies a task by its acknowledgements: names need not be
+// unique (two sources of the same kind), head operators' ids are.
 type taskKey struct {
-	name    string
-	subtask int
+	vertex, name string
+	subtask      int
 }
 
 type pendingCheckpoint struct {
@@ -155,7 +157,7 @@ func (c *coordinator) init() {
 	c.final = make([]*TaskAck, len(c.tasks))
 	c.ended = make(chan struct{}, 1)
 	for i, t := range c.tasks {
-		c.index[taskKey{t.Name, t.Subtask}] = i
+		c.index[taskKey{t.Vertex, t.Name, t.Subtask}] = i
 		t.signal = c.wake
 	}
 	c.next = c.cfg.FirstID
@@ -291,7 +293,7 @@ func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int
 			p.acks = append(p.acks, a)
 			p.finished++
 			c.cfg.Stats.acked(a, now)
-		case !p.triggered[i] && p.sp == nil && !t.IsSource() && t.InputEnded():
+		case !p.triggered[i] && !t.IsSource() && t.InputEnded():
 			p.triggered[i] = true
 			if !c.triggerTask(p, t) {
 				return
@@ -303,11 +305,22 @@ func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int
 	}
 }
 
-// triggerTask triggers periodic checkpoint p at a running task whose
-// input has ended (no barrier can reach it); false if p was given up.
-// Savepoints never get here: they are not taken once an input has ended.
+// triggerTask triggers checkpoint p at a running task whose input has
+// ended (no barrier can reach it); false if p was given up. A savepoint
+// gets here when a source ended while it was in flight, before its
+// trigger reached it.
 func (c *coordinator) triggerTask(p *pendingCheckpoint, t *Task) bool {
-	if !t.Trigger(p.id) && !t.Finished() {
+	sent := false
+	if p.sp == nil {
+		sent = t.Trigger(p.id)
+	} else {
+		select {
+		case t.inbox <- triggerMsg{t, p.id}:
+			sent = true
+		default:
+		}
+	}
+	if !sent && !t.Finished() {
 		c.abort(p, c.clk.NowMillis(), fmt.Errorf("checkpoint %d not triggered: the inbox of %s (subtask %d) is full", p.id, t.Name, t.Subtask), false)
 		return false
 	}
@@ -406,7 +419,7 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 		c.abort(p, now, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err), true)
 		return
 	}
-	i, ok := c.index[taskKey{a.Task, a.Subtask}]
+	i, ok := c.index[taskKey{a.Vertex, a.Task, a.Subtask}]
 	if !ok || p.acked[i] {
 		return
 	}
@@ -463,7 +476,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 		for _, op := range a.Ops {
 			size += op.StateSize()
 		}
-		if i, ok := c.index[taskKey{a.Task, a.Subtask}]; ok {
+		if i, ok := c.index[taskKey{a.Vertex, a.Task, a.Subtask}]; ok {
 			a := a
 			c.final[i] = &a
 		}
