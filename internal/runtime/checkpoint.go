@@ -336,7 +336,7 @@ func (t *Task) NotifyComplete(id int64) error {
 		}
 	}
 	if t.finalFrom > 0 && id >= t.finalFrom {
-		t.finalDone = true
+		t.finalDone.Store(true)
 	}
 	return t.Flush()
 }

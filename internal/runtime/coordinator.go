@@ -257,7 +257,7 @@ func (c *coordinator) onTick(ctx context.Context, now int64) {
 		c.trigger(ctx, now, r)
 		return
 	}
-	if c.allFinished() {
+	if c.allFinishing() {
 		return
 	}
 	// The final checkpoint of a job whose every running task has reached
@@ -299,6 +299,12 @@ func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int
 				return
 			}
 		}
+	}
+	if p.finished == len(c.tasks) {
+		// Every task finished meanwhile: the job is over, and its final
+		// checkpoints hold all there is.
+		c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: every task has finished", p.id), false)
+		return
 	}
 	if len(p.acks) == len(c.tasks) {
 		c.complete(ctx, p, now)
@@ -596,10 +602,11 @@ func (c *coordinator) allRunning() bool {
 	return true
 }
 
-// allFinished reports whether every task has finished.
-func (c *coordinator) allFinished() bool {
+// allFinishing reports whether every task has finished or completed its
+// final checkpoint: no checkpoint is needed any more.
+func (c *coordinator) allFinishing() bool {
 	for _, t := range c.tasks {
-		if !t.Finished() {
+		if !t.Finished() && !t.FinalDone() {
 			return false
 		}
 	}
@@ -608,12 +615,12 @@ func (c *coordinator) allFinished() bool {
 
 // allEnded reports whether every task that has not finished has reached
 // the end of its input and waits for its final checkpoint (and at least
-// one does).
+// one does; one whose final checkpoint completed is finishing).
 func (c *coordinator) allEnded() bool {
 	waiting := false
 	for _, t := range c.tasks {
 		switch {
-		case t.Finished():
+		case t.Finished() || t.FinalDone():
 		case t.InputEnded():
 			waiting = true
 		default:

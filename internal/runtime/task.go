@@ -155,7 +155,7 @@ type Task struct {
 	inputEnded atomic.Bool // read by the coordinator
 	lastSnap   int64       // the last checkpoint snapshotted
 	finalFrom  int64       // the first checkpoint snapshotted after the end
-	finalDone  bool        // a checkpoint >= finalFrom completed
+	finalDone  atomic.Bool // a checkpoint >= finalFrom completed
 	signal     func()      // tells the coordinator of the end and of the finish
 }
 
@@ -537,8 +537,12 @@ func (t *Task) awaitFinal() bool {
 		t.inputEnded.Store(true)
 		t.signalCoordinator()
 	}
-	return !t.finalDone
+	return !t.finalDone.Load()
 }
+
+// FinalDone reports whether the task's final checkpoint has completed
+// (the task is finishing).
+func (t *Task) FinalDone() bool { return t.finalDone.Load() }
 
 // InputEnded reports whether the task's input has ended while it waits
 // for its final checkpoint (or has finished after it).
