@@ -39,8 +39,9 @@ type CheckpointConfig struct {
 	// TolerableFailures is how many consecutive checkpoint failures
 	// (expired, declined by a task, not persisted) are tolerated; one more
 	// calls Fail. A completed checkpoint resets the count. Savepoints and
-	// checkpoints abandoned because a task finished or a source was busy
-	// are not counted (Flink's CheckpointFailureManager).
+	// checkpoints abandoned because a source was busy, a task finished
+	// before any checkpoint held its final state, or the whole job
+	// finished are not counted (Flink's CheckpointFailureManager).
 	TolerableFailures int
 	// Fail, if set, is called once, with an error wrapping
 	// ErrTooManyCheckpointFailures, when more than TolerableFailures
