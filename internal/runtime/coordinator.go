@@ -287,9 +287,7 @@ func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int
 				c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: %s (subtask %d) finished before acknowledging it", p.id, t.Name, t.Subtask), false)
 				return
 			}
-			a := *c.final[i]
-			a.ID = p.id
-			a.Stats = AckStats{LastInput: -1, LastChannel: -1}
+			a := finishedAck(*c.final[i], p.id)
 			p.acked[i] = true
 			p.acks = append(p.acks, a)
 			p.finished++
@@ -310,6 +308,28 @@ func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int
 	if len(p.acks) == len(c.tasks) {
 		c.complete(ctx, p, now)
 	}
+}
+
+// finishedAck returns a finished task's acknowledgement of its latest
+// completed checkpoint as its acknowledgement of checkpoint id. Keyed
+// state a state backend keeps as files (KeyedFiles, the Pebble backend's
+// staged checkpoints) is left out with the rest of its key groups: those
+// files were handed to the store once and are gone, and a finished task
+// needs no keyed state (all its input has ended, upstream too, so a
+// restore gives it nothing to process). Operator state (source
+// positions at their end, a sink's transactions) is kept.
+func finishedAck(a TaskAck, id int64) TaskAck {
+	a.ID = id
+	a.Stats = AckStats{LastInput: -1, LastChannel: -1}
+	ops := make([]OperatorSnapshot, len(a.Ops))
+	for i, op := range a.Ops {
+		if op.KeyedFiles != nil {
+			op.KeyedFiles, op.KeyGroups = nil, nil
+		}
+		ops[i] = op
+	}
+	a.Ops = ops
+	return a
 }
 
 // triggerTask triggers checkpoint p at a running task whose input has

@@ -215,3 +215,23 @@ func TestCoordinatorFinishedWithoutFinalState(t *testing.T) {
 		t.Fatalf("savepoint with an ended input: %v, want a refusal", got)
 	}
 }
+
+// TestFinishedAckLeavesOutKeyedFiles: a finished task's acknowledgement,
+// reused in a later checkpoint, keeps its operator state but not keyed
+// state kept as files (staged once, gone after they were stored).
+func TestFinishedAckLeavesOutKeyedFiles(t *testing.T) {
+	a := TaskAck{ID: 3, Task: "k", Ops: []OperatorSnapshot{
+		{UID: "pebble", KeyGroups: map[int][]byte{1: {0}}, KeyedFiles: struct{}{}},
+		{UID: "heap", KeyGroups: map[int][]byte{2: {7}}, State: []byte("s")},
+	}}
+	got := finishedAck(a, 9)
+	if got.ID != 9 || got.Ops[0].KeyedFiles != nil || got.Ops[0].KeyGroups != nil {
+		t.Fatalf("pebble snapshot reused as %+v", got.Ops[0])
+	}
+	if string(got.Ops[1].State) != "s" || len(got.Ops[1].KeyGroups) != 1 {
+		t.Fatalf("heap snapshot reused as %+v", got.Ops[1])
+	}
+	if a.Ops[0].KeyedFiles == nil {
+		t.Fatal("the stored acknowledgement was changed")
+	}
+}
