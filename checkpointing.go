@@ -89,7 +89,8 @@ func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig
 // counts; one more than n fails the job with an error wrapping
 // ErrTooManyCheckpointFailures, and the restart strategy applies. A
 // completed checkpoint resets the count. Failed savepoints, and checkpoints
-// abandoned because a task finished or a source was busy, do not count. A
+// abandoned because a source was busy or the job finished, do not count
+// (checkpoints go on after some tasks have finished). A
 // snapshot that fails inside an operator fails its task at once, as a
 // synchronous-phase failure does in Flink.
 func TolerableCheckpointFailures(n int) CheckpointOption {

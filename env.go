@@ -180,8 +180,9 @@ type Environment struct {
 	// (Validator).
 	validators []func(context.Context) error
 
-	// onFinished runs once the job has finished successfully: exactly-once
-	// sinks commit the transactions of their last stretch of input then.
+	// onFinished runs once the job has finished successfully: without
+	// checkpointing, exactly-once sinks commit the transactions of their
+	// last stretch of input then (with it, the final checkpoint did).
 	onFinished []func() error
 
 	// cpStats tracks the checkpoints' statistics across attempts, mon the

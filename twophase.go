@@ -61,6 +61,11 @@ type twoPhaseOp[T, TXN any] struct {
 	restore *runtime.Restored
 	par     int
 	opened  bool // OpenSubtask ran
+	// checkpointed: the job checkpoints, so the transaction open at the
+	// end of input is pre-committed by the final checkpoint and committed
+	// when it completes; ended: the input has ended.
+	checkpointed bool
+	ended        bool
 }
 
 func (o *twoPhaseOp[T, TXN]) begin() error {
@@ -115,14 +120,18 @@ func (o *twoPhaseOp[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) 
 func (o *twoPhaseOp[T, TXN]) ProcessWatermark(int64) error { return nil }
 func (o *twoPhaseOp[T, TXN]) ProcessStatus(bool) error     { return nil }
 
-// EndInput pre-commits the last transaction. It and the transactions
-// still pending are committed when the whole job has finished (finalCommits),
-// not now: another task may still fail, and the restart would replay this
-// subtask's input from the last checkpoint and write it again. This is
-// what Flink's final checkpoint after end of input achieves.
+// EndInput ends the sink's input. With checkpointing the last
+// transaction stays open: the task waits for its final checkpoint
+// (FLIP-147), which pre-commits it, and commits it when the checkpoint
+// completes, as every other transaction. Without checkpointing it is
+// pre-committed now, and it and the transactions still pending are
+// committed when the whole job has finished (finalCommits), not now:
+// another task may still fail, and the restart would replay this
+// subtask's input and write it again.
 func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
 	defer o.catch(&err)
-	if !o.open {
+	o.ended = true
+	if !o.open || o.checkpointed {
 		return nil
 	}
 	o.open = false
@@ -136,7 +145,8 @@ func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
 }
 
 // finalCommits holds a sink's subtasks of the current attempt, to commit
-// their pending transactions once the job has finished.
+// their pending transactions once the job has finished; only for jobs
+// without checkpointing (with it, the final checkpoint commits them).
 type finalCommits[T, TXN any] struct {
 	mu  sync.Mutex
 	ops map[int]*twoPhaseOp[T, TXN]
@@ -169,7 +179,8 @@ func (f *finalCommits[T, TXN]) commit() error {
 }
 
 // SnapshotState pre-commits the current transaction, keeps it pending
-// under the checkpoint's id, and begins the next one.
+// under the checkpoint's id, and begins the next one, unless the input has
+// ended (the final checkpoint: nothing more will be written).
 func (o *twoPhaseOp[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
 	defer o.catch(&err)
 	if o.open {
@@ -177,8 +188,13 @@ func (o *twoPhaseOp[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot
 			return runtime.OperatorSnapshot{}, err
 		}
 		o.pending = append(o.pending, pendingTxn[TXN]{id, o.cur})
-		if err := o.begin(); err != nil {
-			return runtime.OperatorSnapshot{}, err
+		o.open = false
+		var zero TXN
+		o.cur = zero
+		if !o.ended {
+			if err := o.begin(); err != nil {
+				return runtime.OperatorSnapshot{}, err
+			}
 		}
 	}
 	var b bytes.Buffer
@@ -222,8 +238,12 @@ func (o *twoPhaseOp[T, TXN]) Close() error {
 
 // AddTwoPhaseCommitSink writes ds exactly once through sink: with
 // checkpointing, output becomes visible when the checkpoint covering it
-// completes; the output after the last checkpoint of a bounded job when the
-// whole job has finished (Execute returns after committing it).
+// completes; at the end of a bounded job's input every task waits for a
+// final checkpoint, whose completion commits the last transactions
+// (Flink's checkpoints after tasks finish), so a restore from the job's
+// latest checkpoint writes nothing again. Without checkpointing, a bounded
+// job's output is committed when the whole job has finished (Execute
+// returns after committing it).
 func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink[T, TXN]) Sink {
 	if isNil(sink) {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
@@ -246,8 +266,11 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 				// transaction (WithKafkaCluster).
 				return runtime.NewClusterSinkOp(bc, cs), nil
 			}
-			o := &twoPhaseOp[T, TXN]{opBase: base(bc), sink: sink, restore: bc.Restored, par: bc.Parallelism}
-			finals.attach(bc.Subtask, o)
+			o := &twoPhaseOp[T, TXN]{opBase: base(bc), sink: sink, restore: bc.Restored, par: bc.Parallelism,
+				checkpointed: ds.env.checkpoint != nil}
+			if !o.checkpointed {
+				finals.attach(bc.Subtask, o)
+			}
 			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
 		})
 	n.Sink = true

@@ -146,7 +146,14 @@ type Barrier struct {
 // task when the coordinator triggers it). The barrier is unalignable when
 // id was triggered with Trigger (a periodic checkpoint), aligned otherwise
 // (a savepoint).
+//
+// A task whose input has ended may be triggered directly by the
+// coordinator while a barrier of the same checkpoint already reached it;
+// a checkpoint it has snapshotted already is then ignored.
 func (t *Task) Checkpoint(id int64) error {
+	if id <= t.lastSnap {
+		return nil
+	}
 	b := Barrier{ID: id, Timestamp: t.clk.NowMillis(), Unalignable: t.periodic.Load() == id}
 	if err := t.snapshot(b); err != nil {
 		return err
@@ -174,6 +181,10 @@ func (t *Task) snapshot(b Barrier) error {
 	t.stopAsync()
 	if err := t.Flush(); err != nil {
 		return err
+	}
+	t.lastSnap = max(t.lastSnap, id)
+	if t.inputEnded.Load() && t.finalFrom == 0 {
+		t.finalFrom = id
 	}
 	ack := &TaskAck{ID: id, Task: t.Name, Subtask: t.Subtask, Vertex: t.Vertex}
 	var parts []asyncPart
@@ -225,8 +236,13 @@ func (t *Task) snapshot(b Barrier) error {
 	return nil
 }
 
-// forward sends the barrier on every output.
+// forward sends the barrier on every output; not once the task's input
+// has ended: its outputs have ended too, and the tasks downstream no
+// longer wait for barriers on ended channels.
 func (t *Task) forward(b Barrier) error {
+	if t.inputEnded.Load() {
+		return t.Flush()
+	}
 	for _, w := range t.writers {
 		if err := w.Barrier(b); err != nil {
 			return err
@@ -312,11 +328,15 @@ func (t *Task) ReplayChannelState() error {
 }
 
 // NotifyComplete tells the task's listeners that checkpoint id completed.
+// A task waiting for its final checkpoint may then finish.
 func (t *Task) NotifyComplete(id int64) error {
 	for _, l := range t.listeners {
 		if err := t.guard(func() error { return l.NotifyCheckpointComplete(id) }); err != nil {
 			return err
 		}
+	}
+	if t.finalFrom > 0 && id >= t.finalFrom {
+		t.finalDone.Store(true)
 	}
 	return t.Flush()
 }

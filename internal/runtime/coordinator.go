@@ -39,8 +39,9 @@ type CheckpointConfig struct {
 	// TolerableFailures is how many consecutive checkpoint failures
 	// (expired, declined by a task, not persisted) are tolerated; one more
 	// calls Fail. A completed checkpoint resets the count. Savepoints and
-	// checkpoints abandoned because a task finished or a source was busy
-	// are not counted (Flink's CheckpointFailureManager).
+	// checkpoints abandoned because a source was busy, a task finished
+	// before any checkpoint held its final state, or the whole job
+	// finished are not counted (Flink's CheckpointFailureManager).
 	TolerableFailures int
 	// Fail, if set, is called once, with an error wrapping
 	// ErrTooManyCheckpointFailures, when more than TolerableFailures
@@ -100,6 +101,21 @@ type coordinator struct {
 	failures     int  // consecutive counted failures
 	failed       bool // Fail was called, or the job stopped with a savepoint
 	started      bool // init ran
+	// index finds a task by its acknowledgement; final holds each task's
+	// acknowledgement of the latest completed checkpoint: once the task
+	// has finished (after its final checkpoint), it stands for the task in
+	// later checkpoints.
+	index map[taskKey]int
+	final []*TaskAck
+	// ended wakes run when a task's input ends or a task finishes.
+	ended chan struct{}
+}
+
+// taskKey identifies a task by its acknowledgements: names need not be
+// unique (two sources of the same kind), head operators' ids are.
+type taskKey struct {
+	vertex, name string
+	subtask      int
 }
 
 type pendingCheckpoint struct {
@@ -108,6 +124,11 @@ type pendingCheckpoint struct {
 	acks    []TaskAck
 	sp      *SavepointRequest
 	stop    *stopState
+	// acked marks the tasks that acknowledged (or, finished, count as
+	// acknowledged), triggered those that were triggered directly.
+	acked     []bool
+	triggered []bool
+	finished  int // tasks counted with their final acknowledgement
 }
 
 // stopState coordinates the source tasks held by a stop-with-savepoint.
@@ -133,10 +154,26 @@ func (c *coordinator) init() {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.index = make(map[taskKey]int, len(c.tasks))
+	c.final = make([]*TaskAck, len(c.tasks))
+	c.ended = make(chan struct{}, 1)
+	for i, t := range c.tasks {
+		c.index[taskKey{t.Vertex, t.Name, t.Subtask}] = i
+		t.signal = c.wake
+	}
 	c.next = c.cfg.FirstID
 	now := c.clk.NowMillis()
 	c.lastEnd = now - c.cfg.MinPause.Milliseconds() // no pause before the first one
 	c.nextPeriodic = now + c.interval()
+}
+
+// wake asks run to look at the tasks again (a task's input ended, or a
+// task finished); it never blocks.
+func (c *coordinator) wake() {
+	select {
+	case c.ended <- struct{}{}:
+	default:
+	}
 }
 
 func (c *coordinator) interval() int64 { return max(c.cfg.Interval.Milliseconds(), 1) }
@@ -184,6 +221,8 @@ func (c *coordinator) run(ctx context.Context) {
 		case <-tick:
 			armedAt = -1
 			c.onTick(ctx, c.clk.NowMillis())
+		case <-c.ended:
+			c.onTick(ctx, c.clk.NowMillis())
 		case a := <-c.acks:
 			c.onAck(ctx, a)
 		case r := <-c.cfg.Savepoints:
@@ -204,10 +243,8 @@ func (c *coordinator) onRequest(ctx context.Context, r *SavepointRequest) {
 // one when it is due.
 func (c *coordinator) onTick(ctx context.Context, now int64) {
 	if p := c.pending; p != nil {
-		switch {
-		case !c.allRunning():
-			c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: a task finished before acknowledging it", p.id), false)
-		case now-p.started >= c.cfg.Timeout.Milliseconds():
+		c.advance(ctx, p, now)
+		if p == c.pending && now-p.started >= c.cfg.Timeout.Milliseconds() {
 			c.abort(p, now, fmt.Errorf("checkpoint %d expired: not complete after %v (%d of %d tasks acknowledged)",
 				p.id, c.cfg.Timeout, len(p.acks), len(c.tasks)), true)
 		}
@@ -221,35 +258,131 @@ func (c *coordinator) onTick(ctx context.Context, now int64) {
 		c.trigger(ctx, now, r)
 		return
 	}
-	if now >= c.nextPeriodic && now-c.lastEnd >= c.cfg.MinPause.Milliseconds() {
+	if c.allFinishing() {
+		return
+	}
+	// The final checkpoint of a job whose every running task has reached
+	// the end of its input is taken at once: nothing else would change
+	// before the next interval, and the job ends when it completes.
+	if final := c.allEnded(); final || now >= c.nextPeriodic && now-c.lastEnd >= c.cfg.MinPause.Milliseconds() {
 		c.nextPeriodic = now + c.interval()
 		c.trigger(ctx, now, nil)
 	}
 }
 
-// trigger starts checkpoint (or savepoint, if sp is set) next+1 at every
-// source task.
-func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointRequest) {
-	if !c.allRunning() {
-		if sp != nil {
-			sp.Done(0, errors.New("savepoint not taken: a task of the job has already finished"))
+// advance brings checkpoint p forward after something changed: a task
+// that finished without acknowledging p counts as acknowledged with its
+// final state; a running task whose input has ended, which no barrier can
+// reach any more, is triggered directly (Flink triggers the first running
+// tasks after finished ones); p completes once every task is accounted
+// for.
+func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int64) {
+	for i, t := range c.tasks {
+		if p.acked[i] {
+			continue
 		}
+		switch {
+		case t.Finished():
+			if c.final[i] == nil || p.sp != nil {
+				c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: %s (subtask %d) finished before acknowledging it", p.id, t.Name, t.Subtask), false)
+				return
+			}
+			a := finishedAck(*c.final[i], p.id)
+			p.acked[i] = true
+			p.acks = append(p.acks, a)
+			p.finished++
+			c.cfg.Stats.acked(a, now)
+		case !p.triggered[i] && !t.IsSource() && t.InputEnded():
+			p.triggered[i] = true
+			if !c.triggerTask(p, t) {
+				return
+			}
+		}
+	}
+	if p.finished == len(c.tasks) {
+		// Every task finished meanwhile: the job is over, and its final
+		// checkpoints hold all there is.
+		c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: every task has finished", p.id), false)
+		return
+	}
+	if len(p.acks) == len(c.tasks) {
+		c.complete(ctx, p, now)
+	}
+}
+
+// finishedAck returns a finished task's acknowledgement of its latest
+// completed checkpoint as its acknowledgement of checkpoint id. Keyed
+// state a state backend keeps as files (KeyedFiles, the Pebble backend's
+// staged checkpoints) is left out with the rest of its key groups: those
+// files were handed to the store once and are gone, and a finished task
+// needs no keyed state (all its input has ended, upstream too, so a
+// restore gives it nothing to process). Operator state (source
+// positions at their end, a sink's transactions) is kept.
+func finishedAck(a TaskAck, id int64) TaskAck {
+	a.ID = id
+	a.Stats = AckStats{LastInput: -1, LastChannel: -1}
+	ops := make([]OperatorSnapshot, len(a.Ops))
+	for i, op := range a.Ops {
+		if op.KeyedFiles != nil {
+			op.KeyedFiles, op.KeyGroups = nil, nil
+		}
+		ops[i] = op
+	}
+	a.Ops = ops
+	return a
+}
+
+// triggerTask triggers checkpoint p at a running task whose input has
+// ended (no barrier can reach it); false if p was given up. A savepoint
+// gets here when a source ended while it was in flight, before its
+// trigger reached it.
+func (c *coordinator) triggerTask(p *pendingCheckpoint, t *Task) bool {
+	sent := false
+	if p.sp == nil {
+		sent = t.Trigger(p.id)
+	} else {
+		select {
+		case t.inbox <- triggerMsg{t, p.id}:
+			sent = true
+		default:
+		}
+	}
+	if !sent && !t.Finished() {
+		c.abort(p, c.clk.NowMillis(), fmt.Errorf("checkpoint %d not triggered: the inbox of %s (subtask %d) is full", p.id, t.Name, t.Subtask), false)
+		return false
+	}
+	return true
+}
+
+// trigger starts checkpoint (or savepoint, if sp is set) next+1 at every
+// running source task.
+//
+// Checkpoints go on after some tasks have finished (Flink's FLIP-147): a
+// finished task counts as acknowledged with the state of its final
+// checkpoint, and the barrier starts at the running sources and at the
+// running tasks whose input has ended (see advance). Savepoints are taken
+// only while every task still runs and no input has ended.
+func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointRequest) {
+	if sp != nil && !c.allRunning() {
+		sp.Done(0, errors.New("savepoint not taken: a task of the job has already reached the end of its input"))
 		return
 	}
 	c.next++
-	p := &pendingCheckpoint{id: c.next, started: now, sp: sp}
+	p := &pendingCheckpoint{id: c.next, started: now, sp: sp,
+		acked: make([]bool, len(c.tasks)), triggered: make([]bool, len(c.tasks))}
 	if sp != nil && sp.Stop {
 		p.stop = &stopState{
 			release: make(chan struct{}), complete: make(chan struct{}),
 			notified: make(chan error, len(c.tasks)), done: ctx.Done(),
 		}
 	}
-	for _, t := range c.tasks {
-		if !t.IsSource() {
+	for i, t := range c.tasks {
+		if !t.IsSource() || t.Finished() {
 			continue
 		}
+		p.triggered[i] = true
 		if sp == nil {
-			if !t.Trigger(p.id) {
+			if !t.Trigger(p.id) && !t.Finished() {
 				c.log.Warn("checkpoint not triggered: a source is busy", "checkpoint", p.id)
 				if c.cfg.OnAbort != nil {
 					c.cfg.OnAbort(p.id) // the sources before this one have the barrier
@@ -278,6 +411,7 @@ func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointReque
 	}
 	c.pending = p
 	c.cfg.Stats.started(p.id, sp, now, c.tasks)
+	c.advance(ctx, p, now)
 }
 
 // send puts m in t's inbox, waiting for room; false if ctx ended or t
@@ -312,11 +446,13 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 		c.abort(p, now, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err), true)
 		return
 	}
-	p.acks = append(p.acks, a)
-	if len(p.acks) < len(c.tasks) {
+	i, ok := c.index[taskKey{a.Vertex, a.Task, a.Subtask}]
+	if !ok || p.acked[i] {
 		return
 	}
-	c.complete(ctx, p, now)
+	p.acked[i] = true
+	p.acks = append(p.acks, a)
+	c.advance(ctx, p, now)
 }
 
 func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now int64) {
@@ -362,6 +498,20 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 	c.lastEnd = c.clk.NowMillis()
 	c.failures = 0
 	c.cfg.Stats.ended(p.id, c.lastEnd, nil)
+	var size int64
+	for _, a := range p.acks {
+		for _, op := range a.Ops {
+			size += op.StateSize()
+		}
+		if i, ok := c.index[taskKey{a.Vertex, a.Task, a.Subtask}]; ok {
+			a := a
+			c.final[i] = &a
+		}
+	}
+	// As Flink's "Completed checkpoint N for job J (S bytes,
+	// checkpointDuration=D ms)"; the job is named by the logger.
+	c.log.Info("completed checkpoint", "checkpoint", p.id, "bytes", size,
+		"duration_ms", c.lastEnd-p.started, "finished_tasks", p.finished)
 	for _, t := range c.tasks {
 		if !t.Finished() && !t.Notify(p.id) {
 			c.log.Warn("checkpoint completion not delivered: inbox full", "checkpoint", p.id, "task", t.Name, "subtask", t.Subtask)
@@ -462,13 +612,43 @@ func (c *coordinator) shutdown() {
 	c.queue = nil
 }
 
+// allRunning reports whether every task runs and none has reached the
+// end of its input.
 func (c *coordinator) allRunning() bool {
 	for _, t := range c.tasks {
-		if t.Finished() {
+		if t.Finished() || t.InputEnded() {
 			return false
 		}
 	}
 	return true
+}
+
+// allFinishing reports whether every task has finished or completed its
+// final checkpoint: no checkpoint is needed any more.
+func (c *coordinator) allFinishing() bool {
+	for _, t := range c.tasks {
+		if !t.Finished() && !t.FinalDone() {
+			return false
+		}
+	}
+	return true
+}
+
+// allEnded reports whether every task that has not finished has reached
+// the end of its input and waits for its final checkpoint (and at least
+// one does; one whose final checkpoint completed is finishing).
+func (c *coordinator) allEnded() bool {
+	waiting := false
+	for _, t := range c.tasks {
+		switch {
+		case t.Finished() || t.FinalDone():
+		case t.InputEnded():
+			waiting = true
+		default:
+			return false
+		}
+	}
+	return waiting
 }
 
 // stopMsg triggers a stop-with-savepoint at a source task: the task

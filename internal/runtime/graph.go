@@ -676,6 +676,7 @@ func (p *Plan) Run(ctx context.Context) error {
 			log = slog.Default()
 		}
 		c := &coordinator{cfg: *p.cfg.Checkpoint, clk: p.cfg.Clock, tasks: p.Tasks, acks: p.acks, log: log}
+		c.init() // before the tasks run: it gives them their signal
 		cctx, stop := context.WithCancel(ctx)
 		var cwg sync.WaitGroup
 		cwg.Add(1)

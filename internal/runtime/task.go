@@ -148,6 +148,18 @@ type Task struct {
 	// startGate, set by Plan.Run, learns whether Open succeeded and holds
 	// the task until every task of the plan has opened.
 	startGate func(opened error) error
+
+	// The end of input (FLIP-147): with checkpointing, a task whose input
+	// has ended (every split of a source, every channel of its gates)
+	// waits for a final checkpoint, one it snapshots after the end, to
+	// complete before it finishes, so that what it wrote last (a
+	// two-phase-commit sink's last transaction) is committed by a
+	// checkpoint. See awaitFinal.
+	inputEnded atomic.Bool // read by the coordinator
+	lastSnap   int64       // the last checkpoint snapshotted
+	finalFrom  int64       // the first checkpoint snapshotted after the end
+	finalDone  atomic.Bool // a checkpoint >= finalFrom completed
+	signal     func()      // tells the coordinator of the end and of the finish
 }
 
 type namedLifecycle struct {
@@ -404,6 +416,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	ctx = t.labelGoroutine(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer t.signalCoordinator()
 	defer t.finished.Store(true)
 	defer t.Metrics.finished.Store(true)
 	defer func() {
@@ -454,7 +467,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		if _, err := t.RunMail(); err != nil {
 			return err
 		}
-		if t.done() && !t.mail.pending() {
+		if t.done() && !t.mail.pending() && !t.awaitFinal() {
 			break
 		}
 		blocked := t.mail.blocked()
@@ -519,6 +532,37 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	}
 	t.finishAsync()
 	return nil
+}
+
+// awaitFinal reports whether the task, whose input has ended, must wait
+// for its final checkpoint before it finishes: with checkpointing, until a
+// checkpoint it snapshotted after the end has completed (Flink's
+// checkpoints after tasks finish, FLIP-147). The first call marks the end
+// of input and tells the coordinator, which triggers such a task directly
+// (no barrier can reach it any more).
+func (t *Task) awaitFinal() bool {
+	if t.acks == nil {
+		return false
+	}
+	if !t.inputEnded.Load() {
+		t.inputEnded.Store(true)
+		t.signalCoordinator()
+	}
+	return !t.finalDone.Load()
+}
+
+// FinalDone reports whether the task's final checkpoint has completed
+// (the task is finishing).
+func (t *Task) FinalDone() bool { return t.finalDone.Load() }
+
+// InputEnded reports whether the task's input has ended while it waits
+// for its final checkpoint (or has finished after it).
+func (t *Task) InputEnded() bool { return t.inputEnded.Load() }
+
+func (t *Task) signalCoordinator() {
+	if t.signal != nil {
+		t.signal()
+	}
 }
 
 type ptCallback struct {
