@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -219,6 +220,8 @@ func defaultReader[T any](self state.Codec[T], old string) (state.Codec[T], erro
 		return bytesCodec[T]{}, nil
 	case resolvedLayout:
 		return &layoutCodec[T]{ops: r.ops}, nil
+	case resolvedZero:
+		return zeroReader[T]{self}, nil
 	}
 	panic("unreachable")
 }
@@ -229,7 +232,18 @@ type (
 	resolvedGob    struct{}                 // gob decodes it into the type (by field name)
 	resolvedBytes  struct{}                 // a []byte encoding
 	resolvedLayout struct{ ops []layoutOp } // a layout reader with these ops
+	resolvedZero   struct{}                 // every value reads as the zero value (gob, no field kept)
 )
+
+// zeroReader reads a gob-encoded value none of whose fields the type
+// kept: it skips the encoding and returns the zero value.
+type zeroReader[T any] struct{ state.Codec[T] }
+
+func (zeroReader[T]) Decode(src []byte) (T, []byte, error) {
+	var zero T
+	_, rest, err := readBytes(src)
+	return zero, rest, err
+}
 
 // resolveType resolves the recorded schema old against the type t, whose
 // codec is DefaultCodec's. It works on reflect types so that tests can
@@ -244,7 +258,9 @@ func resolveType(t reflect.Type, old string) (any, error) {
 	}
 	switch o.kind {
 	case skGob:
-		if err := gobCompatible(o.elem, gobType(t, map[reflect.Type]bool{}), ""); err != nil {
+		if err := gobCompatible(o.elem, gobType(t, map[reflect.Type]bool{}), ""); err == errNoneKept {
+			return resolvedZero{}, nil
+		} else if err != nil {
 			return nil, err
 		}
 		return resolvedGob{}, nil
@@ -328,7 +344,7 @@ func resolveLayout(o *schemaNode, t reflect.Type, off uintptr, path string, ops 
 		}
 		for i := range o.n {
 			if err := resolveLayout(o.elem, t.Elem(), off+uintptr(i)*t.Elem().Size(), fmt.Sprintf("%s[%d]", path, i), ops); err != nil {
-				return err
+				return changed(path, o, t) // the array's element type changed
 			}
 		}
 		return nil
@@ -402,6 +418,15 @@ func gobCompatible(o, n *schemaNode, path string) error {
 			return gobChanged(path, o, n)
 		}
 	case skStruct:
+		if len(o.fields) > 0 && !anyFieldKept(o, n) {
+			// gob refuses to decode a struct none of whose fields it
+			// knows ("no fields matched").
+			if path == "" {
+				return errNoneKept
+			}
+			return &IncompatibleError{Field: path, Reason: "none of the fields of this struct kept its name, and gob cannot decode such a struct",
+				Old: o.describe(), New: n.describe(), Hint: hintField}
+		}
 		for _, of := range o.fields {
 			for _, nf := range n.fields {
 				if nf.name != of.name {
@@ -420,16 +445,46 @@ func gobCompatible(o, n *schemaNode, path string) error {
 		if o.n != n.n {
 			return gobChanged(path, o, n)
 		}
-		return gobCompatible(o.elem, n.elem, path+"[]")
+		return gobElem(o.elem, n.elem, path, "[]", o, n)
 	case skSlice:
-		return gobCompatible(o.elem, n.elem, path+"[]")
+		return gobElem(o.elem, n.elem, path, "[]", o, n)
 	case skMap:
-		if err := gobCompatible(o.key, n.key, path+"[key]"); err != nil {
+		if err := gobElem(o.key, n.key, path, "[key]", o, n); err != nil {
 			return err
 		}
-		return gobCompatible(o.elem, n.elem, path+"[]")
+		return gobElem(o.elem, n.elem, path, "[]", o, n)
 	}
 	return nil
+}
+
+// gobElem checks the elements (or keys) o and n of the containers oc and
+// nc at path: a change inside a struct element is reported at its field,
+// any other at the container ("[]int64" to "[]uint64").
+func gobElem(o, n *schemaNode, path, suffix string, oc, nc *schemaNode) error {
+	err := gobCompatible(o, n, path+suffix)
+	if err != nil && err != errNoneKept && (o.kind != skStruct || n.kind != skStruct) {
+		return gobChanged(path, oc, nc)
+	}
+	if err == errNoneKept {
+		return &IncompatibleError{Field: path + suffix, Reason: "none of the fields of this struct kept its name, and gob cannot decode such a struct",
+			Old: o.describe(), New: n.describe(), Hint: hintField}
+	}
+	return err
+}
+
+// errNoneKept is gobCompatible's answer for a top-level struct none of
+// whose fields the new type has: its values read as the zero value.
+var errNoneKept = errors.New("no field kept")
+
+func anyFieldKept(o, n *schemaNode) bool {
+	for _, of := range o.fields {
+		for _, nf := range n.fields {
+			if nf.name == of.name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func gobChanged(path string, o, n *schemaNode) error {
