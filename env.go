@@ -578,8 +578,8 @@ func (e *Environment) Execute(ctx context.Context, name string) error {
 //
 // The job logs through the environment's logger (WithLogger), each entry
 // naming the job once (job=name): INFO when it restores, completes a
-// savepoint or is cancelled by its caller (ctx, or JobHandle.Cancel: not
-// an error), WARN when a failure leads to a restart (the failure's message
+// savepoint, is stopped with one, or is cancelled by its caller (ctx, or
+// JobHandle.Cancel: not an error), WARN when a failure leads to a restart (the failure's message
 // in err and, for a panic, its stack in stack: nothing else reports it),
 // and one ERROR entry when the job fails for good, with the message in err
 // but not the stack, which the error Wait returns carries.
