@@ -105,7 +105,9 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	// The starting point: the savepoint directory stands for its newest
 	// savepoint, and RestoreFromLatest makes a newer checkpoint win
 	// (startingPoint compares their ids, which one sequence numbers).
-	switch _, m, err := openSavepoint(ctx, savepoints, e.cfg.s3, log); {
+	// ctx only asks for the stop: a signal during the start does not
+	// fail the reads (the job then starts and stops at once).
+	switch _, m, err := openSavepoint(context.WithoutCancel(ctx), savepoints, e.cfg.s3, log); {
 	case err == nil:
 		log.Info("newest savepoint in the service's directory", "dir", savepoints, "savepoint", m.ID)
 		allow := e.cfg.savepoint != nil && e.cfg.savepoint.allowNonRestored
