@@ -223,3 +223,21 @@ func TestRunServiceRefuses(t *testing.T) {
 		t.Fatalf("the job ran: %v", got)
 	}
 }
+
+// A signal that arrives while the service starts stops the job with a
+// savepoint as soon as it runs; the next start resumes from it.
+func TestRunServiceSignalDuringStart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	env, _ := serviceJob(t, 1000, 500, nil)
+	res, err := env.RunService(ctx, "svc", dir)
+	if err != nil || res.Status != weir.JobStoppedWithSavepoint {
+		t.Fatalf("%v %q, %v", res.Status, res.Savepoint, err)
+	}
+	env, out := serviceJob(t, 1000, 0, nil)
+	if res, err := env.RunService(t.Context(), "svc", dir); err != nil || res.Status != weir.JobFinished {
+		t.Fatalf("second run: %v, %v", res.Status, err)
+	}
+	checkCounts(t, out.get(), 1000)
+}
