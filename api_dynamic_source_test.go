@@ -199,7 +199,7 @@ func TestDynamicSourceGrowsAndRescales(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Wait(); err != nil {
+		if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 			t.Fatal(err)
 		}
 		for _, v := range got.Values() {

@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -333,7 +334,7 @@ func TestRestoredEndedSplitHoldsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 

@@ -558,9 +558,16 @@ func (e *Environment) failAttempt(err error) {
 	}
 }
 
-// Execute runs the job and blocks until a bounded job has ended, the job
-// fails, or ctx is cancelled (then it returns ctx's error). A failure names
-// the operator and subtask; a panic in user code carries its stack.
+// Execute runs the job and blocks until it ends, and returns what
+// JobHandle.Wait returns: nil only when the job finished (its bounded
+// input ended and every record went through), a *StoppedError (errors.Is
+// ErrStopped, with the savepoint's path) when it was stopped with a
+// savepoint (through the REST API, `weir savepoint --stop`, or
+// StopWithSavepoint), ctx's error (context.Canceled) when ctx was
+// cancelled or the job was cancelled through the REST API, else the
+// failure. A failure names the operator and subtask; a panic in user code
+// carries its stack. A nil error therefore means complete output: a job
+// that ended early never returns nil.
 func (e *Environment) Execute(ctx context.Context, name string) error {
 	h, err := e.ExecuteAsync(ctx, name)
 	if err != nil {
@@ -573,8 +580,8 @@ func (e *Environment) Execute(ctx context.Context, name string) error {
 //
 // The job logs through the environment's logger (WithLogger), each entry
 // naming the job once (job=name): INFO when it restores, completes a
-// savepoint or is cancelled by its caller (ctx, or JobHandle.Cancel: not
-// an error), WARN when a failure leads to a restart (the failure's message
+// savepoint, is stopped with one, or is cancelled by its caller (ctx, or
+// JobHandle.Cancel: not an error), WARN when a failure leads to a restart (the failure's message
 // in err and, for a panic, its stack in stack: nothing else reports it),
 // and one ERROR entry when the job fails for good, with the message in err
 // but not the stack, which the error Wait returns carries.
@@ -612,7 +619,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		h.mu.Lock()
 		switch {
 		case h.stopped && ctx.Err() == nil:
-			err = nil // stopped with a savepoint: the job finished
+			// Stopped with a savepoint: Flink's job status is FINISHED,
+			// but the output is not complete, so the caller is told.
+			err = &StoppedError{Savepoint: h.savepointPath}
 		case jctx.Err() != nil:
 			// Cancelled by the caller: ctx's error (or context.Canceled
 			// after Cancel) whatever the tasks made of it, so the same
@@ -621,9 +630,12 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		}
 		h.err = err
 		h.mu.Unlock()
+		var stopped *StoppedError
 		switch {
 		case err == nil:
 			log.Debug("job finished")
+		case errors.As(err, &stopped):
+			log.Info("job stopped with a savepoint", "savepoint", stopped.Savepoint)
 		case jctx.Err() != nil:
 			if cause := context.Cause(ctx); cause != nil && cause != err {
 				log.Info("job cancelled", "cause", cause.Error())
@@ -745,8 +757,11 @@ type JobHandle struct {
 	done    chan struct{}
 	mu      sync.Mutex
 	err     error
-	stopped bool   // by StopWithSavepoint; guarded by mu
-	rest    string // the REST server's address, if any
+	stopped bool // by StopWithSavepoint; guarded by mu
+	// savepointPath is the path of the savepoint the job was stopped
+	// with; guarded by mu.
+	savepointPath string
+	rest          string // the REST server's address, if any
 	// cluster, for a cluster member (WithKafkaCluster), holds the tasks
 	// it owns; plan is then nil and each task has its own.
 	cluster *cluster.Owned
@@ -764,7 +779,11 @@ func (h *JobHandle) Name() string { return h.name }
 // Done is closed when the job has ended.
 func (h *JobHandle) Done() <-chan struct{} { return h.done }
 
-// Wait blocks until the job ends and returns its error.
+// Wait blocks until the job ends and returns how it ended, as Execute
+// does: nil only if it finished (its input ended and all of it was
+// processed), a *StoppedError wrapping ErrStopped if it was stopped with a
+// savepoint, context.Canceled (or the error of ExecuteAsync's ctx) if it
+// was cancelled, else the failure. Result tells the same as a JobResult.
 func (h *JobHandle) Wait() error {
 	<-h.done
 	h.mu.Lock()
@@ -772,9 +791,122 @@ func (h *JobHandle) Wait() error {
 	return h.err
 }
 
-// Cancel stops the job; Wait then returns context.Canceled.
-// StopWithSavepoint stops it after taking a savepoint.
+// Cancel stops the job without a savepoint (Flink's cancel); Wait then
+// returns context.Canceled and Result JobCanceled. StopWithSavepoint stops
+// it after taking a savepoint.
 func (h *JobHandle) Cancel() { h.cancel() }
+
+// ErrStopped is wrapped by the error Wait and Execute return for a job
+// stopped with a savepoint (errors.Is(err, weir.ErrStopped)); the error is
+// a *StoppedError, which carries the savepoint's path.
+var ErrStopped = errors.New("weir: job stopped with a savepoint")
+
+// StoppedError is the error of a job stopped with a savepoint (from Go,
+// the REST API or `weir savepoint --stop`): the job did not fail, but its
+// input did not end either, so its output is partial; it resumes from
+// Savepoint with RestoreFromSavepoint. errors.Is(err, ErrStopped) reports
+// it.
+type StoppedError struct {
+	// Savepoint is the path of the savepoint the job stopped with.
+	Savepoint string
+}
+
+// Error says that the job was stopped and with which savepoint.
+func (e *StoppedError) Error() string { return "weir: job stopped with savepoint " + e.Savepoint }
+
+// Is reports whether target is ErrStopped.
+func (e *StoppedError) Is(target error) bool { return target == ErrStopped }
+
+// JobStatus is a job's status, as Flink's job statuses with one more:
+// a job stopped with a savepoint, FINISHED in Flink (and in the Flink
+// fields of the REST API), is JobStoppedWithSavepoint, so that a caller
+// can tell partial output from complete output.
+type JobStatus int
+
+const (
+	// JobRunning: the job has not ended (it may be restarting).
+	JobRunning JobStatus = iota
+	// JobFinished: the job's input ended and every record was processed.
+	JobFinished
+	// JobStoppedWithSavepoint: the job was stopped after a savepoint
+	// (JobResult.Savepoint); it resumes from there.
+	JobStoppedWithSavepoint
+	// JobCanceled: the job was cancelled (JobHandle.Cancel, its context,
+	// or the REST API's cancel) without a savepoint.
+	JobCanceled
+	// JobFailed: the job failed (and its restart strategy gave up).
+	JobFailed
+)
+
+// String returns the status as the REST API and the weir command show it:
+// RUNNING, FINISHED, STOPPED_WITH_SAVEPOINT, CANCELED or FAILED.
+func (s JobStatus) String() string {
+	switch s {
+	case JobRunning:
+		return "RUNNING"
+	case JobFinished:
+		return "FINISHED"
+	case JobStoppedWithSavepoint:
+		return "STOPPED_WITH_SAVEPOINT"
+	case JobCanceled:
+		return "CANCELED"
+	case JobFailed:
+		return "FAILED"
+	}
+	return fmt.Sprintf("JobStatus(%d)", int(s))
+}
+
+// JobResult is how a job ended.
+type JobResult struct {
+	// Status is the job's final status (JobRunning only from Status, for a
+	// job that has not ended).
+	Status JobStatus
+	// Savepoint is the path of the savepoint a JobStoppedWithSavepoint
+	// job stopped with, else "".
+	Savepoint string
+	// Err is the error Wait returns: nil for JobFinished, a *StoppedError
+	// for JobStoppedWithSavepoint, the cancellation's error for
+	// JobCanceled, the failure for JobFailed.
+	Err error
+}
+
+// Result blocks until the job ends and returns how it ended.
+func (h *JobHandle) Result() JobResult {
+	<-h.done
+	return h.Status()
+}
+
+// Status returns how the job ended, or a JobResult with JobRunning if it
+// has not ended yet; it does not block.
+func (h *JobHandle) Status() JobResult {
+	select {
+	case <-h.done:
+	default:
+		return JobResult{Status: JobRunning}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return resultOf(h.err)
+}
+
+// resultOf classifies the error of an ended job.
+func resultOf(err error) JobResult {
+	r := JobResult{Err: err}
+	var stopped *StoppedError
+	switch {
+	case err == nil:
+		r.Status = JobFinished
+	case errors.As(err, &stopped):
+		r.Status, r.Savepoint = JobStoppedWithSavepoint, stopped.Savepoint
+	case errors.Is(err, context.Canceled) || err == context.DeadlineExceeded:
+		// ExecuteAsync reports a cancellation as its context's error
+		// itself; a failure that wraps a deadline is a failure.
+		r.Status = JobCanceled
+	default:
+		r.Status = JobFailed
+	}
+	return r
+}
 
 // TaskMetrics is a snapshot of one subtask's counters.
 type TaskMetrics struct {

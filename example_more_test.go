@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -99,7 +100,7 @@ func ExampleJobHandle_StopWithSavepoint() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		log.Fatal(err)
 	}
 

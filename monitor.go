@@ -1,7 +1,6 @@
 package weir
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -119,12 +118,12 @@ func (h *JobHandle) state() string {
 		}
 		return "RUNNING"
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case h.err == nil:
+	// Flink's status of a job stopped with a savepoint is FINISHED;
+	// Job.Status tells it apart.
+	switch h.Status().Status {
+	case JobFinished, JobStoppedWithSavepoint:
 		return "FINISHED"
-	case errors.Is(h.err, context.Canceled):
+	case JobCanceled:
 		return "CANCELED"
 	}
 	return "FAILED"
@@ -150,6 +149,8 @@ func (h *JobHandle) snapshot() *monitor.Snapshot {
 	exceptions := append([]monitor.Exception(nil), e.mon.exceptions...)
 	e.mon.mu.Unlock()
 	job.State = h.state()
+	res := h.Status()
+	job.Status, job.Savepoint = res.Status.String(), res.Savepoint
 	if c := e.checkpoint; c != nil {
 		job.Checkpointing = &monitor.CheckpointConfig{
 			ExactlyOnce: c.exactlyOnce, IntervalMs: c.interval.Milliseconds(), TimeoutMs: c.timeout.Milliseconds(),

@@ -90,8 +90,10 @@ func (h *JobHandle) TriggerSavepoint(ctx context.Context, dir string) (string, e
 // without --drain: the sources emit nothing after the savepoint's barrier,
 // no final watermark is sent, so pending timers stay in the savepoint; once
 // the savepoint is stored every operator is told it completed (exactly-once
-// sinks commit), then the job ends and Wait returns nil. If the savepoint
-// fails the job goes on and the error is returned.
+// sinks commit), then the job ends: Wait returns a *StoppedError with the
+// savepoint's path (errors.Is ErrStopped) and Result reports
+// JobStoppedWithSavepoint. If the savepoint fails the job goes on and the
+// error is returned.
 func (h *JobHandle) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
 	path, err := h.savepoint(ctx, dir, true)
 	if err != nil {
@@ -146,7 +148,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 			res <- result{path: path} // before the job ends (h.done)
 			if stop {
 				h.mu.Lock()
-				h.stopped = true
+				h.stopped, h.savepointPath = true, path
 				h.mu.Unlock()
 				h.cancel()
 			}

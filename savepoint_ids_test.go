@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -118,7 +119,7 @@ func idTrialSavepoint(t *testing.T, uids trialUIDs) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 	if got := sink.total(); got != 2000 {

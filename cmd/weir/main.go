@@ -1,9 +1,10 @@
 // Command weir is Weir's command-line tool: `weir scenario` replays
 // conformance scenario files against the engine's operators, `weir nexmark`
 // runs Nexmark queries, `weir savepoint` takes a savepoint of a running
-// job through its REST server or inspects one, `weir doctor` diagnoses a
-// running job and `weir record` captures an operator's inputs as a
-// scenario file.
+// job through its REST server or inspects one, `weir status` prints a
+// job's status (telling a job stopped with a savepoint from a finished
+// one), `weir doctor` diagnoses a running job and `weir record` captures
+// an operator's inputs as a scenario file.
 package main
 
 import (
@@ -23,6 +24,8 @@ commands:
   savepoint --address A [--dir D] [--stop] JOB
                                take a savepoint of a running job through its control endpoint
   savepoint inspect PATH       show what a savepoint or checkpoint holds
+  status --address A JOB       print a job's status (RUNNING, FINISHED, STOPPED_WITH_SAVEPOINT PATH,
+                               CANCELED, FAILED) from its REST server
   doctor --url URL             diagnose a running job from its REST API (--help for flags)
   record --url URL --vertex V --subtask N [--for D]
                                capture one operator's inputs as a scenario file
@@ -44,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nexmarkMain(args[1:], os.Stdin, stdout, stderr)
 	case "savepoint":
 		return savepointMain(args[1:], stdout, stderr)
+	case "status":
+		return statusMain(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorMain(args[1:], stdout, stderr)
 	case "record":

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -113,7 +114,7 @@ func TestSavepointCommand(t *testing.T) {
 	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "savepoint-3") {
 		t.Fatalf("stop: code %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatalf("the stopped job ended with %v", err)
 	}
 

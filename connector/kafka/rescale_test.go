@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -65,7 +66,7 @@ func TestKafkaRescaleRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Wait(); err != nil {
+		if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 			t.Fatal(err)
 		}
 		for _, v := range got.Values() {

@@ -83,7 +83,15 @@ type Job struct {
 	Name string `json:"name"`
 	// State is Flink's job status: RUNNING, FINISHED, FAILED, CANCELED,
 	// RESTARTING.
-	State          string `json:"state"`
+	State string `json:"state"`
+	// Status is Weir's status of the job (weir.JobStatus): RUNNING,
+	// FINISHED, STOPPED_WITH_SAVEPOINT, CANCELED or FAILED. Unlike State
+	// it tells a job stopped with a savepoint (FINISHED in Flink) from one
+	// whose input ended.
+	Status string `json:"status"`
+	// Savepoint is the path of the savepoint a STOPPED_WITH_SAVEPOINT job
+	// stopped with.
+	Savepoint      string `json:"savepoint,omitempty"`
 	StartTime      int64  `json:"start-time"`
 	EndTime        int64  `json:"end-time"` // -1 while running
 	MaxParallelism int    `json:"max-parallelism"`

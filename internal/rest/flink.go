@@ -257,6 +257,9 @@ func (s *Server) jobDetails(w http.ResponseWriter, r *http.Request, e *entry) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"jid": j.ID, "name": j.Name, "isStoppable": false, "state": j.State, "job-type": "STREAMING",
+		// Weir's status tells a job stopped with a savepoint (FINISHED in
+		// Flink's state) from one whose input ended.
+		"weir-status": j.Status, "savepoint-path": j.Savepoint,
 		"start-time": j.StartTime, "end-time": j.EndTime, "duration": duration(j, snap.Timestamp),
 		"maxParallelism": j.MaxParallelism, "now": snap.Timestamp, "timestamps": timestamps,
 		"vertices": vs, "status-counts": stateCounts(all...), "plan": planOf(snap), "pending-operators": 0,

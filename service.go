@@ -1,0 +1,161 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/checkpoint/store"
+)
+
+// ServiceOption configures RunService.
+type ServiceOption func(*serviceConfig)
+
+type serviceConfig struct {
+	stopTimeout time.Duration
+	onStart     func(*JobHandle)
+}
+
+// ServiceStopTimeout bounds the stop with a savepoint that ends a service
+// (default: none beyond the checkpoint timeout, after which the savepoint
+// fails). Choose it below your service manager's grace period (systemd's
+// TimeoutStopSec, Kubernetes' terminationGracePeriodSeconds): if the
+// savepoint is not stored in time the job is cancelled and the next start
+// resumes from its latest checkpoint instead.
+func ServiceStopTimeout(d time.Duration) ServiceOption {
+	return func(c *serviceConfig) { c.stopTimeout = d }
+}
+
+// OnServiceStart calls f with the job's handle once the job runs (for its
+// metrics, REST address or id); f must not block.
+func OnServiceStart(f func(*JobHandle)) ServiceOption {
+	return func(c *serviceConfig) { c.onStart = f }
+}
+
+// RunService runs the job as a long-running service that keeps its state
+// across restarts and deploys, in the directory dir (a local path,
+// file:///dir, or with WithS3 an s3://bucket/prefix location):
+//
+//   - On start it resumes from the newest savepoint in dir/savepoints or
+//     the latest checkpoint in the checkpoint store, whichever is newer
+//     (the savepoint a previous run stopped with, or the checkpoint a
+//     crashed run left), checked against the job as RestoreFromSavepoint
+//     checks it; with neither it starts empty. A damaged newest savepoint
+//     fails the start instead of starting from nothing.
+//   - It runs the job until ctx is done (make ctx end on SIGTERM with
+//     signal.NotifyContext), then stops the job with a savepoint into
+//     dir/savepoints and returns JobStoppedWithSavepoint with its path.
+//     ctx only asks for the stop: the job itself runs on a context that
+//     ctx's end does not cancel, so the savepoint is taken while the job
+//     still runs.
+//   - If the input ends first it returns JobFinished; if the job is
+//     stopped or cancelled through the REST API, that result.
+//
+// The error is nil when the job finished, was stopped with a savepoint or
+// was cancelled through the REST API; it is the failure when the job
+// failed or could not start, and says so when the stop with a savepoint
+// failed (the job is then cancelled, JobCanceled, and the next start
+// resumes from its latest checkpoint).
+//
+// RunService needs EnableCheckpointing. Checkpoints kept in memory (the
+// default store, or a MemoryCheckpointStore), which a new process could
+// not find, are kept in dir/checkpoints instead; a store set with
+// CheckpointStorage or WithCheckpointStore is used as it is. Savepoints
+// requested without a directory (`weir savepoint --stop` without --dir)
+// go to dir/savepoints unless DefaultSavepointDir says otherwise. A
+// savepoint in dir/savepoints wins over RestoreFromSavepoint's, which
+// only the first run of a service uses; AllowNonRestoredState given to
+// RestoreFromSavepoint or RestoreFromLatest applies.
+func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...ServiceOption) (JobResult, error) {
+	var sc serviceConfig
+	for _, o := range opts {
+		o(&sc)
+	}
+	switch {
+	case dir == "":
+		return JobResult{}, errors.New("weir: RunService: no state directory given")
+	case e.checkpoint == nil:
+		return JobResult{}, errors.New("weir: RunService: the job needs checkpointing to stop with a savepoint and to resume: call EnableCheckpointing")
+	case e.cfg.cluster != nil:
+		return JobResult{}, errors.New("weir: RunService: a cluster job (WithKafkaCluster) keeps its state in its committed checkpoints; run it with ExecuteAsync")
+	case sc.stopTimeout < 0:
+		return JobResult{}, fmt.Errorf("weir: RunService: stop timeout must not be negative, got %v", sc.stopTimeout)
+	}
+	if err := e.Err(); err != nil {
+		return JobResult{}, fmt.Errorf("weir: invalid job: %w", err)
+	}
+	base := strings.TrimRight(dir, "/")
+	savepoints := base + "/savepoints"
+	log := e.cfg.logger.With("job", name)
+	if _, ok := e.checkpoint.store.(*MemoryCheckpointStore); ok && e.checkpoint.storage == "" {
+		st, err := NewCheckpointStore(base+"/checkpoints", e.s3Options())
+		if err != nil {
+			return JobResult{}, fmt.Errorf("weir: RunService: checkpoint storage in %s: %w", dir, err)
+		}
+		if d, ok := st.(*durableStore); ok {
+			d.useLogger(e.cfg.logger)
+		}
+		e.checkpoint.store, e.checkpoint.storage = st, base+"/checkpoints"
+	}
+	if e.checkpoint.savepointDir == "" {
+		e.checkpoint.savepointDir = savepoints
+	}
+	// The starting point: the savepoint directory stands for its newest
+	// savepoint, and RestoreFromLatest makes a newer checkpoint win
+	// (startingPoint compares their ids, which one sequence numbers).
+	// ctx only asks for the stop: a signal during the start does not
+	// fail the reads (the job then starts and stops at once).
+	switch _, m, err := openSavepoint(context.WithoutCancel(ctx), savepoints, e.cfg.s3, log); {
+	case err == nil:
+		log.Info("newest savepoint in the service's directory", "dir", savepoints, "savepoint", m.ID)
+		allow := e.cfg.savepoint != nil && e.cfg.savepoint.allowNonRestored
+		e.cfg.savepoint = &savepointRestore{path: savepoints, allowNonRestored: allow}
+	case errors.Is(err, store.ErrNotFound):
+		log.Info("no savepoint in the service's directory", "dir", savepoints)
+	default:
+		return JobResult{}, fmt.Errorf("weir: RunService: reading the newest savepoint in %s: %w (move it away to resume from an older one)", savepoints, err)
+	}
+	e.checkpoint.restore = true
+
+	// The job runs on a context that ctx's end does not cancel: ctx only
+	// asks for the stop.
+	h, err := e.ExecuteAsync(context.WithoutCancel(ctx), name)
+	if err != nil {
+		return JobResult{}, err
+	}
+	if sc.onStart != nil {
+		sc.onStart(h)
+	}
+	var stopErr error
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		log.Info("stopping the service with a savepoint", "dir", savepoints, "cause", context.Cause(ctx))
+		sctx := context.WithoutCancel(ctx)
+		if sc.stopTimeout > 0 {
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithTimeout(sctx, sc.stopTimeout)
+			defer cancel()
+		}
+		_, err := h.StopWithSavepoint(sctx, savepoints)
+		if err != nil {
+			select {
+			case <-h.Done(): // it ended meanwhile: its own result tells
+			default:
+				log.Error("the stop with a savepoint failed; cancelling the job, which resumes from its latest checkpoint", "err", err)
+				stopErr = fmt.Errorf("weir: service %q: the stop with a savepoint failed, so the job was cancelled and resumes from its latest checkpoint: %w", name, err)
+				h.Cancel()
+			}
+		}
+	}
+	res := h.Result()
+	switch {
+	case stopErr != nil:
+		return res, stopErr
+	case res.Status == JobFailed:
+		return res, res.Err
+	}
+	return res, nil
+}
