@@ -290,3 +290,100 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 	}
 }
+
+// sliceRun is one run of the collection job: FromSlice of 0..n-1 (UID
+// "slice"; a collection source is not parallel, as Flink's), through a
+// map that, in a gated run, holds at value gateAt until release is
+// closed, then rebalanced to a map and a sink at the job's parallelism p.
+type sliceRun struct {
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+func sliceJob(env *weir.Environment, n int64, p int, gateAt int64, r *sliceRun, sink *genSink) {
+	vals := seqInts(0, n)
+	src := weir.FromSlice(env, vals).UID("slice")
+	gated := weir.Map(src, func(v int64) int64 {
+		if r != nil && v == gateAt {
+			r.once.Do(func() { close(r.reached) })
+			<-r.release
+		}
+		return v
+	}).UID("gate").SetParallelism(1)
+	spread := weir.Map(weir.Rebalance(gated), func(v int64) int64 { return v }).UID("spread").SetParallelism(p)
+	weir.SinkFunc(spread, sink.add).SetParallelism(p)
+}
+
+// stopSlice runs the collection job at parallelism p, holds it at value
+// gateAt, asks for a stop with savepoint while it is held, then lets it
+// go; the savepoint's barrier follows the records the source had read by
+// then. It returns the savepoint's path and what the run emitted. A
+// machine so slow that the source read the whole slice before the
+// savepoint's trigger reached it makes the stop fail: the run is tried
+// again with a longer hold.
+func stopSlice(t *testing.T, n int64, p int, gateAt int64) (string, []int64) {
+	t.Helper()
+	hold := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		env := weir.NewEnvironment(weir.WithParallelism(p))
+		env.EnableCheckpointing(time.Hour)
+		sink := newGenSink()
+		r := &sliceRun{reached: make(chan struct{}), release: make(chan struct{})}
+		sliceJob(env, n, p, gateAt, r, sink)
+		h, err := env.ExecuteAsync(t.Context(), "slice-first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-r.reached
+		type res struct {
+			path string
+			err  error
+		}
+		done := make(chan res, 1)
+		go func() {
+			path, err := h.StopWithSavepoint(t.Context(), t.TempDir())
+			done <- res{path, err}
+		}()
+		time.Sleep(hold)
+		close(r.release)
+		sp := <-done
+		werr := h.Wait()
+		if sp.err != nil && attempt < 3 {
+			t.Logf("attempt %d: the source ended before the savepoint (%v); again with a longer hold", attempt, sp.err)
+			hold *= 4
+			continue
+		}
+		if sp.err != nil {
+			t.Fatal(sp.err)
+		}
+		if werr != nil {
+			t.Fatalf("a job stopped with a savepoint ended with %v", werr)
+		}
+		got := sink.sorted()
+		if int64(len(got)) <= gateAt || int64(len(got)) >= n {
+			t.Fatalf("the first run emitted %d of %d records, want a part past %d", len(got), n, gateAt)
+		}
+		return sp.path, got
+	}
+}
+
+// TestFromSliceRescaleThroughSavepoint: a job reading a collection source,
+// stopped with a savepoint part way and resumed at another parallelism,
+// emits exactly the rest.
+func TestFromSliceRescaleThroughSavepoint(t *testing.T) {
+	const n = 300_000
+	want := seqInts(0, n)
+	for _, c := range []struct{ p1, p2 int }{{1, 3}, {3, 1}, {2, 4}} {
+		t.Run(fmt.Sprintf("%d-to-%d", c.p1, c.p2), func(t *testing.T) {
+			path, first := stopSlice(t, n, c.p1, 5000)
+			env := weir.NewEnvironment(weir.WithParallelism(c.p2), weir.RestoreFromSavepoint(path))
+			env.EnableCheckpointing(time.Hour)
+			sink := newGenSink()
+			sliceJob(env, n, c.p2, -1, nil, sink)
+			if err := env.Execute(t.Context(), "slice-resumed"); err != nil {
+				t.Fatal(err)
+			}
+			checkExactlyOnce(t, "stopped and resumed", first, sink.sorted(), want)
+		})
+	}
+}
