@@ -102,6 +102,9 @@ func runtimeSource[T any](src Source[T]) runtime.Source[T] {
 // ids, in an order that depends only on them.
 type splitRestorer interface {
 	restoreSplits(ids []string) ([]Split, error)
+	// endless reports whether the source's splits never end
+	// (runtime.EndlessSource).
+	endless() bool
 }
 
 // rescalableAdapter runs a restorable source whose splits a restore
@@ -110,6 +113,8 @@ type rescalableAdapter[T any] struct {
 	restorableAdapter[T]
 	sr splitRestorer
 }
+
+func (a rescalableAdapter[T]) Endless() bool { return a.sr.endless() }
 
 func (a rescalableAdapter[T]) RestoreSplits(ids []string) ([]runtime.Split, error) {
 	ss, err := a.sr.restoreSplits(ids)

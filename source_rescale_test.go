@@ -199,53 +199,66 @@ func TestGenerateRescaleProperty(t *testing.T) {
 }
 
 // TestGenerateUnboundedRescale: an unbounded generator (subtask s of p
-// producing s, s+p, ...) stopped with a savepoint at parallelism 2 and
-// resumed at 3 goes on with every index exactly once: the first run's
-// splits keep their progressions on the new subtasks.
+// producing s, s+p, ...) stopped with a savepoint at parallelism 1,
+// resumed at 3 (two subtasks without a split, which stay open so that
+// checkpoints go on), stopped with a savepoint again and resumed at 2
+// produces every index exactly once over the three runs: the first run's
+// split keeps its progression wherever it runs.
 func TestGenerateUnboundedRescale(t *testing.T) {
-	const stop, upTo = 37, 3000
-	path, first := stopGen(t, -1, 2, stop, t.TempDir())
-	if !slices.Equal(first, seqInts(0, 2*stop)) {
-		t.Fatalf("first run emitted %v, want 0..%d", head64(first), 2*stop-1)
+	const stop = 37
+	path, first := stopGen(t, -1, 1, stop, t.TempDir())
+	if !slices.Equal(first, seqInts(0, stop)) {
+		t.Fatalf("first run emitted %v, want 0..%d", head64(first), stop-1)
 	}
-	env := weir.NewEnvironment(weir.WithParallelism(3), weir.RestoreFromSavepoint(path))
-	env.EnableCheckpointing(time.Hour)
-	sink := newGenSink()
-	genJob(env, -1, 100_000, 3, sink)
-	h := start(t, env)
-	for {
-		recv(t, h, sink.n)
-		sink.mu.Lock()
-		n := len(sink.vals)
-		sink.mu.Unlock()
-		if n < upTo {
-			continue
+	// run resumes from path at parallelism p until it has emitted at
+	// least n records, then stops it with a savepoint (stop) or cancels
+	// it, and returns the savepoint's path and what it emitted.
+	run := func(path string, p, n int, stop bool) (string, []int64) {
+		env := weir.NewEnvironment(weir.WithParallelism(p), weir.RestoreFromSavepoint(path))
+		env.EnableCheckpointing(time.Hour)
+		sink := newGenSink()
+		genJob(env, -1, 50_000, p, sink)
+		h := start(t, env)
+		for range n {
+			recv(t, h, sink.n)
 		}
-		got := sink.sorted()
-		var below []int64
-		for _, v := range got {
-			if v < upTo {
-				below = append(below, v)
+		next := ""
+		if stop {
+			var err error
+			if next, err = h.StopWithSavepoint(t.Context(), t.TempDir()); err != nil {
+				t.Fatalf("stop with savepoint at parallelism %d: %v", p, err)
 			}
+		} else {
+			h.Cancel()
 		}
-		if len(below) < upTo-2*stop {
-			continue // a split is behind the other
-		}
-		h.Cancel()
 		<-h.Done()
-		second := sink.sorted()
-		var secondBelow []int64
-		for _, v := range second {
-			if v < upTo {
-				secondBelow = append(secondBelow, v)
-			}
-		}
-		if len(slices.Compact(slices.Clone(second))) != len(second) {
-			t.Fatalf("the resumed run emitted an index twice")
-		}
-		checkExactlyOnce(t, "unbounded, indexes below "+fmt.Sprint(upTo), first, secondBelow, seqInts(0, upTo))
-		return
+		return next, sink.sorted()
 	}
+	path2, second := run(path, 3, 500, true)
+	_, third := run(path2, 2, 500, false)
+	all := slices.Sorted(slices.Values(slices.Concat(first, second, third)))
+	if len(slices.Compact(slices.Clone(all))) != len(all) {
+		t.Fatalf("an index was emitted twice over the three runs")
+	}
+	// The runs produced a prefix of 0, 1, 2, ...: the last index of the
+	// second run is below the first index the third run lacks.
+	upTo := second[len(second)-1] + 1
+	if len(third) == 0 || third[0] != upTo {
+		t.Fatalf("the third run starts at %v, want %d", head64(third), upTo)
+	}
+	checkExactlyOnce(t, fmt.Sprint("unbounded, indexes below ", upTo), first, filterBelow(slices.Concat(second, third), upTo), seqInts(0, upTo))
+}
+
+// filterBelow returns the values of s below n, sorted.
+func filterBelow(s []int64, n int64) []int64 {
+	var out []int64
+	for _, v := range s {
+		if v < n {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestGenerateOldSavepointRestores restores testdata/oldformat/gen, a

@@ -221,6 +221,10 @@ func (g *generatorSource[T]) restoreSplits(ids []string) ([]Split, error) {
 	return out, nil
 }
 
+// endless implements splitRestorer: an unbounded generator's splits never
+// end.
+func (g *generatorSource[T]) endless() bool { return g.count < 0 }
+
 // parseGenSplit parses "gen-<i>-of-<n>" (n >= 1, i >= 0, canonical
 // decimals).
 func parseGenSplit(id string) (i, n int, ok bool) {

@@ -71,6 +71,14 @@ type SplitRestorer interface {
 	RestoreSplits(ids []string) ([]Split, error)
 }
 
+// EndlessSource is a Source whose splits never end (an unbounded
+// generator). A subtask of it that has no split, as after a restore at a
+// parallelism above its number of splits, stays open and idle instead of
+// finishing, so that the job's checkpoints go on.
+type EndlessSource interface {
+	Endless() bool
+}
+
 // SourceWatermarks configures event time at a source: a generator per
 // split and an optional timestamp assigner.
 type SourceWatermarks[T any] struct {
@@ -348,6 +356,11 @@ func (s *SourceOperator[T]) Open() error {
 		return s.openDynamic()
 	}
 	if s.nEnded == len(s.splits) {
+		if e, ok := s.src.(EndlessSource); ok && len(s.splits) == 0 && e.Endless() {
+			// Nothing to read, ever: idle, so that downstream
+			// watermarks do not wait for this subtask.
+			return s.out.EmitStatus(true)
+		}
 		return s.finish()
 	}
 	return nil
