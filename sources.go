@@ -340,7 +340,9 @@ func sleep(ctx context.Context, clk clock.Clock, until int64) error {
 // checkpointed position (split i on subtask i mod the new parallelism, so
 // some subtasks have none after a scale-up, and a subtask may read several
 // after a scale-down, each at rate/p): a job stopped with a savepoint
-// and resumed produces every index exactly once over its two runs.
+// and resumed produces every index exactly once over its two runs. A
+// subtask without a split stays open and idle if count < 0, and finishes
+// at once otherwise.
 func Generate[T any](env *Environment, count int64, rate float64, f func(i int64) T, strategy WatermarkStrategy[T]) DataStream[T] {
 	if f == nil {
 		env.fail(fmt.Errorf("source %q: %w", "Generator", nilFnError("generator function")))
