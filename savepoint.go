@@ -29,11 +29,16 @@ func AllowNonRestoredState() RestoreOption {
 
 // RestoreFromSavepoint starts the job from the savepoint (or retained
 // checkpoint) at path: a savepoint's directory as TriggerSavepoint returns
-// it (".../savepoint-7"), a checkpoint's (".../chk-12"), or a directory
-// holding savepoints, which stands for its newest one. Each form may be a
-// local path or, with WithS3, an s3://bucket/prefix path. The job may have
+// it (".../savepoint-7"), a checkpoint's (".../chk-12"), the same
+// directory renamed or copied to any name (any directory holding a
+// savepoint's _manifest.json and files), or a directory holding
+// savepoints, which stands for its newest one. Each form may be a local
+// path or, with WithS3, an s3://bucket/prefix path. The job may have
 // another parallelism: each keyed operator's key groups are redistributed
-// over its new subtasks and every key's state and timers go with them.
+// over its new subtasks and every key's state and timers go with them,
+// and each source's splits go to its new subtasks with their positions (a
+// Source of your own whose Splits differ at the new parallelism cannot
+// restore them: the start fails, naming the split).
 // State is matched to operators by UID (set them with .UID(...) so that
 // they survive changes to the job). Execute fails, before anything runs,
 // if path does not exist or is damaged, if the savepoint has state for a

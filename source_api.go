@@ -88,9 +88,37 @@ func runtimeSource[T any](src Source[T]) runtime.Source[T] {
 		return da
 	}
 	if r, ok := src.(RestorableSource[T]); ok {
+		if sr, ok := src.(splitRestorer); ok {
+			return rescalableAdapter[T]{restorableAdapter[T]{a, r}, sr}
+		}
 		return restorableAdapter[T]{a, r}
 	}
 	return a
+}
+
+// splitRestorer is implemented by this package's sources whose splits do
+// not depend on the parallelism once made (runtime.SplitRestorer):
+// restoreSplits rebuilds the splits a checkpoint names from their sorted
+// ids, in an order that depends only on them.
+type splitRestorer interface {
+	restoreSplits(ids []string) ([]Split, error)
+	// endless reports whether the source's splits never end
+	// (runtime.EndlessSource).
+	endless() bool
+}
+
+// rescalableAdapter runs a restorable source whose splits a restore
+// redistributes over any parallelism.
+type rescalableAdapter[T any] struct {
+	restorableAdapter[T]
+	sr splitRestorer
+}
+
+func (a rescalableAdapter[T]) Endless() bool { return a.sr.endless() }
+
+func (a rescalableAdapter[T]) RestoreSplits(ids []string) ([]runtime.Split, error) {
+	ss, err := a.sr.restoreSplits(ids)
+	return runtimeSplits(ss), err
 }
 
 type sourceAdapter[T any] struct{ s Source[T] }

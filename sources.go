@@ -170,17 +170,78 @@ func (s genSplit) SplitID() string {
 	return "gen-" + strconv.Itoa(s.index) + "-of-" + strconv.Itoa(s.of)
 }
 
+// Splits divides the generator into p splits, as Flink's
+// NumberSequenceSource divides its range by the parallelism it first runs
+// at; a restore keeps those splits at any parallelism (restoreSplits).
 func (g *generatorSource[T]) Splits(p int) ([]Split, error) {
 	out := make([]Split, p)
 	for i := range p {
-		sp := genSplit{index: i, of: p}
-		if g.count >= 0 {
-			sp.start = g.count * int64(i) / int64(p)
-			sp.end = g.count * int64(i+1) / int64(p)
-		}
-		out[i] = sp
+		out[i] = g.split(i, p)
 	}
 	return out, nil
+}
+
+// split returns split index of a division into of splits: the range
+// [count*index/of, count*(index+1)/of) of a bounded generator, the indexes
+// index, index+of, index+2*of, ... of an unbounded one.
+func (g *generatorSource[T]) split(index, of int) genSplit {
+	sp := genSplit{index: index, of: of}
+	if g.count >= 0 {
+		sp.start = g.count * int64(index) / int64(of)
+		sp.end = g.count * int64(index+1) / int64(of)
+	}
+	return sp
+}
+
+// maxGenSplits bounds the division a checkpoint's split ids may name (a
+// guard against a damaged id, far above any parallelism).
+const maxGenSplits = 1 << 16
+
+// restoreSplits implements splitRestorer: the splits "gen-<i>-of-<n>" a
+// checkpoint names, completed with the other splits of their division
+// (a split that had not started yet may be named by none of the old
+// subtasks' state in checkpoints written before every owned split was
+// recorded), in index order. Every id must come from one division.
+func (g *generatorSource[T]) restoreSplits(ids []string) ([]Split, error) {
+	of := 0
+	for _, id := range ids {
+		i, n, ok := parseGenSplit(id)
+		if !ok || n > maxGenSplits || i >= n {
+			return nil, fmt.Errorf("split %q is not a split of a generator (gen-<i>-of-<n>)", id)
+		}
+		if of != 0 && n != of {
+			return nil, fmt.Errorf("the checkpoint names splits of a generator divided into %d and into %d splits", of, n)
+		}
+		of = n
+	}
+	out := make([]Split, of)
+	for i := range of {
+		out[i] = g.split(i, of)
+	}
+	return out, nil
+}
+
+// endless implements splitRestorer: an unbounded generator's splits never
+// end.
+func (g *generatorSource[T]) endless() bool { return g.count < 0 }
+
+// parseGenSplit parses "gen-<i>-of-<n>" (n >= 1, i >= 0, canonical
+// decimals).
+func parseGenSplit(id string) (i, n int, ok bool) {
+	rest, ok := strings.CutPrefix(id, "gen-")
+	if !ok {
+		return 0, 0, false
+	}
+	is, ns, ok := strings.Cut(rest, "-of-")
+	if !ok {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if err1 != nil || err2 != nil || i < 0 || n < 1 || strconv.Itoa(i) != is || strconv.Itoa(n) != ns {
+		return 0, 0, false
+	}
+	return i, n, true
 }
 
 func (g *generatorSource[T]) Reader(s Split) (SplitReader[T], error) {
@@ -272,6 +333,16 @@ func sleep(ctx context.Context, clk clock.Clock, until int64) error {
 // contiguous ranges over the subtasks), or without end if count < 0
 // (subtask s of p produces i = s, s+p, s+2p, ...). rate > 0 limits the total
 // records per second, measured on the environment's clock.
+//
+// Its p splits are made when the job first runs, as Flink's
+// NumberSequenceSource makes them: a job restored from a checkpoint or
+// savepoint, at any parallelism, reads those same splits, each from its
+// checkpointed position (split i on subtask i mod the new parallelism, so
+// some subtasks have none after a scale-up, and a subtask may read several
+// after a scale-down, each at rate/p): a job stopped with a savepoint
+// and resumed produces every index exactly once over its two runs. A
+// subtask without a split stays open and idle if count < 0, and finishes
+// at once otherwise.
 func Generate[T any](env *Environment, count int64, rate float64, f func(i int64) T, strategy WatermarkStrategy[T]) DataStream[T] {
 	if f == nil {
 		env.fail(fmt.Errorf("source %q: %w", "Generator", nilFnError("generator function")))

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/weirstream/weir/internal/clock"
@@ -55,6 +57,26 @@ type PositionedReader interface {
 // RestorableSource reopens a split at a position its reader reported.
 type RestorableSource[T any] interface {
 	ReaderAt(split Split, pos []byte) (SplitReader[T], error)
+}
+
+// SplitRestorer is a Source whose splits, once made, do not depend on the
+// parallelism (Flink's enumerator keeps them in its checkpointed state): a
+// restore, at any parallelism, reads the splits the checkpoint names, not
+// those Splits would make now. RestoreSplits rebuilds them from their ids
+// (the union over every old subtask, sorted) and returns them in an order
+// that depends only on ids; split i of the result goes to subtask i mod
+// the new parallelism, and each resumes at its checkpointed position
+// wherever it lands.
+type SplitRestorer interface {
+	RestoreSplits(ids []string) ([]Split, error)
+}
+
+// EndlessSource is a Source whose splits never end (an unbounded
+// generator). A subtask of it that has no split, as after a restore at a
+// parallelism above its number of splits, stays open and idle instead of
+// finishing, so that the job's checkpoints go on.
+type EndlessSource interface {
+	Endless() bool
 }
 
 // SourceWatermarks configures event time at a source: a generator per
@@ -119,6 +141,10 @@ type SourceOperator[T any] struct {
 	positions   map[string][]byte // split -> position after the last emitted batch
 	restoredPos map[string][]byte
 	restoredEnd map[string]bool
+	// restoredIDs are the ids of every split the old subtasks owned
+	// (sourceState.Owned, and for checkpoints written before it was
+	// recorded the splits with a position or ended), sorted.
+	restoredIDs []string
 
 	stats splitStatsList // per split, for metrics (source_metrics.go)
 }
@@ -131,6 +157,11 @@ type sourceState struct {
 	// Discovered tells that its first discovery had finished.
 	Splits     map[string][]byte
 	Discovered bool
+	// Owned lists the ids of every split the subtask of a fixed-split
+	// source owned, read or not (added compatibly: older checkpoints lack
+	// it); a restore at another parallelism redistributes them
+	// (SplitRestorer).
+	Owned []string
 }
 
 // SnapshotState records the position of every split after the records
@@ -141,6 +172,9 @@ func (s *SourceOperator[T]) SnapshotState(id int64) (OperatorSnapshot, error) {
 		st.Positions[id] = p
 	}
 	for i, sp := range s.splits {
+		if s.dyn == nil {
+			st.Owned = append(st.Owned, sp.SplitID())
+		}
 		if s.ended[i] {
 			st.Ended = append(st.Ended, sp.SplitID())
 		} else if _, ok := st.Positions[sp.SplitID()]; !ok {
@@ -158,18 +192,27 @@ func (s *SourceOperator[T]) SnapshotState(id int64) (OperatorSnapshot, error) {
 	return OperatorSnapshot{State: data}, err
 }
 
-// restore takes the split positions of every old subtask.
+// restore takes the split positions of every old subtask, and the ids of
+// every split they owned.
 func (s *SourceOperator[T]) restore(r *Restored) error {
 	s.restoredPos, s.restoredEnd = map[string][]byte{}, map[string]bool{}
-	return s.eachRestored(r, func(st *sourceState) error {
+	ids := map[string]bool{}
+	err := s.eachRestored(r, func(st *sourceState) error {
 		for id, p := range st.Positions {
 			s.restoredPos[id] = p
+			ids[id] = true
 		}
 		for _, id := range st.Ended {
 			s.restoredEnd[id] = true
+			ids[id] = true
+		}
+		for _, id := range st.Owned {
+			ids[id] = true
 		}
 		return nil
 	})
+	s.restoredIDs = slices.Sorted(maps.Keys(ids))
+	return err
 }
 
 // eachRestored decodes the state of every old subtask that had one.
@@ -228,8 +271,19 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 		}
 		return s, nil
 	}
-	all, err := src.Splits(parallelism)
-	if err != nil {
+	if restored != nil {
+		if err := s.restore(restored); err != nil {
+			return nil, err
+		}
+	}
+	var all []Split
+	if sr, ok := src.(SplitRestorer); ok && len(s.restoredIDs) > 0 {
+		// The checkpoint's splits, whatever the parallelism now.
+		all, err = sr.RestoreSplits(s.restoredIDs)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: restoring its splits: %w", name, err)
+		}
+	} else if all, err = src.Splits(parallelism); err != nil {
 		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
 	for i, sp := range all {
@@ -239,16 +293,13 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 	}
 	s.ended = make([]bool, len(s.splits))
 	if restored != nil {
-		if err := s.restore(restored); err != nil {
-			return nil, err
-		}
 		known := map[string]bool{}
 		for _, sp := range all {
 			known[sp.SplitID()] = true
 		}
-		for id := range s.restoredPos {
+		for _, id := range slices.Sorted(maps.Keys(s.restoredPos)) {
 			if !known[id] {
-				return nil, fmt.Errorf("source %q: the checkpoint has a position for split %s, which the source no longer has (did its parallelism change? this source's splits depend on it)", name, id)
+				return nil, fmt.Errorf("source %q: the checkpoint has a position for split %s, which the source no longer has (did its parallelism change? this source's splits depend on it and it cannot restore them at another parallelism)", name, id)
 			}
 		}
 		for i, sp := range s.splits {
@@ -305,6 +356,11 @@ func (s *SourceOperator[T]) Open() error {
 		return s.openDynamic()
 	}
 	if s.nEnded == len(s.splits) {
+		if e, ok := s.src.(EndlessSource); ok && len(s.splits) == 0 && e.Endless() {
+			// Nothing to read, ever: idle, so that downstream
+			// watermarks do not wait for this subtask.
+			return s.out.EmitStatus(true)
+		}
 		return s.finish()
 	}
 	return nil

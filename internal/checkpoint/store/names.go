@@ -157,11 +157,15 @@ func withoutLocal(opts []Option) []Option {
 }
 
 // OpenLocation opens the checkpoint or savepoint at l: either its own
-// directory (".../savepoint-7", ".../chk-12") or a store's root, which
-// stands for the newest savepoint in it, or if it has none its newest
-// intact checkpoint. It returns the store the checkpoint belongs to and
-// the manifest (whose own checksum is verified; data files are verified
-// as they are read). A location with no checkpoint is reported with
+// directory, under its name (".../savepoint-7", ".../chk-12") or under any
+// other, as when it was renamed or copied (".../before-upgrade", which
+// holds a "_manifest.json" of its own), or a store's root, which stands for
+// the newest savepoint in it, or if it has none its newest intact
+// checkpoint. It returns the store the checkpoint belongs to and the
+// manifest (whose own checksum is verified; data files are verified as
+// they are read). A directory under another name reads its shared files,
+// if it has any, from the shared directory next to it, as a checkpoint of
+// that root would. A location with no checkpoint is reported with
 // ErrNotFound. Options: those of NewLocal and NewS3 (WithCreateDir is
 // ignored).
 func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) (Store, *Manifest, error) {
@@ -179,19 +183,32 @@ func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) 
 	}
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.createDir = false })
 	parent, base := l.Split()
-	if id, kind, ok := parseDir(base); ok {
-		s, err := parent.NewStore(s3, opts...)
+	id, kind, named := parseDir(base)
+	if plainName(base) {
+		ps, err := parent.NewStore(s3, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
-		m, err := s.Open(ctx, id)
+		c, err := coreOf(ps)
 		if err != nil {
 			return nil, nil, err
 		}
-		if m.Kind != kind {
-			return nil, nil, fmt.Errorf("%w: %s holds a %s", ErrCorrupt, l, m.Kind)
+		m, own, err := readOwnManifest(ctx, c, base)
+		if err != nil {
+			return nil, nil, err
 		}
-		return s, m, nil
+		switch {
+		case own && named && m.ID == id && m.Kind == kind:
+			// Under its own name.
+			return openOwn(ctx, ps, l, id, kind)
+		case own:
+			// Renamed or copied: the directory stands for the
+			// checkpoint its manifest describes.
+			return openAliased(ctx, c, base, m)
+		case named:
+			// Incomplete (no manifest): Open says so.
+			return openOwn(ctx, ps, l, id, kind)
+		}
 	}
 	s, err := l.NewStore(s3, opts...)
 	if err != nil {
@@ -209,7 +226,19 @@ func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) 
 	}
 	m, err := s.Latest(ctx)
 	if errors.Is(err, ErrNoCheckpoint) {
-		return nil, nil, fmt.Errorf("%w: no savepoint or checkpoint in %s", ErrNotFound, l)
+		return nil, nil, fmt.Errorf("%w: %s holds no savepoint or checkpoint: it has no %s of its own and no savepoint-<id> or chk-<id> directory with one", ErrNotFound, l, manifestName)
 	}
 	return s, m, err
+}
+
+// openOwn opens checkpoint id of store s, l being its directory.
+func openOwn(ctx context.Context, s Store, l Location, id int64, kind Kind) (Store, *Manifest, error) {
+	m, err := s.Open(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Kind != kind {
+		return nil, nil, fmt.Errorf("%w: %s holds a %s", ErrCorrupt, l, m.Kind)
+	}
+	return s, m, nil
 }
