@@ -1,6 +1,7 @@
 package weir_test
 
 import (
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -170,39 +171,51 @@ func waitForCheckpoints(t *testing.T, h *weir.JobHandle, loc string, n int64) {
 // the whole range when it goes on: so both the state and the source's
 // position came back.
 func TestOldFormatRestores(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/oldformat/dir")); err != nil {
-		t.Fatal(err)
+	// Each restore from the latest checkpoint gets a fresh copy of the
+	// fixture: the restored job, bounded, ends with a final checkpoint
+	// (FLIP-147) in the same store, which the next run would restore.
+	freshDir := func() string {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS("testdata/oldformat/dir")); err != nil {
+			t.Fatal(err)
+		}
+		return dir
 	}
+	dir := freshDir()
 	srv, s3, root := s3Server(t)
-	prefix := strings.TrimPrefix(root, "s3://"+srv.Bucket+"/") + "/jobs/fixture"
-	objects := os.DirFS("testdata/oldformat/s3/jobs/fixture")
-	if err := fs.WalkDir(objects, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	copies := 0
+	freshS3 := func() string {
+		copies++
+		prefix := strings.TrimPrefix(root, "s3://"+srv.Bucket+"/") + fmt.Sprintf("/jobs/fixture-%d", copies)
+		objects := os.DirFS("testdata/oldformat/s3/jobs/fixture")
+		if err := fs.WalkDir(objects, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := fs.ReadFile(objects, p)
+			if err == nil {
+				srv.Put(prefix+"/"+p, data)
+			}
 			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		data, err := fs.ReadFile(objects, p)
-		if err == nil {
-			srv.Put(prefix+"/"+p, data)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
+		return "s3://" + srv.Bucket + "/" + prefix
 	}
-	s3root := "s3://" + srv.Bucket + "/" + prefix
+	s3root := freshS3()
 
 	for _, c := range []struct {
 		name    string
 		opts    func() []weir.Option // how the job restores
-		storage string               // checkpoint storage, for RestoreFromLatest
+		storage func() string        // checkpoint storage, for RestoreFromLatest
 	}{
-		{"dir-checkpoint", nil, dir},
+		{"dir-checkpoint", nil, freshDir},
 		{"file-url-savepoint", func() []weir.Option {
 			return []weir.Option{weir.RestoreFromSavepoint("file://" + filepath.ToSlash(dir) + "/savepoint-6")}
-		}, ""},
-		{"dir-root-savepoint", func() []weir.Option { return []weir.Option{weir.RestoreFromSavepoint(dir)} }, ""},
-		{"s3-checkpoint", nil, s3root},
-		{"s3-savepoint", func() []weir.Option { return []weir.Option{weir.RestoreFromSavepoint(s3root + "/savepoint-12")} }, ""},
+		}, nil},
+		{"dir-root-savepoint", func() []weir.Option { return []weir.Option{weir.RestoreFromSavepoint(dir)} }, nil},
+		{"s3-checkpoint", nil, freshS3},
+		{"s3-savepoint", func() []weir.Option { return []weir.Option{weir.RestoreFromSavepoint(s3root + "/savepoint-12")} }, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, run := range []struct {
@@ -218,9 +231,8 @@ func TestOldFormatRestores(t *testing.T) {
 						opts = append(opts, c.opts()...)
 					}
 					env := weir.NewEnvironment(opts...)
-					if c.storage != "" {
-						// A store of its own: the fixture stays as it is for the next run.
-						env.EnableCheckpointing(time.Hour, weir.CheckpointStorage(c.storage), weir.RestoreFromLatest(), weir.RetainCheckpoints(100))
+					if c.storage != nil {
+						env.EnableCheckpointing(time.Hour, weir.CheckpointStorage(c.storage()), weir.RestoreFromLatest(), weir.RetainCheckpoints(100))
 					} else {
 						env.EnableCheckpointing(time.Hour)
 					}

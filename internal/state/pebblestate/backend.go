@@ -361,8 +361,8 @@ func (m *stateMeta) encode() []byte {
 	if m.ts {
 		flags = 1
 	}
-	if m.names {
-		flags |= 2
+	if !m.names {
+		flags |= 2 // the types are schemas
 	}
 	dst = append(dst, m.kind, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(m.types)))
@@ -377,8 +377,8 @@ func decodeMeta(name string, v []byte) (*stateMeta, error) {
 		return nil, errors.New("short state metadata")
 	}
 	// Metadata written before schemas were recorded has no flag 2 and
-	// holds type names; it is recognized by the absence of schema text.
-	m := &stateMeta{name: name, id: binary.BigEndian.Uint16(v), kind: v[2], ts: v[3]&1 != 0, names: v[3]&2 != 0}
+	// holds type names.
+	m := &stateMeta{name: name, id: binary.BigEndian.Uint16(v), kind: v[2], ts: v[3]&1 != 0, names: v[3]&2 == 0}
 	src := v[4:]
 	n, src, err := istate.ReadUvarint(src)
 	if err != nil || n > 3 {

@@ -184,8 +184,8 @@ func encodePending(s istate.KeyGroupState) []byte {
 	if s.TTL {
 		flags = 1
 	}
-	if s.Names {
-		flags |= 2
+	if !s.Names {
+		flags |= 2 // the types are schemas; without it, type names (written before schemas were recorded)
 	}
 	dst := []byte{s.Kind, flags}
 	dst = binary.AppendUvarint(dst, uint64(len(s.Types)))
@@ -200,7 +200,7 @@ func decodePendingHeader(v []byte) (*pendingInfo, []byte, error) {
 	if len(v) < 2 {
 		return nil, nil, istate.ErrTruncated
 	}
-	h := &pendingInfo{kind: v[0], ts: v[1]&1 != 0, names: v[1]&2 != 0}
+	h := &pendingInfo{kind: v[0], ts: v[1]&1 != 0, names: v[1]&2 == 0}
 	src := v[2:]
 	n, src, err := istate.ReadUvarint(src)
 	if err != nil || n > 3 {
