@@ -1,6 +1,7 @@
 package weir_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -91,7 +92,7 @@ func stopGen(t *testing.T, count int64, p int, stop int64, dir string) (string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatalf("a job stopped with a savepoint ended with %v", err)
 	}
 	got := sink.sorted()
@@ -369,7 +370,7 @@ func stopSlice(t *testing.T, n int64, p int, gateAt int64) (string, []int64) {
 		if sp.err != nil {
 			t.Fatal(sp.err)
 		}
-		if werr != nil {
+		if !errors.Is(werr, weir.ErrStopped) {
 			t.Fatalf("a job stopped with a savepoint ended with %v", werr)
 		}
 		got := sink.sorted()

@@ -174,7 +174,7 @@ func upSavepoint(t *testing.T, job func(*weir.Environment, float64, *upSink), ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 	if sink.n != 2000 {
@@ -602,7 +602,7 @@ func TestUpgradeWindowAccumulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 

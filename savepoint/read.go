@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/timer"
 	"github.com/weirstream/weir/state"
 )
 
@@ -119,6 +120,11 @@ type OperatorInfo struct {
 	// OperatorStateBytes is the size of the operator (non-keyed) state of
 	// all subtasks: broadcast state, source positions, sink transactions.
 	OperatorStateBytes int
+	// EventTimers and ProcessingTimers count the operator's timers (of a
+	// process function; -1 when the savepoint's encoding of the keys
+	// cannot be walked without the job's types, e.g. a user key codec or
+	// the format of version 1).
+	EventTimers, ProcessingTimers int
 }
 
 // StateInfo describes one keyed state of an operator.
@@ -203,6 +209,7 @@ func describe(uid string, subs []weir.OperatorSnapshot, maxP int) *OperatorInfo 
 				break
 			}
 			info.KeyType = istate.DescribeSchema(keyType)
+			countTimers(info, frame, keyType)
 			for _, s := range ps {
 				si := states[s.Name]
 				if si == nil {
@@ -232,6 +239,29 @@ func describe(uid string, subs []weir.OperatorSnapshot, maxP int) *OperatorInfo 
 
 // splitFrame returns the state snapshot of a key group's frame
 // (internal/keyedsnap: uvarint length, state snapshot, timers).
+// countTimers adds the timers of a key group's frame to info's counts.
+func countTimers(info *OperatorInfo, frame []byte, keySchema string) {
+	if info.ProcessingTimers < 0 {
+		return
+	}
+	n, k := binary.Uvarint(frame)
+	if k <= 0 || uint64(len(frame)-k) < n {
+		info.EventTimers, info.ProcessingTimers = -1, -1
+		return
+	}
+	ev, pr, err := timer.CountKeyGroup(frame[k+int(n):], func(_, nsType string) (key, ns func([]byte) ([]byte, error), ok bool) {
+		key, ok = istate.SkipperFor(keySchema)
+		// Process functions' timers have no namespace (struct{}, no bytes).
+		return key, func(b []byte) ([]byte, error) { return b, nil }, ok && nsType == "struct {}"
+	})
+	if err != nil || pr < 0 {
+		info.EventTimers, info.ProcessingTimers = -1, -1
+		return
+	}
+	info.EventTimers += ev
+	info.ProcessingTimers += pr
+}
+
 func splitFrame(frame []byte) ([]byte, error) {
 	n, k := binary.Uvarint(frame)
 	if k <= 0 || uint64(len(frame)-k) < n {

@@ -188,7 +188,7 @@ func stopAt(t *testing.T, n, limit int64, p int, dir string, opts ...weir.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 	return path, out.Values()
@@ -687,7 +687,7 @@ func TestReadJobBroadcastState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 	want := map[string]int64{}
@@ -919,7 +919,7 @@ func TestReducingAndAggregating(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); err != nil {
+	if err := h.Wait(); !errors.Is(err, weir.ErrStopped) {
 		t.Fatal(err)
 	}
 	wantMax, wantAcc := map[string]int64{}, map[string]avgAcc{}

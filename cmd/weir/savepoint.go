@@ -14,11 +14,14 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/savepoint"
 )
 
 const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir LOCATION] [--stop] [--timeout D] JOB
@@ -34,7 +37,11 @@ stops the job once the savepoint is stored (Flink's stop-with-savepoint,
 without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
-its parallelism, max parallelism, key groups and sizes, after verifying
+its parallelism, max parallelism, key groups and sizes; then, for each
+operator keeping keyed state as process functions do, its key type, its
+event-time and processing-time timer counts, and each state's name, kind,
+number of keys, TTL and schema (the fields and types it was written with,
+which a restore resolves by field name); after verifying
 every file's checksum (with the shared files an incremental checkpoint
 references). LOCATION is a savepoint-<id> or chk-<id> directory, or a
 directory holding savepoints (its newest one), as a path, file:///dir or
@@ -152,6 +159,7 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		printManifest(stdout, m)
+		printStates(ctx, stdout, path, *endpoint, *region)
 	}
 	// Verify every file.
 	damaged := 0
@@ -231,6 +239,38 @@ func printManifest(w io.Writer, m *store.Manifest) {
 			op.Parallelism, maxP, groups, size(keyed), size(opState), size(chState))
 	}
 	tw.Flush()
+}
+
+// printStates lists the keyed states of each operator that keeps them in
+// the format of process functions: name, kind, schema and the number of
+// keys holding a value, with the operator's key type and timer counts.
+// Windows and joins keep their own formats and are not listed.
+func printStates(ctx context.Context, w io.Writer, path, endpoint, region string) {
+	sp, err := savepoint.Read(ctx, path, savepoint.WithS3(weir.S3Options{Endpoint: endpoint, Region: region}))
+	if err != nil {
+		fmt.Fprintf(w, "\n(keyed states not listed: %v)\n", err)
+		return
+	}
+	for _, op := range sp.Operators() {
+		if op.KeyType == "" {
+			continue
+		}
+		timers := "timers: unknown (the keys' encoding cannot be walked without the job's types)"
+		if op.ProcessingTimers >= 0 {
+			timers = fmt.Sprintf("%d event-time and %d processing-time timers", op.EventTimers, op.ProcessingTimers)
+		}
+		fmt.Fprintf(w, "\n%s: key %s, %s\n", op.UID, op.KeyType, timers)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STATE\tKIND\tKEYS\tTTL\tSCHEMA")
+		for _, st := range op.KeyedStates {
+			ttl := "-"
+			if st.TTL {
+				ttl = "yes"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", st.Name, st.Kind, st.Entries, ttl, strings.Join(st.Types, " -> "))
+		}
+		tw.Flush()
+	}
 }
 
 func size(n int64) string {

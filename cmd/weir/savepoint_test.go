@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ func (c *counter) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
 	return err
 }
 
-func (c *counter) ProcessElement(v int64, _ weir.KeyedContext[int64], out weir.Collector[int64]) error {
+func (c *counter) ProcessElement(v int64, ctx weir.KeyedContext[int64], out weir.Collector[int64]) error {
+	// One event-time timer per key, far ahead: inspect counts them.
+	ctx.TimerService().RegisterEventTimeTimer(1 << 50)
 	n, _ := c.n.Value()
 	c.n.Update(n + 1)
 	out.Collect(n + 1)
@@ -82,6 +85,10 @@ func TestSavepointCommand(t *testing.T) {
 		!strings.Contains(out, "128") || !strings.Contains(out, "128 in [0, 127]") ||
 		!strings.Contains(out, "KeyedProcess") || !strings.Contains(out, "source weir.generatorSource") {
 		t.Fatalf("inspect: code %d, stdout:\n%s\nstderr %q", code, out, errs)
+	}
+	// The keyed states, with their schemas, key counts and timers.
+	if m := regexp.MustCompile(`counter: key int64, (\d+) event-time and 0 processing-time timers\n.*STATE.*KIND.*KEYS.*SCHEMA\n\s+n\s+value\s+(\d+)\s+-\s+int64\n`).FindStringSubmatch(out); m == nil || m[1] == "0" || m[1] != m[2] {
+		t.Fatalf("inspect does not list the counter's state and timers (one timer per key with a count):\n%s", out)
 	}
 	if code, out, _ = run1("savepoint", "inspect", "--json", dir); code != 0 || !strings.Contains(out, `"kind": "savepoint"`) {
 		t.Fatalf("inspect --json of the parent directory: code %d, %s", code, out)

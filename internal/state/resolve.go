@@ -527,3 +527,42 @@ func DescribeSchema(text string) string {
 	}
 	return n.describe()
 }
+
+// SkipperFor returns a function that skips one value written under the
+// schema text by Weir's built-in encodings (the compact layouts, []byte
+// and gob), for tools that walk a snapshot without its Go types (weir
+// savepoint inspect). A user codec's values cannot be skipped: it
+// returns false.
+func SkipperFor(text string) (func(src []byte) ([]byte, error), bool) {
+	n, err := parseSchema(text)
+	if err != nil {
+		return nil, false
+	}
+	switch n.kind {
+	case skGob:
+		return func(src []byte) ([]byte, error) {
+			_, rest, err := readBytes(src)
+			return rest, err
+		}, true
+	case skScalar:
+		if n.scalar == "bytes" {
+			return func(src []byte) ([]byte, error) {
+				_, rest, err := readBytes(src)
+				return rest, err
+			}, true
+		}
+	case skCodec, skWrap, skRef, skMarshal:
+		return nil, false
+	}
+	var ops []layoutOp
+	skipLayout(n, &ops)
+	return func(src []byte) ([]byte, error) {
+		var err error
+		for _, op := range ops {
+			if src, err = skipOp(src, op.kind); err != nil {
+				return nil, err
+			}
+		}
+		return src, nil
+	}, true
+}

@@ -277,3 +277,59 @@ func readString(src []byte, what string) (string, []byte, error) {
 	}
 	return string(rest[:n]), rest[n:], nil
 }
+
+// CountKeyGroup returns the number of event-time and processing-time
+// timers in a key group's snapshot (SnapshotKeyGroup's data) and the
+// names of its key and namespace types, skipping each timer's key and
+// namespace with skip, which is given those names (false: they cannot be
+// skipped, and the processing-time count is not known: -1).
+func CountKeyGroup(data []byte, skip func(keyType, nsType string) (key, ns func([]byte) ([]byte, error), ok bool)) (event, processing int, err error) {
+	if len(data) < len(snapshotMagic)+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return 0, 0, corruptf("not a timer snapshot")
+	}
+	src := data[len(snapshotMagic) : len(data)-4]
+	if _, src, err = readUvarint(src, "version"); err != nil {
+		return 0, 0, err
+	}
+	if _, src, err = readUvarint(src, "key group"); err != nil {
+		return 0, 0, err
+	}
+	var kt, nt string
+	if kt, src, err = readString(src, "type"); err != nil {
+		return 0, 0, err
+	}
+	if nt, src, err = readString(src, "type"); err != nil {
+		return 0, 0, err
+	}
+	n, src, err := readUvarint(src, "event-time timer count")
+	if err != nil {
+		return 0, 0, err
+	}
+	skipKey, skipNS, ok := skip(kt, nt)
+	if !ok {
+		return int(n), -1, nil
+	}
+	for i := range n {
+		if _, k := binary.Varint(src); k > 0 {
+			src = src[k:]
+		} else {
+			return 0, 0, corruptf("event-time timer %d: bad timestamp", i)
+		}
+		if _, k := binary.Uvarint(src); k > 0 {
+			src = src[k:]
+		} else {
+			return 0, 0, corruptf("event-time timer %d: bad number", i)
+		}
+		if src, err = skipKey(src); err != nil {
+			return 0, 0, fmt.Errorf("event-time timer %d: key: %w", i, err)
+		}
+		if src, err = skipNS(src); err != nil {
+			return 0, 0, fmt.Errorf("event-time timer %d: namespace: %w", i, err)
+		}
+	}
+	p, _, err := readUvarint(src, "processing-time timer count")
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(n), int(p), nil
+}
