@@ -35,6 +35,8 @@ type IncompatibleError struct {
 	Hint string
 }
 
+// Error says what was refused: the state, the part and field, the reason,
+// both types and the hint.
 func (e *IncompatibleError) Error() string {
 	var b strings.Builder
 	if e.State != "" {
