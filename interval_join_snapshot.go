@@ -16,9 +16,11 @@ import (
 // Checkpoints of the interval join, one blob per key group (so key groups
 // move between subtasks on rescale):
 //
-//	"WIJ1"                       magic and version
+//	"WIJ2"                       magic and version
 //	uvarint key group
-//	string K, string L, string R type names (uvarint length + bytes)
+//	string K, string L, string R schemas of the key's and the sides' codecs
+//	                             (uvarint length + bytes; istate.SchemaOf;
+//	                             "WIJ1" has reflect type names, still read)
 //	uvarint number of keys, then per key:
 //	  key                        istate.DefaultCodec[K]
 //	  left side, then right side, each:
@@ -35,8 +37,15 @@ import (
 // buckets; the registration numbers keep the firing order of cleanups with
 // equal times (as timer snapshots do). The watermark is not part of a
 // snapshot: after a restore it starts at math.MinInt64, as in Flink.
+//
+// A restore resolves the recorded schemas as keyed state does: the key's
+// must be the same, each side's is read by the rules of schema evolution
+// (fields by name) or refused with a state.IncompatibleError.
 
-const ijMagic = "WIJ1"
+const (
+	ijMagic   = "WIJ2"
+	ijMagicV1 = "WIJ1" // type names instead of schemas
+)
 
 var ijCRC = crc32.MakeTable(crc32.Castagnoli)
 
@@ -54,6 +63,40 @@ func newIJCodecs[K comparable, L, R any]() ijCodecs[K, L, R] {
 
 func ijTypeNames[K comparable, L, R any]() [3]string {
 	return [3]string{reflect.TypeFor[K]().String(), reflect.TypeFor[L]().String(), reflect.TypeFor[R]().String()}
+}
+
+// schemas returns the schemas a snapshot records for cs.
+func (cs ijCodecs[K, L, R]) schemas() [3]string {
+	return [3]string{istate.SchemaOf(cs.k), istate.SchemaOf(cs.l), istate.SchemaOf(cs.r)}
+}
+
+// readers returns the codecs that read a snapshot recorded with the
+// schemas old: the key's must be the same, the sides' are resolved.
+func (cs ijCodecs[K, L, R]) readers(old [3]string) (ijCodecs[K, L, R], error) {
+	if err := istate.CheckExact("key", old[0], istate.SchemaOf(cs.k)); err != nil {
+		return cs, err
+	}
+	l, err := istate.ReaderFor(cs.l, old[1])
+	if err != nil {
+		return cs, ijSideError("left", err)
+	}
+	r, err := istate.ReaderFor(cs.r, old[2])
+	if err != nil {
+		return cs, ijSideError("right", err)
+	}
+	return ijCodecs[K, L, R]{cs.k, l, r}, nil
+}
+
+// ijSideError names the interval join's buffer of one side as the state
+// of an IncompatibleError.
+func ijSideError(side string, err error) error {
+	var ie *state.IncompatibleError
+	if errors.As(err, &ie) {
+		c := *ie
+		c.State, c.What = "interval join buffer of the "+side+" input", "record"
+		return &c
+	}
+	return err
 }
 
 // snapshot encodes every key group of the subtask's range.
@@ -150,7 +193,7 @@ func copyIJFlags[T any](jf *[]bool, b *ijBuf[T]) *[]bool {
 // encode writes the view's key groups, each a checksummed blob.
 func (v *ijView[K, L, R]) encode() (map[int][]byte, error) {
 	cs := newIJCodecs[K, L, R]()
-	names := ijTypeNames[K, L, R]()
+	names := cs.schemas()
 	out := make(map[int][]byte, len(v.byKG))
 	var err error
 	for i, slots := range v.byKG {
@@ -244,7 +287,6 @@ type ijPending struct {
 // the operator, which must not have buffered anything yet.
 func (o *intervalJoinOp[K, L, R, OUT]) restore(kgs map[int][]byte) error {
 	cs := newIJCodecs[K, L, R]()
-	names := ijTypeNames[K, L, R]()
 	var pl, pr []ijPending
 	order := make([]int, 0, len(kgs))
 	for kg := range kgs {
@@ -252,7 +294,7 @@ func (o *intervalJoinOp[K, L, R, OUT]) restore(kgs map[int][]byte) error {
 	}
 	slices.Sort(order) // ties of equal registration numbers: key group order
 	for _, kg := range order {
-		if err := o.restoreKeyGroup(kg, kgs[kg], cs, names, &pl, &pr); err != nil {
+		if err := o.restoreKeyGroup(kg, kgs[kg], cs, &pl, &pr); err != nil {
 			return fmt.Errorf("interval join: restoring key group %d: %w", kg, err)
 		}
 	}
@@ -283,14 +325,14 @@ func (o *intervalJoinOp[K, L, R, OUT]) restore(kgs map[int][]byte) error {
 	return nil
 }
 
-func (o *intervalJoinOp[K, L, R, OUT]) restoreKeyGroup(kg int, data []byte, cs ijCodecs[K, L, R], names [3]string,
-	pl, pr *[]ijPending) error {
+func (o *intervalJoinOp[K, L, R, OUT]) restoreKeyGroup(kg int, data []byte, cs ijCodecs[K, L, R], pl, pr *[]ijPending) error {
 	if len(data) < len(ijMagic)+4 {
 		return fmt.Errorf("%w: %d bytes", errIJCorrupt, len(data))
 	}
 	body := data[:len(data)-4]
-	if string(body[:len(ijMagic)]) != ijMagic {
-		return fmt.Errorf("%w: bad magic %q (not an interval join snapshot of this version)", errIJCorrupt, body[:len(ijMagic)])
+	magic := string(body[:len(ijMagic)])
+	if magic != ijMagic && magic != ijMagicV1 {
+		return fmt.Errorf("%w: bad magic %q (not an interval join snapshot of this version)", errIJCorrupt, magic)
 	}
 	if crc32.Checksum(body, ijCRC) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
 		return fmt.Errorf("%w: checksum mismatch", errIJCorrupt)
@@ -311,18 +353,23 @@ func (o *intervalJoinOp[K, L, R, OUT]) restoreKeyGroup(kg int, data []byte, cs i
 	if g != uint64(kg) {
 		return fmt.Errorf("the snapshot is of key group %d", g)
 	}
-	for _, want := range names {
-		n, err := uv("type name")
+	var stored [3]string
+	for i := range stored {
+		n, err := uv("type")
 		if err != nil {
 			return err
 		}
 		if n > uint64(len(src)) {
-			return fmt.Errorf("%w: type name of %d bytes", errIJCorrupt, n)
+			return fmt.Errorf("%w: type of %d bytes", errIJCorrupt, n)
 		}
-		if got := string(src[:n]); got != want {
-			return fmt.Errorf("the snapshot holds type %s where the join has %s", got, want)
+		stored[i], src = string(src[:n]), src[n:]
+	}
+	if magic == ijMagicV1 {
+		if want := ijTypeNames[K, L, R](); stored != want {
+			return fmt.Errorf("the snapshot holds types %v where the join has %v", stored, want)
 		}
-		src = src[n:]
+	} else if cs, err = cs.readers(stored); err != nil {
+		return err
 	}
 	nk, err := uv("key count")
 	if err != nil {
