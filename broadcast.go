@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
+	"reflect"
 
 	"github.com/weirstream/weir/internal/runtime"
+	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
 )
 
@@ -16,29 +19,56 @@ import (
 // it is connected to, with the broadcast states it may write.
 type BroadcastStream[T any] struct {
 	ds    DataStream[T]
-	names map[string]bool
+	names map[string]reflect.Type // declared states: the Go type of their maps
 }
 
 // Broadcast turns ds into a broadcast stream declaring its broadcast
 // states (map descriptors).
 func Broadcast[T any](ds DataStream[T], descs ...state.Named) BroadcastStream[T] {
-	names := map[string]bool{}
+	names := map[string]reflect.Type{}
 	for _, d := range descs {
 		if d == nil || d.StateName() == "" {
 			ds.env.fail(fmt.Errorf("Broadcast: a broadcast state descriptor has no name"))
 			continue
 		}
-		names[d.StateName()] = true
+		names[d.StateName()] = broadcastMapType(d)
 	}
 	return BroadcastStream[T]{ds: ds.withPartition(runtime.PartitionBroadcast, nil), names: names}
 }
 
+// broadcastMapType returns the Go type map[K]V of a map descriptor
+// (state.MapDescriptor[K, V]: its codec fields' Append methods take a K
+// and a V), or nil for another descriptor.
+func broadcastMapType(d state.Named) reflect.Type {
+	t := reflect.TypeOf(d)
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	vf, ok1 := t.FieldByName("Codec")
+	kf, ok2 := t.FieldByName("KeyCodec")
+	if !ok1 || !ok2 || vf.Type.Kind() != reflect.Interface || kf.Type.Kind() != reflect.Interface {
+		return nil
+	}
+	vm, ok1 := vf.Type.MethodByName("Append")
+	km, ok2 := kf.Type.MethodByName("Append")
+	if !ok1 || !ok2 || vm.Type.NumIn() != 2 || km.Type.NumIn() != 2 || !km.Type.In(1).Comparable() {
+		return nil
+	}
+	return reflect.MapOf(km.Type.In(1), vm.Type.In(1))
+}
+
+// broadcastSchemas is the reserved entry of a broadcast snapshot that
+// holds the gob schema of each state's map (gob of map[string]string).
+// Snapshots written before schemas were recorded have none.
+const broadcastSchemas = "\x00weir.schemas"
+
 // broadcastStore is the broadcast state of one subtask: one typed map per
 // declared descriptor.
 type broadcastStore struct {
-	declared map[string]bool
+	declared map[string]reflect.Type
 	maps     map[string]any
 	restored map[string][]byte // encoded maps from a checkpoint, decoded on first use
+	schemas  map[string]string // of the restored maps
 }
 
 type encodedMap interface{ encode() ([]byte, error) }
@@ -62,6 +92,22 @@ func (s *broadcastStore) snapshot() (runtime.OperatorSnapshot, error) {
 		}
 		all[name] = data
 	}
+	schemas := map[string]string{}
+	for name := range s.restored {
+		if sc, ok := s.schemas[name]; ok {
+			schemas[name] = sc
+		}
+	}
+	for name := range s.maps {
+		if t := s.declared[name]; t != nil {
+			schemas[name] = istate.GobSchema(t)
+		}
+	}
+	var sb bytes.Buffer
+	if err := gob.NewEncoder(&sb).Encode(schemas); err != nil {
+		return runtime.OperatorSnapshot{}, err
+	}
+	all[broadcastSchemas] = sb.Bytes()
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(all); err != nil {
 		return runtime.OperatorSnapshot{}, err
@@ -71,11 +117,36 @@ func (s *broadcastStore) snapshot() (runtime.OperatorSnapshot, error) {
 
 // newBroadcastStore makes a subtask's store, restoring the copy of old
 // subtask i mod the old parallelism (every copy is the same), as Flink.
-func newBroadcastStore(names map[string]bool, r *runtime.Restored) (*broadcastStore, error) {
+//
+// The schema each restored map recorded is resolved against its
+// declared type before the job runs (gob reads struct fields by name; a
+// changed type is refused with a state.IncompatibleError).
+func newBroadcastStore(names map[string]reflect.Type, r *runtime.Restored) (*broadcastStore, error) {
 	s := &broadcastStore{declared: names, maps: map[string]any{}}
 	if r != nil && len(r.State) > 0 {
 		if err := gob.NewDecoder(bytes.NewReader(r.State)).Decode(&s.restored); err != nil {
 			return nil, fmt.Errorf("restoring broadcast state: %w", err)
+		}
+		if data, ok := s.restored[broadcastSchemas]; ok {
+			delete(s.restored, broadcastSchemas)
+			if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&s.schemas); err != nil {
+				return nil, fmt.Errorf("restoring broadcast state: schemas: %w", err)
+			}
+		}
+		for name, sc := range s.schemas {
+			t := names[name]
+			if t == nil {
+				continue
+			}
+			if err := istate.ResolveGob(t, sc); err != nil {
+				var ie *state.IncompatibleError
+				if errors.As(err, &ie) {
+					c := *ie
+					c.State, c.What = name, "broadcast state"
+					return nil, &c
+				}
+				return nil, fmt.Errorf("restoring broadcast state %q: %w", name, err)
+			}
 		}
 	}
 	return s, nil
@@ -92,7 +163,7 @@ func (b *bcastMap[K, V]) Remove(k K)           { delete(b.m, k) }
 func (b *bcastMap[K, V]) Clear()               { clear(b.m) }
 
 func storeMap[K comparable, V any](s *broadcastStore, d state.MapDescriptor[K, V]) (*bcastMap[K, V], error) {
-	if !s.declared[d.Name] {
+	if _, ok := s.declared[d.Name]; !ok {
 		return nil, fmt.Errorf("broadcast state %q was not declared in Broadcast(...)", d.Name)
 	}
 	if m, ok := s.maps[d.Name]; ok {

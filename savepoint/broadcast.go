@@ -9,12 +9,22 @@ import (
 // it (broadcast.go): the operator state of every subtask is a gob stream
 // of a map from state name to the gob stream of that state's map[K]V.
 
-func decodeBroadcast(data []byte) (map[string][]byte, error) {
-	var all map[string][]byte
+// The reserved entry broadcastSchemas (as in broadcast.go) holds the gob
+// schema of each state's map, as gob of map[string]string; snapshots
+// written before schemas were recorded have none.
+const broadcastSchemas = "\x00weir.schemas"
+
+func decodeBroadcast(data []byte) (all map[string][]byte, schemas map[string]string, err error) {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&all); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return all, nil
+	if sc, ok := all[broadcastSchemas]; ok {
+		delete(all, broadcastSchemas)
+		if err := gob.NewDecoder(bytes.NewReader(sc)).Decode(&schemas); err != nil {
+			return nil, nil, err
+		}
+	}
+	return all, schemas, nil
 }
 
 func decodeBroadcastMap[K comparable, V any](data []byte) (map[K]V, error) {

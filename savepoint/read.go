@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -492,13 +493,24 @@ func ReadBroadcastState[K comparable, V any](sp *Savepoint, uid, name string) (m
 	if data == nil {
 		return nil, fmt.Errorf("operator %q (%s) has no broadcast state", uid, kindOf(info))
 	}
-	all, err := decodeBroadcast(data)
+	all, schemas, err := decodeBroadcast(data)
 	if err != nil {
 		return nil, fmt.Errorf("operator %q (%s): its operator state is not broadcast state: %w", uid, kindOf(info), err)
 	}
 	enc, ok := all[name]
 	if !ok {
 		return nil, fmt.Errorf("operator %q (%s) has no broadcast state named %q (its broadcast states: %s)", uid, kindOf(info), name, quoteAll(slices.Sorted(maps.Keys(all))))
+	}
+	if sc, ok := schemas[name]; ok {
+		if err := istate.ResolveGob(reflect.TypeFor[map[K]V](), sc); err != nil {
+			var ie *istate.IncompatibleError
+			if errors.As(err, &ie) {
+				c := *ie
+				c.State, c.What = name, "broadcast state"
+				err = &c
+			}
+			return nil, operatorError(uid, err)
+		}
 	}
 	m, err := decodeBroadcastMap[K, V](enc)
 	if err != nil {

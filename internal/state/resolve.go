@@ -566,3 +566,15 @@ func SkipperFor(text string) (func(src []byte) ([]byte, error), bool) {
 		return src, nil
 	}, true
 }
+
+// GobSchema returns the schema of values of type t encoded with gob (as
+// broadcast state encodes its maps).
+func GobSchema(t reflect.Type) string { return gobSchema(t).String() }
+
+// ResolveGob reports whether gob-encoded values recorded with the schema
+// old can be read into type t by the rules of schema evolution: nil, or
+// an IncompatibleError.
+func ResolveGob(t reflect.Type, old string) error {
+	_, err := resolveType(t, old)
+	return err
+}
