@@ -331,8 +331,9 @@ type Plan struct {
 
 // OnOpen sets f to be called once per Run when every task has opened its
 // operators and restored their state (err nil), or with the first error
-// of a task that could not, before any task starts processing: Run holds
-// every task back until all have opened.
+// of a task that could not, before any task starts processing: with f
+// set, Run holds every task back until all have opened (without, each
+// task starts once it has opened).
 func (p *Plan) OnOpen(f func(err error)) { p.onOpen = f }
 
 // BuildPlan chains nodes into tasks, creates the exchanges and builds every
@@ -683,7 +684,9 @@ func (p *Plan) Run(ctx context.Context) error {
 		go func() { defer cwg.Done(); c.run(cctx) }()
 		defer func() { stop(); cwg.Wait() }()
 	}
-	p.gateStart(ctx)
+	if p.onOpen != nil {
+		p.gateStart(ctx)
+	}
 	for _, t := range p.Tasks {
 		wg.Add(1)
 		go func() {
