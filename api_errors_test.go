@@ -309,3 +309,34 @@ func TestEnvironmentRunsOneJob(t *testing.T) {
 		t.Fatalf("empty job: got %v", err)
 	}
 }
+
+// TestOperatorErrorIsPublic checks that a failure of a user function is
+// found with errors.As as the public *weir.OperatorError, with its
+// operator, subtask, cause and, for a panic, stack.
+func TestOperatorErrorIsPublic(t *testing.T) {
+	cause := errors.New("bad record")
+	for _, panics := range []bool{false, true} {
+		env := weir.NewEnvironment(weir.WithParallelism(1))
+		out := weir.MapErr(weir.FromSlice(env, []int{1, 2, 3}), func(v int) (int, error) {
+			if v == 2 {
+				if panics {
+					panic(cause)
+				}
+				return 0, cause
+			}
+			return v, nil
+		})
+		weir.Discard(out)
+		err := env.Execute(context.Background(), "operator-error")
+		var oe *weir.OperatorError
+		if !errors.As(err, &oe) {
+			t.Fatalf("panics=%v: errors.As(%v, *weir.OperatorError) = false", panics, err)
+		}
+		if oe.Operator != "Map" || oe.Subtask != 0 || !errors.Is(oe.Err, cause) || (oe.Stack != "") != panics {
+			t.Errorf("panics=%v: got operator %q subtask %d err %v stack %t", panics, oe.Operator, oe.Subtask, oe.Err, oe.Stack != "")
+		}
+		if !errors.Is(err, cause) {
+			t.Errorf("panics=%v: errors.Is(err, cause) = false: %v", panics, err)
+		}
+	}
+}

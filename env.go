@@ -596,7 +596,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	p, err := e.plan(jctx)
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, publicError(err)
 	}
 	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{})}
 	h.setPlan(p)
@@ -788,7 +788,7 @@ func (h *JobHandle) Wait() error {
 	<-h.done
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err
+	return publicError(h.err)
 }
 
 // Cancel stops the job without a savepoint (Flink's cancel); Wait then
@@ -891,6 +891,7 @@ func (h *JobHandle) Status() JobResult {
 
 // resultOf classifies the error of an ended job.
 func resultOf(err error) JobResult {
+	err = publicError(err)
 	r := JobResult{Err: err}
 	var stopped *StoppedError
 	switch {

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strconv"
 
-	"github.com/weirstream/weir/internal/winstate"
 	"github.com/weirstream/weir/state"
 )
 
@@ -14,8 +13,44 @@ import (
 // (TriggerContext.PartitionedState, ProcessWindowContext.WindowState and
 // GlobalState). The window operator implements it; read it with
 // GetValueState, GetListState and GetReducingState.
+//
+// A StateStore holds each state's values as any, described by an
+// ErasedState; the typed getters wrap what it returns. Implement it only
+// to drive a trigger or window function outside the window operator (in
+// a test, say).
 type StateStore interface {
-	winstate.Store
+	// Int64Reducing returns an int64 reducing state without boxing (the
+	// built-in triggers' counters and fire times).
+	Int64Reducing(d state.ReducingDescriptor[int64]) (state.ReducingState[int64], error)
+	// Erased returns a state.ValueState[any], state.ListState[any] or
+	// state.ReducingState[any] for d, by d.Kind.
+	Erased(d ErasedState) (any, error)
+}
+
+// StateKind is the primitive of an ErasedState.
+type StateKind uint8
+
+const (
+	// ValueKind is a ValueState.
+	ValueKind StateKind = iota + 1
+	// ListKind is a ListState.
+	ListKind
+	// ReducingKind is a ReducingState.
+	ReducingKind
+)
+
+// ErasedState describes a state whose values a StateStore holds as any.
+type ErasedState struct {
+	// Kind is the state primitive.
+	Kind StateKind
+	// Name identifies the state in its operator.
+	Name string
+	// TTL is the state's time-to-live configuration.
+	TTL state.TTLConfig
+	// Type is the value type; a name registered with another type fails.
+	Type reflect.Type
+	// Reduce is the reduce function of a reducing state.
+	Reduce func(a, b any) any
 }
 
 // GetReducingState returns the reducing state d of store, for the store's
@@ -32,7 +67,7 @@ func GetReducingState[V any](store StateStore, d state.ReducingDescriptor[V]) (s
 		return any(s).(state.ReducingState[V]), nil
 	}
 	reduce := d.Reduce
-	raw, err := store.Erased(winstate.Descriptor{Kind: winstate.Reducing, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V](),
+	raw, err := store.Erased(ErasedState{Kind: ReducingKind, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V](),
 		Reduce: func(a, b any) any { return reduce(a.(V), b.(V)) }})
 	if err != nil {
 		return nil, err
@@ -45,7 +80,7 @@ func GetValueState[V any](store StateStore, d state.ValueDescriptor[V]) (state.V
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	raw, err := store.Erased(winstate.Descriptor{Kind: winstate.Value, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
+	raw, err := store.Erased(ErasedState{Kind: ValueKind, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +92,7 @@ func GetListState[V any](store StateStore, d state.ListDescriptor[V]) (state.Lis
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	raw, err := store.Erased(winstate.Descriptor{Kind: winstate.List, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
+	raw, err := store.Erased(ErasedState{Kind: ListKind, Name: d.Name, TTL: d.TTL, Type: reflect.TypeFor[V]()})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/winstate"
 	"github.com/weirstream/weir/state"
 )
 
@@ -167,18 +166,18 @@ func newCtx(maxTS int64) *fakeCtx {
 	return &fakeCtx{maxTS: maxTS, wm: math.MinInt64, event: map[int64]bool{}, proc: map[int64]bool{}, st: map[string]int64{}}
 }
 
-func (c *fakeCtx) Window() any                             { return TimeWindow{0, c.maxTS + 1} }
-func (c *fakeCtx) MaxTimestamp() int64                     { return c.maxTS }
-func (c *fakeCtx) Element() any                            { return nil }
-func (c *fakeCtx) CurrentWatermark() int64                 { return c.wm }
-func (c *fakeCtx) CurrentProcessingTime() int64            { return c.now }
-func (c *fakeCtx) RegisterEventTimeTimer(ts int64)         { c.event[ts] = true }
-func (c *fakeCtx) RegisterProcessingTimeTimer(ts int64)    { c.proc[ts] = true }
-func (c *fakeCtx) DeleteEventTimeTimer(ts int64)           { delete(c.event, ts) }
-func (c *fakeCtx) DeleteProcessingTimeTimer(ts int64)      { delete(c.proc, ts) }
-func (c *fakeCtx) PartitionedState() StateStore            { return c }
-func (c *fakeCtx) MergePartitionedState(string) error      { return nil }
-func (c *fakeCtx) Erased(winstate.Descriptor) (any, error) { return nil, nil }
+func (c *fakeCtx) Window() any                          { return TimeWindow{0, c.maxTS + 1} }
+func (c *fakeCtx) MaxTimestamp() int64                  { return c.maxTS }
+func (c *fakeCtx) Element() any                         { return nil }
+func (c *fakeCtx) CurrentWatermark() int64              { return c.wm }
+func (c *fakeCtx) CurrentProcessingTime() int64         { return c.now }
+func (c *fakeCtx) RegisterEventTimeTimer(ts int64)      { c.event[ts] = true }
+func (c *fakeCtx) RegisterProcessingTimeTimer(ts int64) { c.proc[ts] = true }
+func (c *fakeCtx) DeleteEventTimeTimer(ts int64)        { delete(c.event, ts) }
+func (c *fakeCtx) DeleteProcessingTimeTimer(ts int64)   { delete(c.proc, ts) }
+func (c *fakeCtx) PartitionedState() StateStore         { return c }
+func (c *fakeCtx) MergePartitionedState(string) error   { return nil }
+func (c *fakeCtx) Erased(ErasedState) (any, error)      { return nil, nil }
 func (c *fakeCtx) Int64Reducing(d state.ReducingDescriptor[int64]) (state.ReducingState[int64], error) {
 	return &fakeReducing{c: c, name: d.Name, f: d.Reduce}, nil
 }

@@ -6,8 +6,8 @@ import (
 	"reflect"
 
 	istate "github.com/weirstream/weir/internal/state"
-	"github.com/weirstream/weir/internal/winstate"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
 )
 
 // Store implements window.StateStore over a keyed backend, in a namespace
@@ -21,7 +21,7 @@ type Store[K, N comparable] struct {
 }
 
 type storeReg[K, N comparable] struct {
-	kind winstate.Kind
+	kind window.StateKind
 	typ  reflect.Type
 	i64  *istate.Reducing[K, N, int64]
 	red  *istate.Reducing[K, N, any]
@@ -40,7 +40,7 @@ func (s *Store[K, N]) SetNamespace(ns N) { s.ns = ns }
 
 var int64Type = reflect.TypeFor[int64]()
 
-func (s *Store[K, N]) lookup(name string, kind winstate.Kind, typ reflect.Type) (*storeReg[K, N], bool, error) {
+func (s *Store[K, N]) lookup(name string, kind window.StateKind, typ reflect.Type) (*storeReg[K, N], bool, error) {
 	if s.forbid != nil {
 		return nil, false, s.forbid
 	}
@@ -56,7 +56,7 @@ func (s *Store[K, N]) lookup(name string, kind winstate.Kind, typ reflect.Type) 
 
 // Int64Reducing implements window.StateStore.
 func (s *Store[K, N]) Int64Reducing(d state.ReducingDescriptor[int64]) (state.ReducingState[int64], error) {
-	r, ok, err := s.lookup(d.Name, winstate.Reducing, int64Type)
+	r, ok, err := s.lookup(d.Name, window.ReducingKind, int64Type)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Store[K, N]) Int64Reducing(d state.ReducingDescriptor[int64]) (state.Re
 		if err != nil {
 			return nil, err
 		}
-		r = &storeReg[K, N]{kind: winstate.Reducing, typ: int64Type, i64: h}
+		r = &storeReg[K, N]{kind: window.ReducingKind, typ: int64Type, i64: h}
 		s.regs[d.Name] = r
 	}
 	r.i64.SetNamespace(s.ns)
@@ -73,8 +73,8 @@ func (s *Store[K, N]) Int64Reducing(d state.ReducingDescriptor[int64]) (state.Re
 }
 
 // Erased implements window.StateStore.
-func (s *Store[K, N]) Erased(d winstate.Descriptor) (any, error) {
-	if d.Kind == winstate.Reducing && d.Type == int64Type {
+func (s *Store[K, N]) Erased(d window.ErasedState) (any, error) {
+	if d.Kind == window.ReducingKind && d.Type == int64Type {
 		return nil, errors.New("int64 reducing state goes through Int64Reducing")
 	}
 	r, ok, err := s.lookup(d.Name, d.Kind, d.Type)
@@ -84,11 +84,11 @@ func (s *Store[K, N]) Erased(d winstate.Descriptor) (any, error) {
 	if !ok {
 		r = &storeReg[K, N]{kind: d.Kind, typ: d.Type}
 		switch d.Kind {
-		case winstate.Value:
+		case window.ValueKind:
 			r.val, err = istate.GetValue[K, N, any](s.b, state.ValueDescriptor[any]{Name: d.Name, TTL: d.TTL})
-		case winstate.List:
+		case window.ListKind:
 			r.list, err = istate.GetList[K, N, any](s.b, state.ListDescriptor[any]{Name: d.Name, TTL: d.TTL})
-		case winstate.Reducing:
+		case window.ReducingKind:
 			r.red, err = istate.GetReducing[K, N, any](s.b, state.ReducingDescriptor[any]{Name: d.Name, TTL: d.TTL, Reduce: d.Reduce})
 		default:
 			err = fmt.Errorf("unknown state kind %d", d.Kind)
@@ -99,10 +99,10 @@ func (s *Store[K, N]) Erased(d winstate.Descriptor) (any, error) {
 		s.regs[d.Name] = r
 	}
 	switch d.Kind {
-	case winstate.Value:
+	case window.ValueKind:
 		r.val.SetNamespace(s.ns)
 		return state.ValueState[any](r.val), nil
-	case winstate.List:
+	case window.ListKind:
 		r.list.SetNamespace(s.ns)
 		return state.ListState[any](r.list), nil
 	default:
