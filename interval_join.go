@@ -17,8 +17,9 @@ type JoinContext interface {
 	RightTimestamp() int64
 	// Timestamp is the output timestamp: the larger of both.
 	Timestamp() int64
-	// Output emits v to a side output at Timestamp().
-	Output(tag SideTag, v any)
+	// SideOutputContext lets the function emit to side outputs with
+	// Output(ctx, tag, v), at Timestamp().
+	SideOutputContext
 }
 
 // ProcessJoinFunction is called once per matching (left, right) pair of an
@@ -83,7 +84,6 @@ type intervalJoinConfig struct {
 	lowerExclusive, upperExclusive bool
 	lateLeft, lateRight            string
 	lateLeftType, lateRightType    string
-	fullScan                       bool // probe like Flink: scan every bucket (benchmarks only)
 }
 
 // LowerBoundExclusive excludes the lower bound.
@@ -189,13 +189,10 @@ type joinCtx struct {
 func (c *joinCtx) LeftTimestamp() int64  { return c.lts }
 func (c *joinCtx) RightTimestamp() int64 { return c.rts }
 func (c *joinCtx) Timestamp() int64      { return max(c.lts, c.rts) }
-func (c *joinCtx) Output(tag SideTag, v any) {
-	if tag == nil {
-		return
-	}
-	if p := c.sides[tag.TagID()]; p != nil {
+func (c *joinCtx) emitSide(id string, v any) {
+	if p := c.sides[id]; p != nil {
 		if err := p.EmitAny(v, c.Timestamp()); err != nil && c.sideErr == nil {
-			c.sideErr = fmt.Errorf("side output %q: %w", tag.TagID(), err)
+			c.sideErr = fmt.Errorf("side output %q: %w", id, err)
 		}
 	}
 }
@@ -225,7 +222,7 @@ func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, ou
 	ec := intervaljoin.Config[K, L, R]{
 		Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
 		KeyL: keyL, KeyR: keyR, Hash: hash, MaxParallelism: bc.MaxParallelism,
-		FullScan: cfg.fullScan, Emit: o.emit,
+		Emit: o.emit,
 	}
 	ec.KeyGroups.Start, ec.KeyGroups.End = bc.KeyGroups.Start, bc.KeyGroups.End
 	if cfg.lateLeft != "" {
