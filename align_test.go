@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // paced is a test source whose splits are written to at a pace set by
@@ -26,7 +27,7 @@ import (
 // all at once. The splits run at
 // different event-time speeds at the same processing time.
 type paced struct {
-	clk    *weir.ManualClock
+	clk    *weirtest.ManualClock
 	stepMs int64
 	only   int // the one split of this source, or -1 for all
 	spec   []pacedSpec
@@ -73,7 +74,7 @@ func (p *pacer) state() (caught map[int]int64, ended map[int]bool, read int64, t
 type pacedGen struct {
 	split int
 	max   int64
-	clk   *weir.ManualClock
+	clk   *weirtest.ManualClock
 	p     *pacer
 }
 
@@ -92,7 +93,7 @@ func (g *pacedGen) OnPeriodicEmit(out weir.WatermarkOutput) {
 
 // pacedStrategy makes the generators of the given splits, in split
 // order (a source makes one per split, in order).
-func pacedStrategy(clk *weir.ManualClock, p *pacer, splits ...int) weir.WatermarkStrategy[pacedRec] {
+func pacedStrategy(clk *weirtest.ManualClock, p *pacer, splits ...int) weir.WatermarkStrategy[pacedRec] {
 	var mu sync.Mutex
 	next := 0
 	return weir.ForGenerator(func() weir.WatermarkGenerator[pacedRec] {
@@ -229,7 +230,7 @@ type skewRun struct {
 // alignment) and the join has received every record read.
 func (k skew) run(t *testing.T) skewRun {
 	t.Helper()
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk), weir.WithLogger(quietLogger()),
 		weir.WithAutoWatermarkInterval(time.Duration(k.step)*time.Millisecond), weir.WithBufferSize(16))
 	p := newPacer()

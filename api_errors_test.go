@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 var errUser = errors.New("user says no")
@@ -191,7 +192,7 @@ func (ptPanic) OnTimer(ts int64, ctx weir.OnTimerContext[int64], _ weir.Collecto
 }
 
 func TestPanicInProcessingTimeTimerFailsJob(t *testing.T) {
-	clk := weir.NewManualClock(100)
+	clk := weirtest.NewManualClock(100)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk), quiet())
 	src := newChanSource[int64](1)
 	in := weir.FromSource[int64](env, src, weir.NoWatermarks[int64](), "in")

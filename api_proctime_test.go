@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 var ptTag = weir.NewOutputTag[string]("pt")
@@ -49,7 +50,7 @@ func (f ptTimers) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Co
 	}
 	e := fmt.Sprintf("timer %s@%d", ctx.CurrentKey(), ts)
 	out.Collect(e)
-	ctx.Output(ptTag, e)
+	weir.Output(ctx, ptTag, e)
 	f.ch <- fmt.Sprintf("%s at %d", e, ctx.CurrentProcessingTime())
 	return nil
 }
@@ -60,7 +61,7 @@ func (f ptTimers) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Co
 // the clock moving; main output from a processing-time timer has no
 // timestamp, side output has the timer's time.
 func TestProcessingTimeTimersWithManualClock(t *testing.T) {
-	clk := weir.NewManualClock(1000)
+	clk := weirtest.NewManualClock(1000)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 	src := newChanSource[ptCmd](1)
 	in := weir.FromSource[ptCmd](env, src, weir.NoWatermarks[ptCmd](), "cmds")

@@ -22,10 +22,10 @@ func splitOddEven(v int64, ctx weir.Context, out weir.Collector[int64]) error {
 	if v%2 == 0 {
 		out.Collect(v * 10)
 	} else {
-		ctx.Output(oddTag, strconv.FormatInt(v, 10))
+		weir.Output(ctx, oddTag, strconv.FormatInt(v, 10))
 	}
 	if v > 100 {
-		ctx.Output(bigTag, v)
+		weir.Output(ctx, bigTag, v)
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ type lateSplitter struct{}
 func (lateSplitter) ProcessElement(v string, ctx weir.KeyedContext[string], out weir.Collector[string]) error {
 	ts, _ := ctx.Timestamp()
 	if ts <= ctx.CurrentWatermark() {
-		ctx.Output(lateTag, "late "+v)
+		weir.Output(ctx, lateTag, "late "+v)
 		return nil
 	}
 	ctx.TimerService().RegisterEventTimeTimer(ts + 5)
@@ -100,7 +100,7 @@ func (lateSplitter) ProcessElement(v string, ctx weir.KeyedContext[string], out 
 
 func (lateSplitter) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Collector[string]) error {
 	out.Collect(fmt.Sprintf("timer %s@%d", ctx.CurrentKey(), ts))
-	ctx.Output(lateTag, fmt.Sprintf("side timer %s@%d", ctx.CurrentKey(), ts))
+	weir.Output(ctx, lateTag, fmt.Sprintf("side timer %s@%d", ctx.CurrentKey(), ts))
 	return nil
 }
 
@@ -133,7 +133,7 @@ func TestSideOutputWrongTypeFailsJob(t *testing.T) {
 	wrong := weir.NewOutputTag[int64]("odd") // same id as oddTag (string)
 	main := weir.ProcessStreamFunc(src,
 		func(v int64, ctx weir.Context, out weir.Collector[int64]) error {
-			ctx.Output(wrong, v)
+			weir.Output(ctx, wrong, v)
 			return nil
 		}).Name("mistyped")
 	weir.Collect(weir.SideOutput(main, oddTag))
@@ -178,7 +178,7 @@ func TestSideOutputCarriesWatermarks(t *testing.T) {
 			src := weir.FromRecords(env, recs, punctuatedStrategy[string]())
 			all := weir.ProcessStreamFunc(src,
 				func(v string, ctx weir.Context, _ weir.Collector[string]) error {
-					ctx.Output(oddTag, v)
+					weir.Output(ctx, oddTag, v)
 					return nil
 				})
 			side := weir.SideOutput(all, oddTag) // chained at parallelism 1

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 func TestGenerateSplitsAcrossSubtasks(t *testing.T) {
@@ -34,7 +35,7 @@ func TestGenerateSplitsAcrossSubtasks(t *testing.T) {
 // generator catches up with what the rate allows (two more records).
 func TestGenerateWithRate(t *testing.T) {
 	const t0, n = 5000, 41
-	clk := weir.NewManualClock(t0)
+	clk := weirtest.NewManualClock(t0)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 	type stamped struct{ i, at int64 }
 	got := make(chan stamped, n)

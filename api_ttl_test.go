@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // ttlOp is one state operation, run at the clock time At.
@@ -99,7 +100,7 @@ func TestStateTTLWithManualClock(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clk := weir.NewManualClock(0)
+			clk := weirtest.NewManualClock(0)
 			env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 			src := newChanSource[ttlOp](1)
 			in := weir.FromSource[ttlOp](env, src, weir.NoWatermarks[ttlOp](), "ops")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // wmProbe drives a job whose source is a chanSource, observed by an
@@ -23,7 +24,7 @@ import (
 type wmProbe struct {
 	t     *testing.T
 	h     *weir.JobHandle
-	clk   *weir.ManualClock
+	clk   *weirtest.ManualClock
 	src   *chanSource[string]
 	ch    chan seenWM
 	split int // the split probes go to
@@ -51,7 +52,7 @@ func (p *wmProbe) tick(t int64) int64 {
 // at 0, and returns its probe (probes go to split 0).
 func startProbe(t *testing.T, splits int, strat weir.WatermarkStrategy[string]) *wmProbe {
 	t.Helper()
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 	src := newChanSource[string](splits)
 	in := weir.FromSource[string](env, src, strat, "events")
@@ -315,7 +316,7 @@ func TestAssignTimestampsAndWatermarksMidPipeline(t *testing.T) {
 // registered at MIN and held the source at MIN until every split ended.
 func TestRestoredEndedSplitHoldsNothing(t *testing.T) {
 	job := func(opts ...weir.Option) (*weir.Environment, *chanSource[string], chan seenWM) {
-		clk := weir.NewManualClock(0)
+		clk := weirtest.NewManualClock(0)
 		env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(1), weir.WithClock(clk), weir.WithLogger(quietLogger())}, opts...)...)
 		env.EnableCheckpointing(time.Hour)
 		src := newChanSource[string](2)
@@ -326,7 +327,7 @@ func TestRestoredEndedSplitHoldsNothing(t *testing.T) {
 	}
 	env, src, ch := job()
 	h := start(t, env)
-	p := &wmProbe{t: t, h: h, clk: env.Clock().(*weir.ManualClock), src: src, ch: ch, split: 0}
+	p := &wmProbe{t: t, h: h, clk: env.Clock().(*weirtest.ManualClock), src: src, ch: ch, split: 0}
 	p.element(1, "b5", 5)
 	close(src.chans[1])
 	p.waitEnded("chan-1")
@@ -340,7 +341,7 @@ func TestRestoredEndedSplitHoldsNothing(t *testing.T) {
 
 	env, src, ch = job(weir.RestoreFromSavepoint(path))
 	h = start(t, env)
-	p = &wmProbe{t: t, h: h, clk: env.Clock().(*weir.ManualClock), src: src, ch: ch, split: 0}
+	p = &wmProbe{t: t, h: h, clk: env.Clock().(*weirtest.ManualClock), src: src, ch: ch, split: 0}
 	p.element(0, "a100", 100)
 	if wm := p.tick(200); wm != 99 {
 		t.Fatalf("after the restore, tick 200: watermark %d, want 99 (split 0's; split 1 had ended)", wm)

@@ -394,13 +394,3 @@ func (o *asyncOp[IN, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error
 	data, err := asyncio.Encode(o.core.Snapshot(), o.codec)
 	return runtime.OperatorSnapshot{State: data}, err
 }
-
-// ProcessMail runs what other goroutines have posted to the tasks under
-// test (the answers of async requests, given through a ResultFuture) and
-// delivers what the operators emit.
-func (h *harness) ProcessMail() error {
-	if h.closed {
-		return fmt.Errorf("harness: closed")
-	}
-	return h.settle()
-}

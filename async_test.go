@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // service is a fake slow outside service: every request waits in reqs
@@ -265,7 +266,7 @@ func (w withTimeout) Timeout(in int64, result weir.ResultFuture[int64]) {
 // operator is full (its timers run while the input is held back).
 func TestAsyncTimeout(t *testing.T) {
 	t.Run("fails", func(t *testing.T) {
-		clk := weir.NewManualClock(1_000)
+		clk := weirtest.NewManualClock(1_000)
 		svc := newService(4)
 		env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 		src := weir.FromRecords(env, []weir.Record[int64]{{Value: 7, TS: 70}}, weir.NoWatermarks[int64]())
@@ -285,7 +286,7 @@ func TestAsyncTimeout(t *testing.T) {
 	})
 	t.Run("handler", func(t *testing.T) {
 		const n, capacity = 9, 2
-		clk := weir.NewManualClock(1_000)
+		clk := weirtest.NewManualClock(1_000)
 		svc := newService(n)
 		env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 		src := weir.FromSlice(env, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8})
@@ -353,10 +354,10 @@ func (f *flaky) AsyncInvoke(_ context.Context, in int64, result weir.ResultFutur
 // the result predicate retries too; the end of the input starts waiting
 // retries at once and takes their answers as they are.
 func TestAsyncRetry(t *testing.T) {
-	build := func(f *flaky, s weir.AsyncRetryStrategy[int64]) *weir.OneInputHarness[int64, int64] {
-		var h *weir.OneInputHarness[int64, int64]
+	build := func(f *flaky, s weir.AsyncRetryStrategy[int64]) *weirtest.OneInput[int64, int64] {
+		var h *weirtest.OneInput[int64, int64]
 		f.now = func() int64 { return h.ProcessingTime() }
-		h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
+		h, err := weirtest.NewOneInput(func(in weir.DataStream[int64]) weir.DataStream[int64] {
 			return weir.OrderedWaitWithRetry[int64, int64](in, f, time.Hour, 10, s)
 		})
 		if err != nil {
@@ -768,7 +769,7 @@ func (p parked) AsyncInvoke(_ context.Context, in string, result weir.ResultFutu
 // first but not the watermark between them and the third.
 func TestAsyncInHarness(t *testing.T) {
 	var futures []weir.ResultFuture[string]
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[string]) weir.DataStream[string] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[string]) weir.DataStream[string] {
 		return weir.UnorderedWait[string, string](in, parked{&futures}, 0, 10)
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 type order struct {
@@ -74,7 +75,7 @@ func (e *enrich) OnTimer(int64, weir.KeyedBroadcastOnTimerContext[string], weir.
 }
 
 func TestKeyedBroadcastEnrichment(t *testing.T) {
-	h, err := weir.NewTwoInputHarness(func(orders weir.DataStream[order], table weir.DataStream[product]) weir.DataStream[string] {
+	h, err := weirtest.NewTwoInput(func(orders weir.DataStream[order], table weir.DataStream[product]) weir.DataStream[string] {
 		keyed := weir.KeyBy(orders, func(o order) string { return o.Product })
 		return weir.ProcessKeyedBroadcast(weir.ConnectKeyedBroadcast(keyed, weir.Broadcast(table, products)), &enrich{})
 	})
@@ -166,7 +167,7 @@ func TestBroadcastStateNonKeyed(t *testing.T) {
 		t.Fatalf("got %v", out.Values())
 	}
 	// With the harness the order is fixed.
-	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[string]) weir.DataStream[string] {
+	h, err := weirtest.NewTwoInput(func(a, b weir.DataStream[string]) weir.DataStream[string] {
 		return weir.ProcessBroadcast(weir.ConnectBroadcast(a, weir.Broadcast(b, allowed)), bcastEcho{})
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // coRunningCount is a keyed co-process function that reports every element
@@ -184,7 +185,7 @@ func (r *strideReader) Position() ([]byte, error) { return binary.AppendVarint(n
 // in the middle until a checkpoint has completed.
 type unalignedRun struct {
 	env    *weir.Environment
-	clk    *weir.ManualClock
+	clk    *weirtest.ManualClock
 	store  weir.CheckpointStore
 	fail   bool
 	wanted func(*weir.Checkpoint) bool
@@ -206,7 +207,7 @@ func newUnalignedRun(t *testing.T, dir string, n, keys int64, timeout time.Durat
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &unalignedRun{clk: weir.NewManualClock(0), store: o.store, fail: fail, wanted: o.failAfter}
+	r := &unalignedRun{clk: weirtest.NewManualClock(0), store: o.store, fail: fail, wanted: o.failAfter}
 	if r.store == nil {
 		r.store = weir.NewMemoryCheckpointStore()
 	}

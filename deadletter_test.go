@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 var errOdd = errors.New("odd")
@@ -48,9 +49,9 @@ func TestMapErrFailsTheJob(t *testing.T) {
 // output, and the job goes on.
 func TestMapErrDeadLetters(t *testing.T) {
 	bad := weir.NewOutputTag[weir.DeadLetter[int64]]("bad")
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[string] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[int64]) weir.DataStream[string] {
 		return weir.MapErr(in, evenOnly, weir.DeadLetters(bad)).Name("parse")
-	}, weir.HarnessSideOutputs(bad))
+	}, weirtest.SideOutputs(bad))
 	ok(t, err)
 	defer h.Close()
 	for i := range int64(5) {
@@ -59,7 +60,7 @@ func TestMapErrDeadLetters(t *testing.T) {
 	if got := fmt.Sprint(h.Output()); got != "[{0 0} {2 20} {4 40}]" {
 		t.Fatalf("main output %s", got)
 	}
-	dead := weir.SideOutputOf(h.Events(), bad)
+	dead := weirtest.SideOutputOf(h.Events(), bad)
 	if len(dead) != 2 {
 		t.Fatalf("dead letters %v", dead)
 	}

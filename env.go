@@ -42,13 +42,14 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/cluster"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
 )
 
 // Clock is the processing-time source of a job: the wall clock
-// (SystemClock) by default, a ManualClock in tests. Processing-time timers
+// (SystemClock) by default, a weirtest.ManualClock in tests. Processing-time timers
 // and windows, periodic watermarks, idleness, state TTL and source rate
 // limits all read it.
 type Clock interface {
@@ -59,29 +60,6 @@ type Clock interface {
 	// call if it has not happened yet and reports whether it did cancel it.
 	AfterFunc(at int64, f func()) (stop func() bool)
 }
-
-// ManualClock is a Clock that moves only when told to, for tests that must
-// not depend on timing: give it to a job with WithClock, then Set or
-// Advance it to fire processing-time timers and periodic watermarks. It is
-// safe for concurrent use.
-type ManualClock struct{ m *clock.Manual }
-
-// NewManualClock returns a manual clock standing at start ms.
-func NewManualClock(start int64) *ManualClock { return &ManualClock{m: clock.NewManual(start)} }
-
-// NowMillis returns the clock's time in ms.
-func (c *ManualClock) NowMillis() int64 { return c.m.NowMillis() }
-
-// AfterFunc implements Clock: f runs once the clock reaches at, on the
-// goroutine that moves it there (on a new goroutine if at has passed).
-func (c *ManualClock) AfterFunc(at int64, f func()) (stop func() bool) { return c.m.AfterFunc(at, f) }
-
-// Set moves the clock to t ms (never backwards) and runs, in order of
-// their times, the callbacks that are then due, before it returns.
-func (c *ManualClock) Set(t int64) { c.m.Set(t) }
-
-// Advance moves the clock d ms forward, as Set(NowMillis() + d).
-func (c *ManualClock) Advance(d int64) { c.m.Advance(d) }
 
 // SystemClock is the wall clock: Unix time in ms, callbacks on
 // time.AfterFunc.
@@ -241,6 +219,9 @@ func NewEnvironment(opts ...Option) *Environment {
 	if c.clock == nil {
 		e.fail(fmt.Errorf("clock is nil"))
 		e.cfg.clock = clock.System{}
+	}
+	if hc, ok := e.cfg.clock.(hooks.HarnessClock); ok {
+		hc.BindHarness(harnessEnv{env: e})
 	}
 	return e
 }

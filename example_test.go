@@ -360,7 +360,7 @@ func ExampleSideOutput() {
 	big := weir.NewOutputTag[int]("big")
 	small := weir.ProcessStreamFunc(weir.FromSlice(env, []int{3, 300, 4, 400}), func(v int, ctx weir.Context, out weir.Collector[int]) error {
 		if v >= 100 {
-			ctx.Output(big, v)
+			weir.Output(ctx, big, v)
 			return nil
 		}
 		out.Collect(v)

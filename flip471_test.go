@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // countingGen emits max timestamp - 1 on each periodic tick and counts
@@ -37,7 +38,7 @@ func (g *countingGen) OnPeriodicEmit(out weir.WatermarkOutput) {
 // task runs for more than the timeout without records from A, A goes
 // idle.
 func TestIdlenessNotDeclaredUnderBackpressure(t *testing.T) {
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk), weir.WithLogger(quietLogger()),
 		weir.WithAutoWatermarkInterval(10*time.Millisecond), weir.WithBufferCredits(1), weir.WithBufferSize(1))
 	src := newChanSource[int64](2)

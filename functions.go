@@ -31,9 +31,27 @@ func (d TimeDomain) String() string {
 	return "EVENT_TIME"
 }
 
-// SideTag identifies a side output; OutputTag implements it.
+// SideTag identifies a side output of any type; OutputTag implements it.
 type SideTag interface {
 	TagID() string
+}
+
+// SideOutputContext is implemented by the contexts of the functions that
+// may emit to side outputs (process, keyed process, co-process, broadcast
+// process, process window and join contexts); emit with Output.
+type SideOutputContext interface {
+	emitSide(id string, v any)
+}
+
+// Output emits v to the side output tag of the operator whose function
+// was given ctx, at the context's timestamp; it is dropped if nobody
+// consumes the tag. The compiler checks that v has the tag's type, as
+// Flink's ctx.output(tag, v) does.
+func Output[X any](ctx SideOutputContext, tag OutputTag[X], v X) {
+	if ctx == nil || tag.id == "" {
+		return
+	}
+	ctx.emitSide(tag.id, v)
 }
 
 // Context is given to a function with each element.
@@ -44,9 +62,9 @@ type Context interface {
 	CurrentWatermark() int64
 	// CurrentProcessingTime returns the processing-time clock in ms.
 	CurrentProcessingTime() int64
-	// Output emits v to the side output tag (dropped if nobody consumes
-	// it). v must have the tag's type, or the job fails.
-	Output(tag SideTag, v any)
+	// SideOutputContext lets the function emit to side outputs with
+	// Output(ctx, tag, v).
+	SideOutputContext
 }
 
 // TimerService registers and deletes timers for the current key.

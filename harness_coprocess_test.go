@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 var expiredTag = weir.NewOutputTag[string]("expired")
@@ -44,15 +45,15 @@ func (f *joinFn) ProcessElement2(v hv, ctx weir.KeyedContext[string], out weir.C
 func (f *joinFn) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Collector[string]) error {
 	if o, ok := f.order.Value(); ok {
 		f.order.Clear()
-		ctx.Output(expiredTag, fmt.Sprintf("expired %s/%s wm=%d", ctx.CurrentKey(), o, ctx.CurrentWatermark()))
+		weir.Output(ctx, expiredTag, fmt.Sprintf("expired %s/%s wm=%d", ctx.CurrentKey(), o, ctx.CurrentWatermark()))
 	}
 	return nil
 }
 
-func newJoinHarness(t *testing.T, opts ...weir.HarnessOption) *weir.TwoInputHarness[hv, hv, string] {
+func newJoinHarness(t *testing.T, opts ...weirtest.Option) *weirtest.TwoInput[hv, hv, string] {
 	t.Helper()
 	key := func(v hv) string { return v.K }
-	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[hv]) weir.DataStream[string] {
+	h, err := weirtest.NewTwoInput(func(a, b weir.DataStream[hv]) weir.DataStream[string] {
 		return weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(a, key), weir.KeyBy(b, key)), &joinFn{})
 	}, opts...)
 	if err != nil {
@@ -67,7 +68,7 @@ func newJoinHarness(t *testing.T, opts ...weir.HarnessOption) *weir.TwoInputHarn
 // minimum over non-idle inputs, never backwards) and side outputs from
 // timers, which carry the timer's time.
 func TestHarnessKeyedCoProcessFunction(t *testing.T) {
-	h := newJoinHarness(t, weir.HarnessSideOutputs(expiredTag))
+	h := newJoinHarness(t, weirtest.SideOutputs(expiredTag))
 	ok(t, h.ProcessElement1(0, hv{"o1", "book"}, 1))
 	ok(t, h.ProcessElement1(0, hv{"o2", "pen"}, 2))
 	ok(t, h.ProcessElement1(0, hv{"o3", "ink"}, 4))
@@ -114,7 +115,7 @@ func TestHarnessKeyedCoProcessFunction(t *testing.T) {
 // TestHarnessTwoInputChannels uses two channels on input 1: its watermark
 // is the minimum of both before the two inputs are combined.
 func TestHarnessTwoInputChannels(t *testing.T) {
-	h := newJoinHarness(t, weir.HarnessChannels(2, 1))
+	h := newJoinHarness(t, weirtest.Channels(2, 1))
 	ok(t, h.ProcessElement1(1, hv{"o1", "book"}, 1))
 	ok(t, h.ProcessWatermark2(0, 100))
 	ok(t, h.ProcessWatermark1(0, 50))
@@ -144,7 +145,7 @@ func (wmCo) ProcessElement2(v string, ctx weir.Context, out weir.Collector[strin
 // TestHarnessCoProcessWatermark: a non-keyed co-process function sees the
 // minimum of its inputs' watermarks.
 func TestHarnessCoProcessWatermark(t *testing.T) {
-	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[string]) weir.DataStream[string] {
+	h, err := weirtest.NewTwoInput(func(a, b weir.DataStream[string]) weir.DataStream[string] {
 		return weir.CoProcess(weir.Connect(a, b), wmCo{})
 	})
 	ok(t, err)

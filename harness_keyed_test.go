@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // hv is a keyed harness record.
@@ -33,7 +34,7 @@ func (f *collectFn) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
 func (f *collectFn) ProcessElement(v hv, ctx weir.KeyedContext[string], out weir.Collector[string]) error {
 	ts, _ := ctx.Timestamp()
 	if ts <= ctx.CurrentWatermark() {
-		ctx.Output(lateTag, fmt.Sprintf("late %v", v))
+		weir.Output(ctx, lateTag, fmt.Sprintf("late %v", v))
 		return nil
 	}
 	f.list.Add(v.V)
@@ -45,7 +46,7 @@ func (f *collectFn) ProcessElement(v hv, ctx weir.KeyedContext[string], out weir
 func (f *collectFn) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Collector[string]) error {
 	if ctx.TimeDomain() == weir.ProcessingTime {
 		out.Collect("pt " + ctx.CurrentKey())
-		ctx.Output(ptTag, "pt "+ctx.CurrentKey())
+		weir.Output(ctx, ptTag, "pt "+ctx.CurrentKey())
 		return nil
 	}
 	out.Collect(fmt.Sprintf("%s:%s", ctx.CurrentKey(), strings.Join(f.list.Get(), ",")))
@@ -56,9 +57,9 @@ func (f *collectFn) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.
 	return nil
 }
 
-func newCollectHarness(t *testing.T, opts ...weir.HarnessOption) *weir.OneInputHarness[hv, string] {
+func newCollectHarness(t *testing.T, opts ...weirtest.Option) *weirtest.OneInput[hv, string] {
 	t.Helper()
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[hv]) weir.DataStream[string] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[hv]) weir.DataStream[string] {
 		return weir.Process(weir.KeyBy(in, func(v hv) string { return v.K }), &collectFn{})
 	}, opts...)
 	if err != nil {
@@ -76,7 +77,7 @@ func ok(t *testing.T, err error) {
 }
 
 // wantEvents compares harness events by their String form.
-func wantEvents(t *testing.T, step string, got []weir.HarnessEvent, want ...string) {
+func wantEvents(t *testing.T, step string, got []weirtest.Event, want ...string) {
 	t.Helper()
 	var g []string
 	for _, e := range got {
@@ -88,7 +89,7 @@ func wantEvents(t *testing.T, step string, got []weir.HarnessEvent, want ...stri
 }
 
 func TestHarnessKeyedProcessFunction(t *testing.T) {
-	h := newCollectHarness(t, weir.HarnessSideOutputs(lateTag, ptTag))
+	h := newCollectHarness(t, weirtest.SideOutputs(lateTag, ptTag))
 
 	ok(t, h.ProcessElement(hv{"a", "1"}, 5))
 	ok(t, h.ProcessElement(hv{"b", "1"}, 7))
@@ -105,7 +106,7 @@ func TestHarnessKeyedProcessFunction(t *testing.T) {
 	ok(t, h.ProcessElement(hv{"a", "3"}, 12))
 	late := h.Events()
 	wantEvents(t, "late", h.TakeEvents(), "side late late a3@12")
-	if got := weir.SideOutputOf(late, lateTag); len(got) != 1 || got[0].Value != "late a3" || got[0].TS != 12 {
+	if got := weirtest.SideOutputOf(late, lateTag); len(got) != 1 || got[0].Value != "late a3" || got[0].TS != 12 {
 		t.Errorf("late side output: %v", got)
 	}
 
@@ -129,12 +130,12 @@ func TestHarnessKeyedProcessFunction(t *testing.T) {
 	main, side := []string{}, []string{}
 	for _, e := range ev {
 		switch e.Kind {
-		case weir.HarnessRecord:
+		case weirtest.KindRecord:
 			if e.TS != weir.NoTimestamp {
 				t.Errorf("processing-time timer output %v has a timestamp", e)
 			}
 			main = append(main, e.Value.(string))
-		case weir.HarnessSide:
+		case weirtest.KindSide:
 			side = append(side, e.Value.(string))
 		default:
 			t.Errorf("unexpected event %v", e)
@@ -144,7 +145,7 @@ func TestHarnessKeyedProcessFunction(t *testing.T) {
 	if want := []string{"pt a", "pt b", "pt chain"}; !slices.Equal(main, want) || !slices.Equal(sorted(side), want) {
 		t.Fatalf("pt 100: main %v, side %v; want %v on both", main, side, want)
 	}
-	for _, r := range weir.SideOutputOf(ev, ptTag) {
+	for _, r := range weirtest.SideOutputOf(ev, ptTag) {
 		if r.TS != 100 {
 			t.Errorf("side output %v of a processing-time timer: want the timer time 100", r)
 		}
@@ -164,7 +165,7 @@ func TestHarnessKeyedProcessFunction(t *testing.T) {
 // the operator's watermark is the minimum over active channels (V10 of
 // the Flink reference, in part).
 func TestHarnessChannelsValve(t *testing.T) {
-	h := newCollectHarness(t, weir.HarnessChannels(2, 0))
+	h := newCollectHarness(t, weirtest.Channels(2, 0))
 	ok(t, h.ProcessElementOn(0, hv{"a", "1"}, 1))
 	ok(t, h.ProcessElementOn(1, hv{"b", "1"}, 2))
 	ok(t, h.ProcessWatermarkOn(0, 30))
@@ -191,9 +192,9 @@ func TestHarnessChannelsValve(t *testing.T) {
 
 // TestHarnessProcessStream drives a non-keyed process function.
 func TestHarnessProcessStream(t *testing.T) {
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[int64]) weir.DataStream[int64] {
 		return weir.ProcessStreamFunc(in, splitOddEven)
-	}, weir.HarnessSideOutputs(oddTag))
+	}, weirtest.SideOutputs(oddTag))
 	ok(t, err)
 	defer h.Close()
 	ok(t, h.ProcessElement(1, 10))
@@ -214,7 +215,7 @@ func TestHarnessProcessStream(t *testing.T) {
 // the caller's goroutine: what one task emits reaches the next within the
 // same step, watermarks included.
 func TestHarnessRunsMultiTaskPlans(t *testing.T) {
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[int64]) weir.DataStream[int64] {
 		doubled := weir.Map(weir.Rebalance(weir.Map(in, func(v int64) int64 { return v })), func(v int64) int64 { return 2 * v })
 		return weir.ProcessFunc(weir.KeyBy(doubled, func(v int64) int64 { return v % 2 }),
 			func(v int64, _ weir.KeyedContext[int64], out weir.Collector[int64]) error {
@@ -259,9 +260,9 @@ func (timerOps) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir.Coll
 	return nil
 }
 
-func newTimerOpsHarness(t *testing.T) *weir.OneInputHarness[hv, string] {
+func newTimerOpsHarness(t *testing.T) *weirtest.OneInput[hv, string] {
 	t.Helper()
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[hv]) weir.DataStream[string] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[hv]) weir.DataStream[string] {
 		return weir.Process(weir.KeyBy(in, func(v hv) string { return v.K }), timerOps{})
 	})
 	if err != nil {

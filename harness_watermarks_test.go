@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
-func newAssignerHarness(t *testing.T, s weir.WatermarkStrategy[int64]) *weir.OneInputHarness[int64, int64] {
+func newAssignerHarness(t *testing.T, s weir.WatermarkStrategy[int64]) *weirtest.OneInput[int64, int64] {
 	t.Helper()
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[int64]) weir.DataStream[int64] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[int64]) weir.DataStream[int64] {
 		return weir.AssignTimestampsAndWatermarks(in, s.WithTimestampAssigner(func(v int64, _ int64) int64 { return v }))
 	})
 	if err != nil {

@@ -1,15 +1,11 @@
 package weir
 
 import (
-	"context"
 	"fmt"
-	"math"
-	"reflect"
-	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir/internal/intervaljoin"
 	"github.com/weirstream/weir/internal/runtime"
-	istate "github.com/weirstream/weir/internal/state"
 )
 
 // JoinContext is given to a join function with each pair.
@@ -21,8 +17,9 @@ type JoinContext interface {
 	RightTimestamp() int64
 	// Timestamp is the output timestamp: the larger of both.
 	Timestamp() int64
-	// Output emits v to a side output at Timestamp().
-	Output(tag SideTag, v any)
+	// SideOutputContext lets the function emit to side outputs with
+	// Output(ctx, tag, v), at Timestamp().
+	SideOutputContext
 }
 
 // ProcessJoinFunction is called once per matching (left, right) pair of an
@@ -87,7 +84,6 @@ type intervalJoinConfig struct {
 	lowerExclusive, upperExclusive bool
 	lateLeft, lateRight            string
 	lateLeftType, lateRightType    string
-	fullScan                       bool // probe like Flink: scan every bucket (benchmarks only)
 }
 
 // LowerBoundExclusive excludes the lower bound.
@@ -193,99 +189,52 @@ type joinCtx struct {
 func (c *joinCtx) LeftTimestamp() int64  { return c.lts }
 func (c *joinCtx) RightTimestamp() int64 { return c.rts }
 func (c *joinCtx) Timestamp() int64      { return max(c.lts, c.rts) }
-func (c *joinCtx) Output(tag SideTag, v any) {
-	if tag == nil {
-		return
-	}
-	if p := c.sides[tag.TagID()]; p != nil {
+func (c *joinCtx) emitSide(id string, v any) {
+	if p := c.sides[id]; p != nil {
 		if err := p.EmitAny(v, c.Timestamp()); err != nil && c.sideErr == nil {
-			c.sideErr = fmt.Errorf("side output %q: %w", tag.TagID(), err)
+			c.sideErr = fmt.Errorf("side output %q: %w", id, err)
 		}
 	}
 }
 
-// intervalJoinOp is the interval join of one subtask. Its keyed state is
-// its own (interval_join_buffer.go, interval_join_index.go): an index from
-// key to a slot holding both sides' timestamp-ordered buffers, and per side
-// a queue of pending cleanups that fire exactly as Flink's cleanup timers
-// would (same times, same order: timestamp, then registration), without a
-// timer per record. Checkpoints: interval_join_snapshot.go.
+// intervalJoinOp is the interval join of one subtask: the engine
+// (internal/intervaljoin) calling the user's function with each pair.
 type intervalJoinOp[K comparable, L, R, OUT any] struct {
 	opBase
 	endBoth
-	lower, upper   int64 // normalised, inclusive
-	kind           OuterJoinKind
-	hash           func(K) int32
-	maxP           int
-	kgFirst        int
-	kgLast         int
-	keys           ijIndex[K] // key -> slot
-	slots          ijSlab[ijKey[K, L, R]]
-	flags          [][]ijFlags // joined flags by slot, in pages like slots (outer joins only)
-	idle           []int32     // slots whose buffers became empty since the last watermark
-	chunk          []int32     // the slots of the records of a chunk (processChunk)
-	touched        int64       // what processChunk read to bring buffers into cache
-	qL, qR         ijQueue     // pending cleanups of left and right buckets
-	seq            uint64      // registration number of the last queued cleanup
-	delayL, delayR int64       // cleanup time minus bucket timestamp
-	trackL, trackR bool        // whether a side's unmatched records are emitted
-	wm             int64
-	fn             OuterJoinFunction[L, R, OUT]
-	out            *runtime.Output[OUT]
-	col            collector[OUT]
-	ctx            joinCtx
-	lateL, lateR   runtime.OutputPort
-	sides          map[string]runtime.OutputPort
-	fullScan       bool
-	restored       *runtime.Restored
-	leftSide       joinSide[K, L, R, L, R]
-	rightSide      joinSide[K, L, R, R, L]
-	user           any // the user's function, for Open and Close
-	rc             runtimeCtx
-	sample         ijSample // probes sampled for `weir doctor` (metrics_ops.go)
-	// buffered counts the records in both sides' buffers; bufferedG and
-	// peakG publish it and its highest value to the gauges after each
-	// batch and watermark (read from any goroutine).
-	buffered         int64
-	bufferedG, peakG atomic.Int64
+	*intervaljoin.Op[K, L, R]
+	fn       OuterJoinFunction[L, R, OUT]
+	out      *runtime.Output[OUT]
+	col      collector[OUT]
+	ctx      joinCtx
+	restored *runtime.Restored
+	user     any // the user's function, for Open and Close
+	rc       runtimeCtx
 }
 
 func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], lower, upper int64,
 	kind OuterJoinKind, keyL func(L) K, keyR func(R) K, hash func(K) int32, fn OuterJoinFunction[L, R, OUT], user any,
 	cfg intervalJoinConfig) *intervalJoinOp[K, L, R, OUT] {
 	o := &intervalJoinOp[K, L, R, OUT]{
-		opBase: base(bc), lower: lower, upper: upper, kind: kind,
-		hash: hash, maxP: bc.MaxParallelism, kgFirst: bc.KeyGroups.Start, kgLast: bc.KeyGroups.End,
-		keys:   newIJIndex(hash),
-		delayL: max(upper, 0), delayR: max(-lower, 0),
-		trackL: kind == LeftOuter || kind == FullOuter, trackR: kind == RightOuter || kind == FullOuter,
-		out: out, wm: math.MinInt64, fn: fn, user: user,
-		lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
-		fullScan: cfg.fullScan, restored: bc.Restored,
+		opBase: base(bc), out: out, fn: fn, user: user, restored: bc.Restored,
+		rc: runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism},
 	}
-	o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
-	if cfg.lateLeft == "" {
-		o.lateL = nil
+	ec := intervaljoin.Config[K, L, R]{
+		Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
+		KeyL: keyL, KeyR: keyR, Hash: hash, MaxParallelism: bc.MaxParallelism,
+		Emit: o.emit,
 	}
-	if cfg.lateRight == "" {
-		o.lateR = nil
+	ec.KeyGroups.Start, ec.KeyGroups.End = bc.KeyGroups.Start, bc.KeyGroups.End
+	if cfg.lateLeft != "" {
+		ec.LateL = bc.Side(cfg.lateLeft)
 	}
+	if cfg.lateRight != "" {
+		ec.LateR = bc.Side(cfg.lateRight)
+	}
+	o.Op = intervaljoin.New(ec)
 	o.col.out = out
 	o.ctx.op = &o.opBase
 	o.ctx.sides = bc.Sides
-	o.leftSide = joinSide[K, L, R, L, R]{name: "left", key: keyL, late: o.lateL,
-		own:   func(k *ijKey[K, L, R]) *ijBuf[L] { return &k.left },
-		other: func(k *ijKey[K, L, R]) *ijBuf[R] { return &k.right },
-		ownJF: o.jfL, otherJF: o.jfR,
-		track: o.trackL, otherTrack: o.trackR, queue: &o.qL,
-		lo: o.lower, hi: o.upper, delay: o.delayL, emit: o.emit}
-	o.rightSide = joinSide[K, L, R, R, L]{name: "right", key: keyR, late: o.lateR,
-		own:   func(k *ijKey[K, L, R]) *ijBuf[R] { return &k.right },
-		other: func(k *ijKey[K, L, R]) *ijBuf[L] { return &k.left },
-		ownJF: o.jfR, otherJF: o.jfL,
-		track: o.trackR, otherTrack: o.trackL, queue: &o.qR,
-		lo: -o.upper, hi: -o.lower, delay: o.delayR,
-		emit: func(r *R, l *L, rts, lts int64) error { return o.emit(l, r, lts, rts) }}
 	return o
 }
 
@@ -294,10 +243,9 @@ func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, ou
 func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
 	defer o.catch(&err)
 	if o.restored != nil {
-		if err := o.restore(o.restored.KeyGroups); err != nil {
+		if err := o.Restore(o.restored.KeyGroups); err != nil {
 			return err
 		}
-		o.publishBuffered()
 	}
 	if op, ok := o.user.(Opener); ok {
 		return op.Open(o.rc)
@@ -307,35 +255,16 @@ func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
 
 // SnapshotState snapshots both sides' buffers and the pending cleanups.
 func (o *intervalJoinOp[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
-	kgs, err := o.snapshot()
+	kgs, err := o.Snapshot()
 	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
 }
 
-// SnapshotStateAsync takes the synchronous part of the snapshot: when the
-// key and record types cannot change in place (no pointers, slices or
-// maps; strings are fine), a copy of every key's live buffers, joined
-// flags and cleanup numbers (memory copies, no encoding), encoded on the
-// snapshot goroutine; otherwise the whole snapshot, encoded at once.
-func (o *intervalJoinOp[K, L, R, OUT]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
-	if !istate.IsPlain(reflect.TypeFor[K]()) || !istate.IsPlain(reflect.TypeFor[L]()) || !istate.IsPlain(reflect.TypeFor[R]()) {
-		snap, err := o.SnapshotState(id)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
-	}
-	v, err := o.view(true)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
-		if err := ctx.Err(); err != nil {
-			return runtime.OperatorSnapshot{}, err
-		}
-		kgs, err := v.encode()
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
-	}, nil
+// SnapshotStateAsync takes the synchronous part of the snapshot
+// (intervaljoin.Op.SnapshotAsync).
+func (o *intervalJoinOp[K, L, R, OUT]) SnapshotStateAsync(int64) (runtime.AsyncSnapshot, error) {
+	return o.SnapshotAsync()
 }
+
 func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.user, &o.opBase) }
 
 func (o *intervalJoinOp[K, L, R, OUT]) emit(l *L, r *R, lts, rts int64) error {
@@ -352,287 +281,25 @@ func (o *intervalJoinOp[K, L, R, OUT]) emit(l *L, r *R, lts, rts int64) error {
 	return nil
 }
 
-// slotOf returns the slot of key k, taking a new one if k has none.
-func (o *intervalJoinOp[K, L, R, OUT]) slotOf(k K) (int32, *ijKey[K, L, R]) {
-	i := o.keys.getOrPut(k, o.newSlot)
-	return i, o.slots.at(i)
-}
-
-// newSlot takes a slot for key k.
-func (o *intervalJoinOp[K, L, R, OUT]) newSlot(k K) int32 {
-	i := o.slots.alloc()
-	o.slots.at(i).key = k
-	return i
-}
-
-// flagsOf returns the joined flags of slot si.
-func (o *intervalJoinOp[K, L, R, OUT]) flagsOf(si int32) *ijFlags {
-	p := int(si >> ijPageBits)
-	for p >= len(o.flags) {
-		o.flags = append(o.flags, make([]ijFlags, 1<<ijPageBits))
-	}
-	return &o.flags[p][si&(1<<ijPageBits-1)]
-}
-
-// jfL returns the joined flags of slot si's left buffer, nil if the left
-// side is not tracked; jfR those of the right buffer.
-func (o *intervalJoinOp[K, L, R, OUT]) jfL(si int32) *[]bool {
-	if !o.trackL {
-		return nil
-	}
-	return &o.flagsOf(si).l
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) jfR(si int32) *[]bool {
-	if !o.trackR {
-		return nil
-	}
-	return &o.flagsOf(si).r
-}
-
-// joinSide is one input of the interval join: its records X probe the
-// other side's buffer of Y for timestamps in [ts+lo, ts+hi], then wait in
-// their own buffer until their cleanup time ts + delay is reached.
-type joinSide[K comparable, L, R, X, Y any] struct {
-	name              string
-	key               func(X) K
-	own               func(*ijKey[K, L, R]) *ijBuf[X]
-	other             func(*ijKey[K, L, R]) *ijBuf[Y]
-	ownJF, otherJF    func(si int32) *[]bool
-	track, otherTrack bool // keep joined flags of own / other records
-	queue             *ijQueue
-	late              runtime.OutputPort
-	lo, hi            int64
-	delay             int64
-	// emit calls the join function with the pair in (left, right) order.
-	emit func(x *X, y *Y, xts, yts int64) error
-	cur  X // the record being processed (its address goes to emit)
-}
-
-// ijChunk is the number of records processSide looks up before it joins
-// them.
-const ijChunk = 256
-
-// processSide runs Flink's processElement for one side: the late check,
-// the probe of the other side's buffer, buffering, the cleanup (queued
-// when the record opens a new bucket, as Flink's timer de-duplicates).
-//
-// It works in chunks: first it finds (or makes) the slots of a chunk's
-// keys and touches their buffers, independent loads the processor overlaps,
-// then it joins and buffers the records, whose state is now in cache.
-func processSide[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, OUT], s *joinSide[K, L, R, X, Y], recs []runtime.Record[X]) error {
-	for len(recs) > 0 {
-		n := min(len(recs), ijChunk)
-		if err := processChunk(o, s, recs[:n]); err != nil {
-			return err
-		}
-		recs = recs[n:]
+func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
+	defer o.catch(&err)
+	if err := o.Op.ProcessBatch1(recs); err != nil {
+		return err
 	}
 	return o.out.Err()
 }
 
-func processChunk[K comparable, L, R, OUT, X, Y any](o *intervalJoinOp[K, L, R, OUT], s *joinSide[K, L, R, X, Y], recs []runtime.Record[X]) error {
-	slots := o.chunk[:0]
-	var touch int64
-	for i := range recs {
-		ts := recs[i].TS
-		if ts == NoTimestamp {
-			break
-		}
-		if ts < o.wm {
-			slots = append(slots, -1)
-			continue
-		}
-		si := o.keys.getOrPut(s.key(recs[i].Value), o.newSlot)
-		slots = append(slots, si)
-		ks := o.slots.at(si)
-		if b := s.other(ks); len(b.es) > 0 {
-			touch += b.es[len(b.es)-1].ts
-		}
-		if b := s.own(ks); len(b.es) > 0 {
-			touch += b.es[len(b.es)-1].ts
-		}
-	}
-	o.chunk, o.touched = slots, touch
-	for i := range recs {
-		ts := recs[i].TS
-		if i == len(slots) {
-			return fmt.Errorf("interval join needs event timestamps: a %s record has none (assign timestamps and watermarks first)", s.name)
-		}
-		si := slots[i]
-		if si < 0 {
-			if s.late != nil {
-				if err := s.late.EmitAny(recs[i].Value, ts); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		ks := o.slots.at(si)
-		s.cur = recs[i].Value
-		if o.sample.skip--; o.sample.skip < 0 {
-			sampleProbe(&o.sample, ts, s.lo, s.hi, s.other(ks))
-		}
-		matched := false
-		if other := s.other(ks); !other.empty() {
-			lo, hi := ts+s.lo, ts+s.hi
-			var jf []bool
-			if s.otherTrack {
-				jf = *s.otherJF(si)
-			}
-			j := int(other.head)
-			if !o.fullScan {
-				j = other.search(lo)
-			}
-			for es := other.es; j < len(es); j++ {
-				e := &es[j]
-				if e.ts > hi {
-					if o.fullScan {
-						continue
-					}
-					break
-				}
-				if e.ts < lo {
-					continue
-				}
-				matched = true
-				if jf != nil {
-					jf[j] = true
-				}
-				if err := s.emit(&s.cur, &e.v, ts, e.ts); err != nil {
-					return err
-				}
-			}
-		}
-		var jf *[]bool
-		if s.track {
-			jf = s.ownJF(si)
-		}
-		o.buffered++
-		if s.own(ks).add(ts, &s.cur, matched, jf) {
-			o.seq++
-			s.queue.push(ts+s.delay, si, o.seq)
-		}
-	}
-	return nil
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
-	defer o.catch(&err)
-	defer o.publishBuffered()
-	return processSide(o, &o.leftSide, recs)
-}
-
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch2(recs []runtime.Record[R]) (err error) {
 	defer o.catch(&err)
-	defer o.publishBuffered()
-	return processSide(o, &o.rightSide, recs)
-}
-
-// publishBuffered publishes the number of buffered records to the gauges.
-func (o *intervalJoinOp[K, L, R, OUT]) publishBuffered() {
-	o.bufferedG.Store(o.buffered)
-	if o.buffered > o.peakG.Load() {
-		o.peakG.Store(o.buffered)
+	if err := o.Op.ProcessBatch2(recs); err != nil {
+		return err
 	}
-}
-
-// Gauges implements runtime.GaugeReporter: the records both sides hold in
-// their buffers (interval_join_buffered_records) and the most they held at
-// once since the subtask started (interval_join_buffered_records_peak),
-// the state that watermark alignment keeps bounded when one input runs
-// ahead of the other.
-func (o *intervalJoinOp[K, L, R, OUT]) Gauges() []runtime.Gauge {
-	return []runtime.Gauge{
-		{Name: "interval_join_buffered_records", Value: float64(o.bufferedG.Load())},
-		{Name: "interval_join_buffered_records_peak", Value: float64(o.peakG.Load())},
-	}
-}
-
-// cleanup removes the bucket ts of one side of slot si, emitting its
-// unmatched records first if the side is tracked.
-func cleanup[K comparable, L, R, OUT, X any](o *intervalJoinOp[K, L, R, OUT], si int32, b *ijBuf[X], ts int64, jf *[]bool,
-	emit func(x *X, ts int64) error) error {
-	i, j := b.bucket(ts)
-	var err error
-	if jf != nil {
-		for e := i; e < j; e++ {
-			if !(*jf)[e] {
-				if err = emit(&b.es[e].v, ts); err != nil {
-					break
-				}
-			}
-		}
-	}
-	b.removeRange(i, j, jf)
-	o.buffered -= int64(j - i)
-	ks := o.slots.at(si)
-	if !ks.left.idle && ks.left.empty() && ks.right.empty() {
-		ks.left.idle = true
-		o.idle = append(o.idle, si)
-	}
-	return err
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) emitLeft(l *L, ts int64) error {
-	return o.emit(l, nil, ts, NoTimestamp)
-}
-func (o *intervalJoinOp[K, L, R, OUT]) emitRight(r *R, ts int64) error {
-	return o.emit(nil, r, NoTimestamp, ts)
-}
-
-// drain runs every pending cleanup with time <= wm, in the order the
-// cleanup timers would fire: by time, then registration. It stops at the
-// first error; that cleanup is done, the others stay queued.
-func (o *intervalJoinOp[K, L, R, OUT]) drain(wm int64) error {
-	for {
-		lt, ls, lok := o.qL.peek()
-		rt, rs, rok := o.qR.peek()
-		left := lok && (!rok || lt < rt || (lt == rt && ls < rs))
-		if left {
-			if lt > wm {
-				return nil
-			}
-			ts, si := o.qL.pop()
-			if err := cleanup(o, si, &o.slots.at(si).left, ts-o.delayL, o.jfL(si), o.emitLeft); err != nil {
-				return err
-			}
-			continue
-		}
-		if !rok || rt > wm {
-			return nil
-		}
-		ts, si := o.qR.pop()
-		if err := cleanup(o, si, &o.slots.at(si).right, ts-o.delayR, o.jfR(si), o.emitRight); err != nil {
-			return err
-		}
-	}
-}
-
-// sweep frees the slots of keys whose buffers became empty before the last
-// watermark and stayed empty.
-func (o *intervalJoinOp[K, L, R, OUT]) sweep() {
-	for _, si := range o.idle {
-		ks := o.slots.at(si)
-		ks.left.idle = false
-		if ks.left.empty() && ks.right.empty() {
-			o.keys.delete(ks.key)
-			var zero K
-			ks.key = zero
-			ks.left.reset(o.jfL(si))
-			ks.right.reset(o.jfR(si))
-			o.slots.release(si)
-		}
-	}
-	o.idle = o.idle[:0]
+	return o.out.Err()
 }
 
 func (o *intervalJoinOp[K, L, R, OUT]) ProcessWatermark(wm int64) (err error) {
 	defer o.catch(&err)
-	o.wm = wm
-	o.sweep()
-	defer o.publishBuffered()
-	if err := o.drain(wm); err != nil {
+	if err := o.Advance(wm); err != nil {
 		return err
 	}
 	return o.out.EmitWatermark(wm)

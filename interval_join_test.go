@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 type jrec struct {
@@ -67,7 +68,7 @@ func TestIntervalJoinAgainstOracle(t *testing.T) {
 			return nil
 		}
 		bounds := weir.Between(time.Duration(lower)*time.Millisecond, time.Duration(upper)*time.Millisecond)
-		h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[jrec]) weir.DataStream[jout] {
+		h, err := weirtest.NewTwoInput(func(a, b weir.DataStream[jrec]) weir.DataStream[jout] {
 			k := func(r jrec) string { return r.Key }
 			if kind == 0 {
 				return weir.IntervalJoinFunc(weir.KeyBy(a, k), weir.KeyBy(b, k), bounds,
@@ -76,7 +77,7 @@ func TestIntervalJoinAgainstOracle(t *testing.T) {
 					}, opts...)
 			}
 			return weir.IntervalOuterJoinFunc(weir.KeyBy(a, k), weir.KeyBy(b, k), bounds, kind, fn, opts...)
-		}, weir.HarnessSideOutputs(lateL, lateR))
+		}, weirtest.SideOutputs(lateL, lateR))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,10 +175,10 @@ func TestIntervalJoinAgainstOracle(t *testing.T) {
 			got = append(got, fmt.Sprint(r.Value))
 		}
 		var gotLate []string
-		for _, r := range weir.SideOutputOf(h.Events(), lateL) {
+		for _, r := range weirtest.SideOutputOf(h.Events(), lateL) {
 			gotLate = append(gotLate, fmt.Sprint(true, r.Value.ID, r.TS))
 		}
-		for _, r := range weir.SideOutputOf(h.Events(), lateR) {
+		for _, r := range weirtest.SideOutputOf(h.Events(), lateR) {
 			gotLate = append(gotLate, fmt.Sprint(false, r.Value.ID, r.TS))
 		}
 		slices.Sort(want)

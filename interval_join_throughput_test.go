@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // The interval-join throughput job (issue 4): two keyed generator streams
@@ -110,7 +111,7 @@ var ijtMem struct {
 // queue node and, every record having its own timestamp here, a time
 // bucket of the cleanup queue).
 func ijtBufferBytes(b *testing.B, perKey int) float64 {
-	h, err := weir.NewTwoInputHarness(func(l, r weir.DataStream[ijtRec]) weir.DataStream[int64] {
+	h, err := weirtest.NewTwoInput(func(l, r weir.DataStream[ijtRec]) weir.DataStream[int64] {
 		return weir.IntervalJoinFunc(weir.KeyBy(l, ijtKey), weir.KeyBy(r, ijtKey), weir.Between(0, 10*time.Millisecond),
 			func(l, _ ijtRec, _ weir.JoinContext, out weir.Collector[int64]) error {
 				out.Collect(l.K)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // operatorMetrics returns the metrics of every subtask's operator named name.
@@ -47,7 +48,7 @@ func waitMetrics(t *testing.T, h *weir.JobHandle, what string, step func(), ok f
 // network exchange and the one chained after it see the watermark, then
 // idle inputs.
 func TestMetricsWatermarksAndIdleness(t *testing.T) {
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk), weir.WithLogger(quietLogger()))
 	src := newChanSource[int64](1)
 	strategy := weir.ForMonotonousTimestamps[int64]().WithIdleness(time.Second)

@@ -283,16 +283,13 @@ func (c *opContext) Timestamp() (int64, bool) {
 }
 func (c *opContext) CurrentWatermark() int64      { return c.wm }
 func (c *opContext) CurrentProcessingTime() int64 { return c.now() }
-func (c *opContext) Output(tag SideTag, v any) {
-	if tag == nil {
-		return
-	}
-	p := c.sides[tag.TagID()]
+func (c *opContext) emitSide(id string, v any) {
+	p := c.sides[id]
 	if p == nil {
 		return
 	}
 	if err := p.EmitAny(v, c.ts); err != nil && c.sideErr == nil {
-		c.sideErr = fmt.Errorf("side output %q: %w", tag.TagID(), err)
+		c.sideErr = fmt.Errorf("side output %q: %w", id, err)
 	}
 }
 

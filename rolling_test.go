@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 	"pgregory.net/rapid"
 )
 
@@ -118,7 +119,7 @@ func TestRollingAggregationsMatchFlink(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
-				h, err := weir.NewOneInputHarness(func(in weir.DataStream[rollRec]) weir.DataStream[rollRec] {
+				h, err := weirtest.NewOneInput(func(in weir.DataStream[rollRec]) weir.DataStream[rollRec] {
 					return rollStream(kind, weir.KeyBy(in, rollKey))
 				})
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // idCounter counts the records of each key and emits the running count.
@@ -101,7 +102,7 @@ func idTrialJob(env *weir.Environment, rate float64, filter bool, uids trialUIDs
 // manual clock that never moves.
 func idTrialSavepoint(t *testing.T, uids trialUIDs) string {
 	t.Helper()
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithClock(clk), weir.WithLogger(quietLogger()))
 	env.EnableCheckpointing(time.Hour)
 	sink := newMaxCounts(2000)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // genSink gathers what a generator job emits.
@@ -70,7 +71,7 @@ func stopGen(t *testing.T, count int64, p int, stop int64, dir string) (string, 
 	if stop == 0 {
 		rate = 0.5 * float64(p) * 1000 // half a record per split
 	}
-	env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithClock(weir.NewManualClock(1000)))
+	env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithClock(weirtest.NewManualClock(1000)))
 	env.EnableCheckpointing(time.Hour)
 	sink := newGenSink()
 	genJob(env, count, rate, p, sink)

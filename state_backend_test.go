@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // parityCount counts per key in a ValueState and keeps, in a MapState, how
@@ -224,9 +225,9 @@ func (f *sumAvgJoin) OnTimer(ts int64, ctx weir.OnTimerContext[string], out weir
 func TestPebbleKeyedCoProcess(t *testing.T) {
 	stateDir := t.TempDir()
 	key := func(s string) string { return s[:1] }
-	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[string]) weir.DataStream[string] {
+	h, err := weirtest.NewTwoInput(func(a, b weir.DataStream[string]) weir.DataStream[string] {
 		return weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(a, key), weir.KeyBy(b, key)), &sumAvgJoin{})
-	}, weir.HarnessEnvOptions(weir.WithStateBackend(weir.PebbleStateBackend(stateDir))))
+	}, weirtest.EnvOptions(weir.WithStateBackend(weir.PebbleStateBackend(stateDir))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,13 @@
 package weir
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
-	"errors"
 	"fmt"
-	"math"
 	"os"
-	"sync"
 
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/textio"
+	"github.com/weirstream/weir/internal/twophase"
 )
 
 // TwoPhaseCommitSink writes records in transactions that become visible
@@ -47,193 +43,36 @@ type TwoPhaseCommitSubtasks interface {
 	CloseSubtask(subtask int) error
 }
 
-type pendingTxn[TXN any] struct {
-	Checkpoint int64
-	Txn        TXN
-}
-
+// twoPhaseOp is the operator of a two-phase-commit sink
+// (internal/twophase) reporting errors and panics against the sink.
 type twoPhaseOp[T, TXN any] struct {
 	opBase
-	sink    TwoPhaseCommitSink[T, TXN]
-	cur     TXN
-	open    bool
-	pending []pendingTxn[TXN]
-	restore *runtime.Restored
-	par     int
-	opened  bool // OpenSubtask ran
-	// checkpointed: the job checkpoints, so the transaction open at the
-	// end of input is pre-committed by the final checkpoint and committed
-	// when it completes; ended: the input has ended.
-	checkpointed bool
-	ended        bool
+	*twophase.Op[T, TXN]
 }
 
-func (o *twoPhaseOp[T, TXN]) begin() error {
-	t, err := o.sink.BeginTransaction(o.subtask)
-	if err != nil {
-		return err
-	}
-	o.cur, o.open = t, true
-	return nil
-}
-
-// Open commits the transactions pre-committed in the restored checkpoint
-// (this subtask's, and those of old subtasks that no longer exist), then
-// begins a transaction.
 func (o *twoPhaseOp[T, TXN]) Open() (err error) {
 	defer o.catch(&err)
-	if o.restore != nil {
-		for i, data := range o.restore.All {
-			if i%o.par != o.subtask || len(data) == 0 {
-				continue
-			}
-			var pend []pendingTxn[TXN]
-			if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&pend); err != nil {
-				return fmt.Errorf("restoring pending transactions: %w", err)
-			}
-			for _, p := range pend {
-				if err := o.sink.Commit(p.Txn); err != nil {
-					return fmt.Errorf("committing a restored transaction: %w", err)
-				}
-			}
-		}
-	}
-	if s, ok := any(o.sink).(TwoPhaseCommitSubtasks); ok {
-		if err := s.OpenSubtask(o.subtask, o.par); err != nil {
-			return err
-		}
-		o.opened = true
-	}
-	return o.begin()
+	return o.Op.Open()
 }
 
 func (o *twoPhaseOp[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	defer o.catch(&err)
-	for i := range recs {
-		if err := o.sink.Write(o.cur, recs[i].Value, recs[i].TS); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.Op.ProcessBatch(recs)
 }
 
-func (o *twoPhaseOp[T, TXN]) ProcessWatermark(int64) error { return nil }
-func (o *twoPhaseOp[T, TXN]) ProcessStatus(bool) error     { return nil }
-
-// EndInput ends the sink's input. With checkpointing the last
-// transaction stays open: the task waits for its final checkpoint
-// (FLIP-147), which pre-commits it, and commits it when the checkpoint
-// completes, as every other transaction. Without checkpointing it is
-// pre-committed now, and it and the transactions still pending are
-// committed when the whole job has finished (finalCommits), not now:
-// another task may still fail, and the restart would replay this
-// subtask's input and write it again.
 func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
 	defer o.catch(&err)
-	o.ended = true
-	if !o.open || o.checkpointed {
-		return nil
-	}
-	o.open = false
-	if err := o.sink.PreCommit(o.cur); err != nil {
-		return err
-	}
-	o.pending = append(o.pending, pendingTxn[TXN]{math.MaxInt64, o.cur})
-	var zero TXN
-	o.cur = zero
-	return nil
+	return o.Op.EndInput()
 }
 
-// finalCommits holds a sink's subtasks of the current attempt, to commit
-// their pending transactions once the job has finished; only for jobs
-// without checkpointing (with it, the final checkpoint commits them).
-type finalCommits[T, TXN any] struct {
-	mu  sync.Mutex
-	ops map[int]*twoPhaseOp[T, TXN]
-}
-
-// attach makes o the subtask's operator of the current attempt.
-func (f *finalCommits[T, TXN]) attach(subtask int, o *twoPhaseOp[T, TXN]) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ops == nil {
-		f.ops = map[int]*twoPhaseOp[T, TXN]{}
-	}
-	f.ops[subtask] = o
-}
-
-// commit commits every pending transaction of every subtask; it runs after
-// the job has finished.
-func (f *finalCommits[T, TXN]) commit() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, o := range f.ops {
-		for _, p := range o.pending {
-			if err := o.sink.Commit(p.Txn); err != nil {
-				return fmt.Errorf("sink %q: committing the final transactions: %w", o.name, err)
-			}
-		}
-		o.pending = nil
-	}
-	return nil
-}
-
-// SnapshotState pre-commits the current transaction, keeps it pending
-// under the checkpoint's id, and begins the next one, unless the input has
-// ended (the final checkpoint: nothing more will be written).
 func (o *twoPhaseOp[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
 	defer o.catch(&err)
-	if o.open {
-		if err := o.sink.PreCommit(o.cur); err != nil {
-			return runtime.OperatorSnapshot{}, err
-		}
-		o.pending = append(o.pending, pendingTxn[TXN]{id, o.cur})
-		o.open = false
-		var zero TXN
-		o.cur = zero
-		if !o.ended {
-			if err := o.begin(); err != nil {
-				return runtime.OperatorSnapshot{}, err
-			}
-		}
-	}
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(o.pending); err != nil {
-		return runtime.OperatorSnapshot{}, fmt.Errorf("encoding pending transactions: %w", err)
-	}
-	return runtime.OperatorSnapshot{State: b.Bytes()}, nil
+	return o.Op.SnapshotState(id)
 }
 
-// NotifyCheckpointComplete commits every transaction pending up to id.
 func (o *twoPhaseOp[T, TXN]) NotifyCheckpointComplete(id int64) (err error) {
 	defer o.catch(&err)
-	keep := o.pending[:0]
-	for _, p := range o.pending {
-		if p.Checkpoint <= id {
-			if err := o.sink.Commit(p.Txn); err != nil {
-				return err
-			}
-			continue
-		}
-		keep = append(keep, p)
-	}
-	o.pending = keep
-	return nil
-}
-
-// Close aborts a transaction left open (a failed or cancelled run) and
-// closes the subtask's resources (TwoPhaseCommitSubtasks).
-func (o *twoPhaseOp[T, TXN]) Close() error {
-	var err error
-	if o.open {
-		o.open = false
-		err = o.sink.Abort(o.cur)
-	}
-	if s, ok := any(o.sink).(TwoPhaseCommitSubtasks); ok && o.opened {
-		o.opened = false
-		err = errors.Join(err, s.CloseSubtask(o.subtask))
-	}
-	return err
+	return o.Op.NotifyCheckpointComplete(id)
 }
 
 // AddTwoPhaseCommitSink writes ds exactly once through sink: with
@@ -257,8 +96,8 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 			return v.Validate(ctx)
 		})
 	}
-	finals := &finalCommits[T, TXN]{}
-	ds.env.onFinished = append(ds.env.onFinished, finals.commit)
+	finals := &twophase.Finals[T, TXN]{}
+	ds.env.onFinished = append(ds.env.onFinished, finals.Commit)
 	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", runtime.KindOneInput, ds.env.cfg.parallelism,
 		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
 			if cs, ok := any(sink).(runtime.ClusterSink[T]); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
@@ -266,10 +105,10 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 				// transaction (WithKafkaCluster).
 				return runtime.NewClusterSinkOp(bc, cs), nil
 			}
-			o := &twoPhaseOp[T, TXN]{opBase: base(bc), sink: sink, restore: bc.Restored, par: bc.Parallelism,
-				checkpointed: ds.env.checkpoint != nil}
-			if !o.checkpointed {
-				finals.attach(bc.Subtask, o)
+			o := &twoPhaseOp[T, TXN]{opBase: base(bc), Op: twophase.New[T, TXN](sink, bc.Name, bc.Subtask, bc.Parallelism,
+				bc.Restored, ds.env.checkpoint != nil)}
+			if ds.env.checkpoint == nil {
+				finals.Attach(bc.Subtask, o.Op)
 			}
 			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
 		})

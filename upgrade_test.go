@@ -14,6 +14,7 @@ import (
 	acc1 "github.com/weirstream/weir/internal/upgradetest/v1/acc"
 	acc2 "github.com/weirstream/weir/internal/upgradetest/v2/acc"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -156,7 +157,7 @@ func upJob[K comparable, A any](key func(int64) K, ops accOps[A]) func(env *weir
 // with a savepoint (see idTrialSavepoint for how the generator pauses).
 func upSavepoint(t *testing.T, job func(*weir.Environment, float64, *upSink), backend weir.StateBackend) string {
 	t.Helper()
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithClock(clk), weir.WithLogger(quietLogger()), weir.WithStateBackend(backend))
 	env.EnableCheckpointing(time.Hour)
 	sink := newUpSink(2000)
@@ -584,7 +585,7 @@ func TestUpgradeWindowAccumulator(t *testing.T) {
 	}
 
 	// Phase one, stopped with a savepoint.
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithClock(clk), weir.WithLogger(quietLogger()))
 	env.EnableCheckpointing(time.Hour)
 	first := &winSink{rows: map[[2]int64][2]int64{}, seen: newUpSink(2000)}

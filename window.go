@@ -136,8 +136,9 @@ type ProcessWindowContext[W window.Window] interface {
 	WindowState() window.StateStore
 	// GlobalState is state of the current key, across windows.
 	GlobalState() window.StateStore
-	// Output emits v to a side output, with the window's max timestamp.
-	Output(tag SideTag, v any)
+	// SideOutputContext lets the function emit to side outputs with
+	// Output(ctx, tag, v), at the window's max timestamp.
+	SideOutputContext
 }
 
 // ProcessWindowFunction processes the elements of a window with a context

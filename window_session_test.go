@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -133,15 +134,15 @@ func (m *sessModel) watermark(wm int64) []string {
 }
 
 // sessLines renders one step's harness events as sorted lines.
-func sessLines(evs []weir.HarnessEvent) []string {
+func sessLines(evs []weirtest.Event) []string {
 	var out []string
 	for _, e := range evs {
 		switch e.Kind {
-		case weir.HarnessRecord:
+		case weirtest.KindRecord:
 			out = append(out, fmt.Sprintf("out %v@%d", e.Value, e.TS))
-		case weir.HarnessSide:
+		case weirtest.KindSide:
 			out = append(out, fmt.Sprintf("side %v@%d", e.Value, e.TS))
-		case weir.HarnessWatermark:
+		case weirtest.KindWatermark:
 			out = append(out, fmt.Sprintf("wm %d", e.TS))
 		}
 	}
@@ -179,22 +180,22 @@ func TestSessionWindowsAgainstModel(t *testing.T) {
 			ProcessElement(v sessEv, ts int64) error
 			ProcessWatermark(wm int64) error
 			EndInput() error
-			TakeEvents() []weir.HarnessEvent
+			TakeEvents() []weirtest.Event
 		}
 		var err error
 		if list {
-			h, err = weir.NewOneInputHarness(func(in weir.DataStream[sessEv]) weir.DataStream[string] {
+			h, err = weirtest.NewOneInput(func(in weir.DataStream[sessEv]) weir.DataStream[string] {
 				ws := weir.Window(weir.KeyBy(in, keyOf), window.EventTimeSessions(wms(gap))).
 					AllowedLateness(wms(lateness)).SideOutputLateData(sessLateTag)
 				return weir.ProcessWindowFunc(ws, sessListFn)
-			}, weir.HarnessSideOutputs(sessLateTag))
+			}, weirtest.SideOutputs(sessLateTag))
 		} else {
-			h, err = weir.NewOneInputHarness(func(in weir.DataStream[sessEv]) weir.DataStream[sessSum] {
+			h, err = weirtest.NewOneInput(func(in weir.DataStream[sessEv]) weir.DataStream[sessSum] {
 				sums := weir.Map(in, func(e sessEv) sessSum { return sessSum{e.K, e.ID, 1} })
 				ws := weir.Window(weir.KeyBy(sums, func(s sessSum) string { return s.K }), window.EventTimeSessions(wms(gap))).
 					AllowedLateness(wms(lateness)).SideOutputLateData(sessLateSumTag)
 				return weir.Reduce(ws, func(a, b sessSum) sessSum { return sessSum{a.K, a.Sum + b.Sum, a.Cnt + b.Cnt} })
-			}, weir.HarnessSideOutputs(sessLateSumTag))
+			}, weirtest.SideOutputs(sessLateSumTag))
 		}
 		if err != nil {
 			t.Fatal(err)

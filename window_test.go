@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -28,15 +29,15 @@ func sumWev(a, b wev) wev { return wev{a.K, a.V + b.V} }
 var wlate = weir.NewOutputTag[wev]("late")
 
 // wlines renders harness events as sorted lines (one step's multiset).
-func wlines(evs []weir.HarnessEvent) []string {
+func wlines(evs []weirtest.Event) []string {
 	var out []string
 	for _, e := range evs {
 		switch e.Kind {
-		case weir.HarnessRecord:
+		case weirtest.KindRecord:
 			out = append(out, fmt.Sprintf("out %v@%d", e.Value, e.TS))
-		case weir.HarnessSide:
+		case weirtest.KindSide:
 			out = append(out, fmt.Sprintf("side %v@%d", e.Value, e.TS))
-		case weir.HarnessWatermark:
+		case weirtest.KindWatermark:
 			out = append(out, fmt.Sprintf("wm %d", e.TS))
 		}
 	}
@@ -121,14 +122,14 @@ func TestWindowAgainstOracle(t *testing.T) {
 		} else {
 			a = window.TumblingEventTime(wms(size)).WithOffset(wms(offset))
 		}
-		h, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[wev] {
+		h, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[wev] {
 			ws := weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }), a).
 				AllowedLateness(wms(lateness)).SideOutputLateData(wlate)
 			if explicit {
 				ws = ws.Trigger(window.EventTimeTrigger())
 			}
 			return weir.Reduce(ws, sumWev)
-		}, weir.HarnessSideOutputs(wlate))
+		}, weirtest.SideOutputs(wlate))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,8 +191,8 @@ func TestSlicedMatchesPerWindow(t *testing.T) {
 		size := rapid.Int64Range(slide+1, 30).Draw(t, "size")
 		offset := rapid.Int64Range(-(slide-1), slide-1).Draw(t, "offset")
 		lateness := rapid.Int64Range(0, 8).Draw(t, "lateness")
-		mk := func(explicit bool) *weir.OneInputHarness[wev, string] {
-			h, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
+		mk := func(explicit bool) *weirtest.OneInput[wev, string] {
+			h, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[string] {
 				ws := weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }),
 					window.SlidingEventTime(wms(size), wms(slide)).WithOffset(wms(offset))).
 					AllowedLateness(wms(lateness)).SideOutputLateData(wlate)
@@ -199,7 +200,7 @@ func TestSlicedMatchesPerWindow(t *testing.T) {
 					ws = ws.Trigger(window.EventTimeTrigger())
 				}
 				return weir.Aggregate(ws, avgAgg{})
-			}, weir.HarnessSideOutputs(wlate))
+			}, weirtest.SideOutputs(wlate))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,11 +265,11 @@ func (pwf) Clear(ctx weir.ProcessWindowContext[window.TimeWindow]) error {
 	return nil
 }
 
-func recs[T any](t *testing.T, h *weir.OneInputHarness[wev, T]) []string {
+func recs[T any](t *testing.T, h *weirtest.OneInput[wev, T]) []string {
 	t.Helper()
 	var out []string
 	for _, e := range h.TakeEvents() {
-		if e.Kind == weir.HarnessRecord {
+		if e.Kind == weirtest.KindRecord {
 			out = append(out, fmt.Sprintf("%v@%d", e.Value, e.TS))
 		}
 	}
@@ -276,7 +277,7 @@ func recs[T any](t *testing.T, h *weir.OneInputHarness[wev, T]) []string {
 }
 
 func TestProcessWindowStateAndLateFiring(t *testing.T) {
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }), window.TumblingEventTime(wms(10))).AllowedLateness(wms(5))
 		return weir.ProcessWindow(ws, pwf{})
 	})
@@ -295,7 +296,7 @@ func TestProcessWindowStateAndLateFiring(t *testing.T) {
 }
 
 func TestCountWindows(t *testing.T) {
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[wev] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[wev] {
 		return weir.Reduce(weir.CountWindow(weir.KeyBy(in, func(e wev) string { return e.K }), 3), sumWev)
 	})
 	if err != nil {
@@ -310,7 +311,7 @@ func TestCountWindows(t *testing.T) {
 		t.Fatalf("countWindow(3): %v, want %v", got, want)
 	}
 	// countWindow(3, 2): evictor keeps the last 3, fires every 2.
-	h2, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
+	h2, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.CountWindow(weir.KeyBy(in, func(e wev) string { return e.K }), 3, 2)
 		return weir.ApplyFunc(ws,
 			func(k string, _ window.GlobalWindow, es []wev, out weir.Collector[string]) error {
@@ -337,7 +338,7 @@ func TestCountWindows(t *testing.T) {
 
 func TestEvictorsAndCombinations(t *testing.T) {
 	// A time evictor keeping 3 ms before the function, on Reduce.
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[wev] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[wev] {
 		ws := weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }), window.TumblingEventTime(wms(10))).
 			Evictor(window.TimeEvictor(wms(3)))
 		return weir.Reduce(ws, sumWev)
@@ -353,7 +354,7 @@ func TestEvictorsAndCombinations(t *testing.T) {
 		t.Fatalf("time evictor: %v", got)
 	}
 	// Reduce and Aggregate with a process function, on WindowAll.
-	h2, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
+	h2, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.WindowAll(in, window.TumblingEventTime(wms(10)))
 		return weir.AggregateWithProcessFunc(ws, avgAgg{},
 			func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], r []string, out weir.Collector[string]) error {
@@ -370,7 +371,7 @@ func TestEvictorsAndCombinations(t *testing.T) {
 	if got := recs(t, h2); !slices.Equal(got, []string{"0,10 10/2@9"}) {
 		t.Fatalf("windowAll aggregate+process: %v", got)
 	}
-	h3, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[string] {
+	h3, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[string] {
 		ws := weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }), window.EventTimeSessions(wms(3)))
 		return weir.ReduceWithProcessFunc(ws, sumWev,
 			func(k string, ctx weir.ProcessWindowContext[window.TimeWindow], r []wev, out weir.Collector[string]) error {
@@ -450,7 +451,7 @@ func TestWindowBuildErrors(t *testing.T) {
 }
 
 func TestDynamicSessions(t *testing.T) {
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[wev]) weir.DataStream[wev] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[wev]) weir.DataStream[wev] {
 		a := window.DynamicEventTimeSessions(func(e wev) time.Duration { return wms(e.V) })
 		return weir.Reduce(weir.Window(weir.KeyBy(in, func(e wev) string { return e.K }), a), sumWev)
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/savepoint"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // ev is an input record of the test job.
@@ -782,7 +783,7 @@ func TestIncrementalCheckpointRefused(t *testing.T) {
 // written without TTL cannot be read with TTL (as a job's restore).
 func TestTTL(t *testing.T) {
 	m := map[int64]string{1: "a", 2: "b", 3: "c"}
-	clk := weir.NewManualClock(1_000_000)
+	clk := weirtest.NewManualClock(1_000_000)
 	path, err := savepoint.New(128).UseClock(clk).
 		WithOperator("op", 1,
 			savepoint.ValueState("ttl", maps.All(m), state.WithTTL(state.TTL(time.Hour))),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -128,7 +129,7 @@ func ExampleEventTimeTrigger() {
 // the last one it moves the clock to end, waits until firing windows
 // have fired, then ends. A test drives processing time the same way.
 type pacedSource struct {
-	clk    *weir.ManualClock
+	clk    *weirtest.ManualClock
 	rs     []Reading
 	end    int64
 	firing int
@@ -194,7 +195,7 @@ func (s sumOf) Merge(a, b int) int         { return a + b }
 // deterministic: readings arrive at 1 s, 4 s and 12 s; moving the clock to
 // 12 s fires [0, 10 s), moving it to 25 s fires [10 s, 20 s).
 func ExampleProcessingTimeTrigger() {
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithClock(clk))
 	src := &pacedSource{clk: clk, end: 25_000, firing: 2, added: make(chan struct{}, 1), fired: make(chan struct{}, 2),
 		rs: []Reading{{"s1", 1, 1_000}, {"s1", 2, 4_000}, {"s1", 3, 12_000}}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -31,7 +32,7 @@ func idlePartition(t *testing.T, addr string, idle bool, partitions, parallelism
 	for i := range 30 {
 		produce(t, cl, rec(topic, 0, "x", int64(i*100)))
 	}
-	clk := weir.NewManualClock(0)
+	clk := weirtest.NewManualClock(0)
 	env := weir.NewEnvironment(weir.WithParallelism(parallelism), weir.WithClock(clk))
 	strategy := weir.ForBoundedOutOfOrderness[string](0)
 	if idle {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -162,7 +163,7 @@ func TestStreamsAreNeverLate(t *testing.T) {
 // user: the window's edges, a tie on the timestamp, an impression after
 // the click, a click without impressions, and when each result comes out.
 func TestLatestInHarness(t *testing.T) {
-	h, err := weir.NewTwoInputHarness(func(c weir.DataStream[Click], i weir.DataStream[Impression]) weir.DataStream[Attribution] {
+	h, err := weirtest.NewTwoInput(func(c weir.DataStream[Click], i weir.DataStream[Impression]) weir.DataStream[Attribution] {
 		return Attribute(Candidates(c, i))
 	})
 	if err != nil {
@@ -191,7 +192,7 @@ func TestLatestInHarness(t *testing.T) {
 	results := func() []string {
 		var out []string
 		for _, e := range h.TakeEvents() {
-			if e.Kind == weir.HarnessRecord {
+			if e.Kind == weirtest.KindRecord {
 				a := e.Value.(Attribution)
 				if a.Attributed {
 					out = append(out, fmt.Sprintf("click %d <- %d @%d", a.Click.ID, a.Impression.ID, e.TS))

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,12 +26,12 @@ var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 // processing-time clock.
 type driver struct {
 	t *testing.T
-	h *weir.OneInputHarness[string, WindowCount]
+	h *weirtest.OneInput[string, WindowCount]
 }
 
 func newDriver(t *testing.T) *driver {
 	t.Helper()
-	h, err := weir.NewOneInputHarness(func(in weir.DataStream[string]) weir.DataStream[WindowCount] {
+	h, err := weirtest.NewOneInput(func(in weir.DataStream[string]) weir.DataStream[WindowCount] {
 		return Build(in, DefaultSize, DefaultInterval)
 	})
 	if err != nil {
@@ -61,7 +62,7 @@ func (d *driver) take() []string {
 	d.t.Helper()
 	var out []string
 	for _, e := range d.h.TakeEvents() {
-		if e.Kind != weir.HarnessRecord {
+		if e.Kind != weirtest.KindRecord {
 			continue
 		}
 		c := e.Value.(WindowCount)
@@ -250,7 +251,7 @@ func TestRunOverSocket(t *testing.T) {
 		}
 	}()
 
-	clk := weir.NewManualClock(base)
+	clk := weirtest.NewManualClock(base)
 	var out syncBuffer
 	ctx := t.Context() // no deadline: a hang ends at go test's -timeout
 	closeSend := sync.OnceFunc(func() { close(send) })

@@ -75,7 +75,7 @@ func ReconcileJoin(orders weir.DataStream[Order], payments weir.DataStream[Payme
 		weir.Between(-Timeout, Timeout), weir.LeftOuter,
 		func(o *Order, p *Payment, ctx weir.JoinContext, out weir.Collector[Match]) error {
 			if p == nil { // never matched: reported at o.TS
-				ctx.Output(UnmatchedTag, *o)
+				weir.Output(ctx, UnmatchedTag, *o)
 				return nil
 			}
 			out.Collect(Match{OrderID: o.ID, OrderTS: o.TS, PaymentTS: p.TS, Amount: p.Amount})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // TestJoinAgreesWithCoProcess runs both versions on the same generated data
@@ -196,7 +197,7 @@ func TestJoinAndCoProcessStepByStep(t *testing.T) {
 		ProcessElement2(ch int, v Payment, ts int64) error
 		ProcessWatermark1(ch int, wm int64) error
 		ProcessWatermark2(ch int, wm int64) error
-		TakeEvents() []weir.HarnessEvent
+		TakeEvents() []weirtest.Event
 		Close() error
 	}
 	// run feeds the steps and renders what comes out after each.
@@ -221,14 +222,14 @@ func TestJoinAndCoProcessStepByStep(t *testing.T) {
 			var lines []string
 			for _, e := range h.TakeEvents() {
 				switch {
-				case e.Kind == weir.HarnessRecord:
+				case e.Kind == weirtest.KindRecord:
 					m := e.Value.(Match)
 					lines = append(lines, fmt.Sprintf("matched %d @%dm%+dms", m.OrderID, e.TS/minute, e.TS%minute))
-				case e.Kind == weir.HarnessSide && e.Tag == UnmatchedTag.TagID():
+				case e.Kind == weirtest.KindSide && e.Tag == UnmatchedTag.TagID():
 					lines = append(lines, fmt.Sprintf("unmatched %d @%dm", e.Value.(Order).ID, e.TS/minute))
-				case e.Kind == weir.HarnessSide && e.Tag == LateOrdersTag.TagID():
+				case e.Kind == weirtest.KindSide && e.Tag == LateOrdersTag.TagID():
 					lines = append(lines, fmt.Sprintf("late order %d", e.Value.(Order).ID))
-				case e.Kind == weir.HarnessSide && e.Tag == LatePaymentsTag.TagID():
+				case e.Kind == weirtest.KindSide && e.Tag == LatePaymentsTag.TagID():
 					lines = append(lines, fmt.Sprintf("late payment %d", e.Value.(Payment).OrderID))
 				}
 			}
@@ -237,17 +238,17 @@ func TestJoinAndCoProcessStepByStep(t *testing.T) {
 		}
 		return out
 	}
-	joinH, err := weir.NewTwoInputHarness(ReconcileJoin,
-		weir.HarnessSideOutputs(UnmatchedTag, LateOrdersTag, LatePaymentsTag))
+	joinH, err := weirtest.NewTwoInput(ReconcileJoin,
+		weirtest.SideOutputs(UnmatchedTag, LateOrdersTag, LatePaymentsTag))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpH, err := weir.NewTwoInputHarness(func(o weir.DataStream[Order], p weir.DataStream[Payment]) weir.DataStream[Match] {
+	cpH, err := weirtest.NewTwoInput(func(o weir.DataStream[Order], p weir.DataStream[Payment]) weir.DataStream[Match] {
 		return weir.KeyedCoProcess(weir.ConnectKeyed(
 			weir.KeyBy(o, func(o Order) int64 { return o.ID }),
 			weir.KeyBy(p, func(p Payment) int64 { return p.OrderID })),
 			&Reconciler{})
-	}, weir.HarnessSideOutputs(UnmatchedTag))
+	}, weirtest.SideOutputs(UnmatchedTag))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,7 +242,7 @@ func (r *Reconciler) OnTimer(ts int64, ctx weir.OnTimerContext[int64], _ weir.Co
 	at := ts - Timeout.Milliseconds()
 	if o, ok := r.orders.Get(at); ok {
 		r.orders.Remove(at)
-		ctx.Output(UnmatchedTag, o)
+		weir.Output(ctx, UnmatchedTag, o)
 	}
 	r.payments.Remove(at)
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/scenario"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // Rec is a scenario record: a key and a value, both tokens.
@@ -32,19 +33,19 @@ func Runner() *scenario.Runner {
 }
 
 // format renders harness events as scenario output lines.
-func format(events []weir.HarnessEvent, value func(any) string) []string {
+func format(events []weirtest.Event, value func(any) string) []string {
 	out := make([]string, 0, len(events))
 	for _, e := range events {
 		switch e.Kind {
-		case weir.HarnessRecord:
+		case weirtest.KindRecord:
 			r := e.Value.(Rec)
 			out = append(out, fmt.Sprintf("out %s %d %s", r.Key, e.TS, value(e.Value)))
-		case weir.HarnessSide:
+		case weirtest.KindSide:
 			r := e.Value.(Rec)
 			out = append(out, fmt.Sprintf("side %s %s %d %s", e.Tag, r.Key, e.TS, value(e.Value)))
-		case weir.HarnessWatermark:
+		case weirtest.KindWatermark:
 			out = append(out, "wm "+strconv.FormatInt(e.TS, 10))
-		case weir.HarnessStatus:
+		case weirtest.KindStatus:
 			if e.Idle {
 				out = append(out, "status idle")
 			} else {
@@ -73,9 +74,9 @@ func (identityCo) ProcessElement2(v Rec, _ weir.Context, out weir.Collector[Rec]
 // watermarks is the `watermarks` op: an identity operator behind the real
 // per-input channel valves and, with two inputs, the two-input combiner.
 type watermarks struct {
-	one *weir.OneInputHarness[Rec, Rec]
-	two *weir.TwoInputHarness[Rec, Rec, Rec]
-	h   interface{ TakeEvents() []weir.HarnessEvent }
+	one *weirtest.OneInput[Rec, Rec]
+	two *weirtest.TwoInput[Rec, Rec, Rec]
+	h   interface{ TakeEvents() []weirtest.Event }
 }
 
 func newWatermarks(s scenario.Spec) (scenario.Driver, error) {
@@ -93,14 +94,14 @@ func newWatermarks(s scenario.Spec) (scenario.Driver, error) {
 	d := &watermarks{}
 	switch inputs {
 	case 1:
-		d.one, err = weir.NewOneInputHarness(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
+		d.one, err = weirtest.NewOneInput(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return weir.Map(in, func(r Rec) Rec { return r }).Name("identity")
-		}, weir.HarnessChannels(c, c))
+		}, weirtest.Channels(c, c))
 		d.h = d.one
 	case 2:
-		d.two, err = weir.NewTwoInputHarness(func(a, b weir.DataStream[Rec]) weir.DataStream[Rec] {
+		d.two, err = weirtest.NewTwoInput(func(a, b weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return weir.CoProcess(weir.Connect(a, b), identityCo{}).Name("identity")
-		}, weir.HarnessChannels(c, c))
+		}, weirtest.Channels(c, c))
 		d.h = d.two
 	default:
 		return nil, fmt.Errorf("inputs must be 1 or 2, got %d", inputs)

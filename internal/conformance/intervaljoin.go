@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/scenario"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // joined is an interval-join result: the pair's key and "(left,right)".
@@ -16,7 +17,7 @@ func joinPair(l, r *Rec, _ weir.JoinContext, out weir.Collector[Rec]) error {
 
 // twoInput drives a TwoInputHarness over scenario records.
 type twoInput struct {
-	h *weir.TwoInputHarness[Rec, Rec, Rec]
+	h *weirtest.TwoInput[Rec, Rec, Rec]
 }
 
 func (d *twoInput) Record(input, ch int, key string, ts int64, value string) error {
@@ -76,13 +77,13 @@ func newIntervalJoin(s scenario.Spec) (scenario.Driver, error) {
 	if s.Flag("upper-exclusive") {
 		opts = append(opts, weir.UpperBoundExclusive())
 	}
-	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[Rec]) weir.DataStream[Rec] {
+	h, err := weirtest.NewTwoInput(func(a, b weir.DataStream[Rec]) weir.DataStream[Rec] {
 		return weir.IntervalJoinFunc(weir.KeyBy(a, key), weir.KeyBy(b, key),
 			weir.Between(time.Duration(lower)*time.Millisecond, time.Duration(upper)*time.Millisecond),
 			func(l, r Rec, ctx weir.JoinContext, out weir.Collector[Rec]) error {
 				return joinPair(&l, &r, ctx, out)
 			}, opts...)
-	}, weir.HarnessSideOutputs(lateL, lateR), weir.HarnessChannels(channels, channels))
+	}, weirtest.SideOutputs(lateL, lateR), weirtest.Channels(channels, channels))
 	if err != nil {
 		return nil, fmt.Errorf("interval-join: %w", err)
 	}

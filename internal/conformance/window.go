@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/scenario"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -15,7 +16,7 @@ import (
 // the record key, configured from the op line, with late data routed to the
 // side output `late`.
 type windowDriver struct {
-	h       *weir.OneInputHarness[Rec, Rec]
+	h       *weirtest.OneInput[Rec, Rec]
 	numeric bool
 }
 
@@ -154,14 +155,14 @@ func newWindow(s scenario.Spec) (scenario.Driver, error) {
 		return nil, err
 	}
 	d := &windowDriver{numeric: p.fn == "sum" || p.fn == "min" || p.fn == "max"}
-	opts := []weir.HarnessOption{weir.HarnessSideOutputs(lateTag), weir.HarnessChannels(p.channels, p.channels)}
+	opts := []weirtest.Option{weirtest.SideOutputs(lateTag), weirtest.Channels(p.channels, p.channels)}
 	switch a := p.assignerOf().(type) {
 	case window.Assigner[window.GlobalWindow]:
-		d.h, err = weir.NewOneInputHarness(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
+		d.h, err = weirtest.NewOneInput(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return windowed(weir.Window(weir.KeyBy(in, recKey), a), p, a.DefaultTrigger())
 		}, opts...)
 	case window.Assigner[window.TimeWindow]:
-		d.h, err = weir.NewOneInputHarness(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
+		d.h, err = weirtest.NewOneInput(func(in weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return windowed(weir.Window(weir.KeyBy(in, recKey), a), p, a.DefaultTrigger())
 		}, opts...)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/scenario"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -39,15 +40,15 @@ func newJoinDriver(s scenario.Spec, cogroup bool) (scenario.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h *weir.TwoInputHarness[Rec, Rec, Rec]
-	chans := weir.HarnessChannels(p.channels, p.channels)
+	var h *weirtest.TwoInput[Rec, Rec, Rec]
+	chans := weirtest.Channels(p.channels, p.channels)
 	switch a := p.assignerOf().(type) {
 	case window.Assigner[window.GlobalWindow]:
-		h, err = weir.NewTwoInputHarness(func(l, r weir.DataStream[Rec]) weir.DataStream[Rec] {
+		h, err = weirtest.NewTwoInput(func(l, r weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return joined(weir.WindowJoin(weir.KeyBy(l, recKey), weir.KeyBy(r, recKey), a), p, a.DefaultTrigger(), cogroup)
 		}, chans)
 	case window.Assigner[window.TimeWindow]:
-		h, err = weir.NewTwoInputHarness(func(l, r weir.DataStream[Rec]) weir.DataStream[Rec] {
+		h, err = weirtest.NewTwoInput(func(l, r weir.DataStream[Rec]) weir.DataStream[Rec] {
 			return joined(weir.WindowJoin(weir.KeyBy(l, recKey), weir.KeyBy(r, recKey), a), p, a.DefaultTrigger(), cogroup)
 		}, chans)
 	}

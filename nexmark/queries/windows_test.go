@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/nexmark"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -179,7 +180,7 @@ func TestQ12(t *testing.T) {
 	for _, b := range s.bids {
 		want[b.Bidder]++
 	}
-	clock := weir.NewManualClock(1_000)
+	clock := weirtest.NewManualClock(1_000)
 	env := weir.NewEnvironment(weir.WithParallelism(testParallelism), weir.WithClock(clock))
 	src := holdSource{Source: nexmark.Source(cfg), release: make(chan struct{})}
 	out := Q12(weir.FromSource(env, weir.Source[nexmark.Event](src), nexmark.Watermarks(cfg), "Nexmark"))

@@ -1,4 +1,4 @@
-package weir
+package intervaljoin
 
 import (
 	"testing"

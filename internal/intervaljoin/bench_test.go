@@ -1,9 +1,10 @@
-package weir
+package intervaljoin
 
 import (
 	"strconv"
 	"testing"
-	"time"
+
+	"github.com/weirstream/weir/internal/runtime"
 )
 
 type benchRec struct {
@@ -19,31 +20,22 @@ func BenchmarkIntervalJoinProbe(b *testing.B) {
 	for _, n := range []int{100, 10000, 100000} {
 		for _, variant := range []string{"indexed", "naive"} {
 			b.Run("buffer="+strconv.Itoa(n)+"/"+variant, func(b *testing.B) {
-				opts := []IntervalJoinOption{}
-				if variant == "naive" {
-					opts = append(opts, func(c *intervalJoinConfig) { c.fullScan = true })
-				}
 				matches := 0
-				h, err := NewTwoInputHarness(func(l, r DataStream[benchRec]) DataStream[int] {
-					k := func(v benchRec) int64 { return v.K }
-					return IntervalJoin(KeyBy(l, k), KeyBy(r, k), Between(0, time.Millisecond),
-						processJoinFunc[benchRec, benchRec, int](func(benchRec, benchRec, JoinContext, Collector[int]) error {
-							matches++
-							return nil
-						}), opts...)
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
+				k := func(v benchRec) int64 { return v.K }
+				cfg := Config[int64, benchRec, benchRec]{Lower: 0, Upper: 1, KeyL: k, KeyR: k,
+					Hash: func(k int64) int32 { return int32(k) }, MaxParallelism: 128, FullScan: variant == "naive",
+					Emit: func(*benchRec, *benchRec, int64, int64) error { matches++; return nil }}
+				cfg.KeyGroups.End = 127
+				o := New(cfg)
 				for i := range n {
-					if err := h.ProcessElement2(0, benchRec{1, int64(i)}, int64(i)); err != nil {
+					if err := o.ProcessBatch2([]runtime.Record[benchRec]{{Value: benchRec{1, int64(i)}, TS: int64(i)}}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				probe := int64(n / 2)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if err := h.ProcessElement1(0, benchRec{1, int64(i)}, probe); err != nil {
+					if err := o.ProcessBatch1([]runtime.Record[benchRec]{{Value: benchRec{1, int64(i)}, TS: probe}}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,9 +1,9 @@
-package weir
+package intervaljoin
 
 // The interval join's own keyed storage (replacing two keyed value states
 // and one timer-service timer per buffered record):
 //
-//   - ijIndex (interval_join_index.go) maps each key with buffered records
+//   - ijIndex (index.go) maps each key with buffered records
 //     to a slot of a paged slab; the slot holds both sides' buffers, so a
 //     record costs one lookup.
 //   - ijBuf is one side's buffer of one key: a slice of (ts, value) entries

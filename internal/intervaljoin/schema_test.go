@@ -1,4 +1,4 @@
-package weir
+package intervaljoin
 
 import (
 	"encoding/binary"
@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
 )
@@ -30,12 +29,8 @@ type (
 // records as "key id" strings.
 func restoreJoinAs[L any](t *testing.T, kgs map[int][]byte, key func(L) string, show func(L) string) ([]string, error) {
 	t.Helper()
-	h, _ := keygroup.HasherFor[string]()
-	fn := outerJoinFunc[L, ckRec, string](func(*L, *ckRec, JoinContext, Collector[string]) error { return nil })
-	bc := &runtime.BuildContext{Name: "ij", MaxParallelism: 128, Parallelism: 1,
-		KeyGroups: keygroup.Range{Start: 0, End: 127}, Restored: &runtime.Restored{KeyGroups: kgs}}
-	o := newIntervalJoinOp(bc, runtime.NewOutput[string](16), 0, 5, FullOuter, key, func(r ckRec) string { return r.Key }, h, fn, fn, intervalJoinConfig{})
-	if err := o.Open(); err != nil {
+	o := newTestOp(t, 0, 5, FullOuter, 0, 127, key, func(*L, *ckRec, int64, int64) error { return nil })
+	if err := o.Restore(kgs); err != nil {
 		return nil, err
 	}
 	v, err := o.view(false)

@@ -1,4 +1,4 @@
-package weir
+package intervaljoin
 
 // ijIndex maps the join's keys to their slots: an open-addressing hash table
 // with linear probing and backward-shift deletion, indexed by the key's

@@ -1,4 +1,4 @@
-package weir
+package intervaljoin
 
 import (
 	"encoding/binary"
@@ -100,7 +100,7 @@ func ijSideError(side string, err error) error {
 }
 
 // snapshot encodes every key group of the subtask's range.
-func (o *intervalJoinOp[K, L, R, OUT]) snapshot() (map[int][]byte, error) {
+func (o *Op[K, L, R]) snapshot() (map[int][]byte, error) {
 	v, err := o.view(false)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ type ijView[K comparable, L, R any] struct {
 
 // view takes the view of a snapshot; copied makes it independent of the
 // operator (see ijView).
-func (o *intervalJoinOp[K, L, R, OUT]) view(copied bool) (*ijView[K, L, R], error) {
+func (o *Op[K, L, R]) view(copied bool) (*ijView[K, L, R], error) {
 	// The registration numbers of each slot's buckets, per side: a queue
 	// yields a slot's cleanups in bucket order (their times rise with the
 	// bucket timestamps), so the k-th number of a slot is its k-th bucket's.
@@ -285,7 +285,7 @@ type ijPending struct {
 
 // restore adds the key groups of a snapshot (taken at any parallelism) to
 // the operator, which must not have buffered anything yet.
-func (o *intervalJoinOp[K, L, R, OUT]) restore(kgs map[int][]byte) error {
+func (o *Op[K, L, R]) restore(kgs map[int][]byte) error {
 	cs := newIJCodecs[K, L, R]()
 	var pl, pr []ijPending
 	order := make([]int, 0, len(kgs))
@@ -325,7 +325,7 @@ func (o *intervalJoinOp[K, L, R, OUT]) restore(kgs map[int][]byte) error {
 	return nil
 }
 
-func (o *intervalJoinOp[K, L, R, OUT]) restoreKeyGroup(kg int, data []byte, cs ijCodecs[K, L, R], pl, pr *[]ijPending) error {
+func (o *Op[K, L, R]) restoreKeyGroup(kg int, data []byte, cs ijCodecs[K, L, R], pl, pr *[]ijPending) error {
 	if len(data) < len(ijMagic)+4 {
 		return fmt.Errorf("%w: %d bytes", errIJCorrupt, len(data))
 	}

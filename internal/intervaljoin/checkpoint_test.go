@@ -1,4 +1,4 @@
-package weir
+package intervaljoin
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ type ckRec struct {
 // newTestJoin builds an interval join operator over key groups
 // [first, last] of 128, restored from kgs if not nil, whose join function
 // appends "key left right @ts" (-1 for an absent side) to *got.
-func newTestJoin(t interface{ Fatal(...any) }, lower, upper int64, kind OuterJoinKind, first, last int, kgs map[int][]byte) (*intervalJoinOp[string, ckRec, ckRec, string], *[]string) {
+func newTestJoin(t interface{ Fatal(...any) }, lower, upper int64, kind Kind, first, last int, kgs map[int][]byte) (*Op[string, ckRec, ckRec], *[]string) {
 	got := new([]string)
-	fn := outerJoinFunc[ckRec, ckRec, string](func(l, r *ckRec, ctx JoinContext, _ Collector[string]) error {
+	emit := func(l, r *ckRec, lts, rts int64) error {
 		k, lid, rid := "", -1, -1
 		if l != nil {
 			k, lid = l.Key, l.ID
@@ -30,24 +30,30 @@ func newTestJoin(t interface{ Fatal(...any) }, lower, upper int64, kind OuterJoi
 		if r != nil {
 			k, rid = r.Key, r.ID
 		}
-		*got = append(*got, fmt.Sprintf("%s %d %d @%d", k, lid, rid, ctx.Timestamp()))
+		*got = append(*got, fmt.Sprintf("%s %d %d @%d", k, lid, rid, max(lts, rts)))
 		return nil
-	})
+	}
+	o := newTestOp(t, lower, upper, kind, first, last, func(r ckRec) string { return r.Key }, emit)
+	if kgs != nil {
+		if err := o.Restore(kgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o, got
+}
+
+// newTestOp builds an interval join over key groups [first, last] of 128
+// whose left input has type L.
+func newTestOp[L any](t interface{ Fatal(...any) }, lower, upper int64, kind Kind, first, last int, keyL func(L) string, emit EmitFunc[L, ckRec]) *Op[string, L, ckRec] {
 	h, err := keygroup.HasherFor[string]()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc := &runtime.BuildContext{Name: "ij", MaxParallelism: 128, Parallelism: 128 / (last - first + 1),
-		KeyGroups: keygroup.Range{Start: first, End: last}}
-	if kgs != nil {
-		bc.Restored = &runtime.Restored{KeyGroups: kgs}
-	}
-	o := newIntervalJoinOp(bc, runtime.NewOutput[string](16), lower, upper, kind,
-		func(r ckRec) string { return r.Key }, func(r ckRec) string { return r.Key }, h, fn, fn, intervalJoinConfig{})
-	if err := o.Open(); err != nil {
-		t.Fatal(err)
-	}
-	return o, got
+	cfg := Config[string, L, ckRec]{Lower: lower, Upper: upper, Kind: kind,
+		KeyL: keyL, KeyR: func(r ckRec) string { return r.Key }, Hash: h,
+		MaxParallelism: 128, Emit: emit}
+	cfg.KeyGroups.Start, cfg.KeyGroups.End = first, last
+	return New(cfg)
 }
 
 type ckStep struct {
@@ -57,12 +63,12 @@ type ckStep struct {
 	ts   int64
 }
 
-func runSteps(t interface{ Fatal(...any) }, o *intervalJoinOp[string, ckRec, ckRec, string], steps []ckStep, owns func(string) bool) {
+func runSteps(t interface{ Fatal(...any) }, o *Op[string, ckRec, ckRec], steps []ckStep, owns func(string) bool) {
 	for _, s := range steps {
 		var err error
 		switch {
 		case s.wm:
-			err = o.ProcessWatermark(s.ts)
+			err = o.Advance(s.ts)
 		case !owns(s.rec.Key):
 		case s.left:
 			err = o.ProcessBatch1([]runtime.Record[ckRec]{{Value: s.rec, TS: s.ts}})
@@ -77,10 +83,10 @@ func runSteps(t interface{ Fatal(...any) }, o *intervalJoinOp[string, ckRec, ckR
 
 // drawJoinSteps draws bounds, a join kind and up to max steps: records of
 // the keys on either side at random timestamps, and rising watermarks.
-func drawJoinSteps(t *rapid.T, keys []string, max int) (lower, upper int64, kind OuterJoinKind, steps []ckStep) {
+func drawJoinSteps(t *rapid.T, keys []string, max int) (lower, upper int64, kind Kind, steps []ckStep) {
 	lower = rapid.Int64Range(-4, 4).Draw(t, "lower")
 	upper = rapid.Int64Range(lower, lower+5).Draw(t, "upper")
-	kind = OuterJoinKind(rapid.IntRange(0, 3).Draw(t, "kind"))
+	kind = Kind(rapid.IntRange(0, 3).Draw(t, "kind"))
 	n := rapid.IntRange(1, max).Draw(t, "steps")
 	wm := int64(-1)
 	for i := range n {
@@ -172,7 +178,7 @@ func TestIntervalJoinAsyncSnapshotIsPointInTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		async, err := a.SnapshotStateAsync(1)
+		async, err := a.SnapshotAsync()
 		if err != nil {
 			t.Fatal(err)
 		}
