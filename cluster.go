@@ -146,11 +146,14 @@ func (c *clusterStore) store(task string) (*durableStore, error) {
 		return s.(*durableStore), nil
 	}
 	loc := strings.TrimRight(c.location, "/") + "/" + path.Join(c.job, task)
-	s, err := NewCheckpointStore(loc, c.env.s3Options())
+	r, err := c.env.remotes()
 	if err != nil {
 		return nil, err
 	}
-	d := s.(*durableStore)
+	d, err := newDurableStore(loc, r, "weir.WithStorage")
+	if err != nil {
+		return nil, err
+	}
 	d.useLogger(c.env.cfg.logger)
 	c.stores[task] = d
 	return d, nil

@@ -111,7 +111,7 @@ type config struct {
 	restToken      string            // WithRESTToken
 	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
-	s3             *S3Options        // WithS3
+	storages       []Storage         // WithStorage
 	cluster        *clusterConfig    // WithKafkaCluster
 }
 
@@ -346,7 +346,11 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 		allow bool
 	)
 	if r := e.cfg.savepoint; r != nil {
-		sp, err := readSavepoint(ctx, r.path, e.cfg.s3, e.logger())
+		rm, err := e.remotes()
+		if err != nil {
+			return nil, err
+		}
+		sp, err := readSavepoint(ctx, r.path, rm, "weir.WithStorage", e.logger())
 		if err != nil {
 			return nil, fmt.Errorf("weir: restoring from savepoint: %w", err)
 		}

@@ -574,7 +574,7 @@ func TestS3ErrorIsNotExist(t *testing.T) {
 	}
 	other, err := NewS3(S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
 		Credentials: Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
-		MaxRetries: 2, RetryFor: 300 * time.Millisecond}, "no-such-bucket-here", "")
+		MaxRetries:  2, RetryFor: 300 * time.Millisecond}, "no-such-bucket-here", "")
 	if err != nil {
 		t.Fatal(err)
 	}
