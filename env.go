@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/cluster"
+	"github.com/weirstream/weir/internal/clusterjob"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
@@ -112,7 +112,7 @@ type config struct {
 	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 	storages       []Storage         // WithStorage
-	cluster        *clusterConfig    // WithKafkaCluster
+	cluster        Cluster           // WithCluster
 }
 
 // Option configures an Environment.
@@ -766,9 +766,9 @@ type JobHandle struct {
 	// with; guarded by mu.
 	savepointPath string
 	rest          string // the REST server's address, if any
-	// cluster, for a cluster member (WithKafkaCluster), holds the tasks
+	// cluster, for a cluster member (WithCluster), holds the tasks
 	// it owns; plan is then nil and each task has its own.
-	cluster *cluster.Owned
+	cluster *clusterjob.Owned
 }
 
 func (h *JobHandle) setPlan(p *runtime.Plan) {

@@ -80,7 +80,7 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	case e.checkpoint == nil:
 		return JobResult{}, errors.New("weir: RunService: the job needs checkpointing to stop with a savepoint and to resume: call EnableCheckpointing")
 	case e.cfg.cluster != nil:
-		return JobResult{}, errors.New("weir: RunService: a cluster job (WithKafkaCluster) keeps its state in its committed checkpoints; run it with ExecuteAsync")
+		return JobResult{}, errors.New("weir: RunService: a cluster job (WithCluster) keeps its state in its committed checkpoints; run it with ExecuteAsync")
 	case sc.stopTimeout < 0:
 		return JobResult{}, fmt.Errorf("weir: RunService: stop timeout must not be negative, got %v", sc.stopTimeout)
 	}
