@@ -15,36 +15,40 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/s3test"
 )
 
-// s3OptionsFor returns the options that reach the test command's S3
-// server if location is an s3:// one (the zero options otherwise).
-func s3OptionsFor(t *testing.T, location string) weir.S3Options {
+// s3StoragesFor returns the storage that reaches the test command's S3
+// server if location is an s3:// one (none otherwise).
+func s3StoragesFor(t *testing.T, location string) []weir.Storage {
 	t.Helper()
 	if !strings.HasPrefix(location, "s3://") {
-		return weir.S3Options{}
+		return nil
 	}
 	_, o, _ := s3Server(t)
-	return o
+	return []weir.Storage{o}
 }
 
-// storeS3Config is s3OptionsFor for the store package.
-func storeS3Config(t *testing.T, loc store.Location) store.S3Config {
+// storeRemotes is s3StoragesFor for the store package.
+func storeRemotes(t *testing.T, loc store.Location) store.Remotes {
 	t.Helper()
-	if !loc.IsS3() {
-		return store.S3Config{}
+	if !loc.IsRemote() {
+		return nil
 	}
-	srv := s3test.Require(t)
-	return store.S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
-		Credentials: store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}}
+	_, o, _ := s3Server(t)
+	r, err := hooks.Remotes([]weir.Storage{o}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // checkpointStoreAt opens the checkpoint store at location: a local
 // directory, or an s3:// location on the test command's S3 server.
 func checkpointStoreAt(t *testing.T, location string) weir.CheckpointStore {
 	t.Helper()
-	st, err := weir.NewCheckpointStore(location, s3OptionsFor(t, location))
+	st, err := weir.NewCheckpointStore(location, s3StoragesFor(t, location)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func TestCheckpointStorage(t *testing.T) {
 	for _, loc := range []string{root + "/checkpoints", "file://" + filepath.ToSlash(t.TempDir())} {
 		t.Run(strings.SplitN(loc, ":", 2)[0], func(t *testing.T) {
 			run := func(limit int64) (*weir.Collected[string], error) {
-				env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithS3(s3))
+				env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithStorage(s3))
 				env.EnableCheckpointing(10*time.Millisecond, weir.CheckpointStorage(loc), weir.RestoreFromLatest())
 				src := &numbers{n: fixtureN, limit: limit, reached: make(chan struct{})}
 				out := fixtureJob(env, src)
@@ -223,7 +227,7 @@ func TestOldFormatRestores(t *testing.T) {
 				want []string
 			}{{fixtureN / 2, fixtureWant(fixtureN / 2)}, {fixtureN, fixtureWant(fixtureN)}} {
 				for _, backend := range []string{"heap", "pebble"} {
-					opts := []weir.Option{weir.WithParallelism(3), weir.WithS3(s3)}
+					opts := []weir.Option{weir.WithParallelism(3), weir.WithStorage(s3)}
 					if backend == "pebble" {
 						opts = append(opts, weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir())))
 					}
@@ -259,7 +263,7 @@ func TestOldFormatRestores(t *testing.T) {
 func TestCheckpointsThroughS3Faults(t *testing.T) {
 	srv, s3, _ := s3Server(t)
 	proxy := srv.Proxy()
-	s3.Endpoint = proxy.URL
+	s3 = s3StorageAt(t, srv, proxy.URL)
 	prefix := srv.Prefix()
 	loc := "s3://" + srv.Bucket + "/" + prefix
 	isUpload := func(r *http.Request, key string) bool {
@@ -271,7 +275,7 @@ func TestCheckpointsThroughS3Faults(t *testing.T) {
 		}
 		return s3test.Fault{}
 	})
-	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithS3(s3), weir.WithLogger(slog.New(slog.DiscardHandler)))
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithStorage(s3), weir.WithLogger(slog.New(slog.DiscardHandler)))
 	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointStorage(loc), weir.CheckpointTimeout(300*time.Millisecond),
 		weir.TolerableCheckpointFailures(1000))
 	src := &numbers{n: fixtureN, limit: fixtureN / 2, reached: make(chan struct{})}
@@ -325,7 +329,7 @@ func TestCheckpointsThroughS3Faults(t *testing.T) {
 		t.Fatalf("a checkpoint completed after %d of the 4 transient faults", n)
 	}
 
-	env = weir.NewEnvironment(weir.WithParallelism(3), weir.WithS3(s3))
+	env = weir.NewEnvironment(weir.WithParallelism(3), weir.WithStorage(s3))
 	env.EnableCheckpointing(time.Hour, weir.CheckpointStorage(loc), weir.RestoreFromLatest())
 	out := fixtureJob(env, &numbers{n: fixtureN, limit: fixtureN, reached: make(chan struct{})})
 	if err := env.Execute(t.Context(), "restored"); err != nil {

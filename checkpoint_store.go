@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 // durableStore keeps checkpoints in an internal/checkpoint/store.Store: one
@@ -65,23 +66,33 @@ func (s *logSwitch) WithGroup(name string) slog.Handler { return s.handler().Wit
 // missing). The on-disk format is documented in
 // internal/checkpoint/store/FORMAT.md.
 func NewDirCheckpointStore(dir string) (CheckpointStore, error) {
-	return NewCheckpointStore(dir, S3Options{})
+	return NewCheckpointStore(dir)
 }
 
 // NewCheckpointStore keeps checkpoints at location, as Flink's checkpoint
 // storage takes a path: a local directory ("/ckpt", "file:///ckpt";
-// created if missing) or an S3-compatible object store
-// ("s3://bucket/prefix", reached as s3 says; its zero value means AWS with
-// the standard credential chain). The format is the same in both
-// (internal/checkpoint/store/FORMAT.md): the manifest is written last, so
-// a failure or crash never leaves a checkpoint that looks complete.
-func NewCheckpointStore(location string, s3 S3Options) (CheckpointStore, error) {
-	loc, err := store.ParseLocation(location)
+// created if missing) or a location of a scheme one of storages reaches
+// ("s3://bucket/prefix" with s3.New(...) of package storage/s3). The
+// format is the same in all (internal/checkpoint/store/FORMAT.md): the
+// manifest is written last, so a failure or crash never leaves a
+// checkpoint that looks complete.
+func NewCheckpointStore(location string, storages ...Storage) (CheckpointStore, error) {
+	r, err := hooks.Remotes(storages, "weir.NewCheckpointStore")
+	if err != nil {
+		return nil, err
+	}
+	return newDurableStore(location, r, "weir.NewCheckpointStore")
+}
+
+// newDurableStore opens the store at location, reaching remote locations
+// through r; option names the option that adds a storage, for messages.
+func newDurableStore(location string, r store.Remotes, option string) (*durableStore, error) {
+	loc, err := hooks.CheckLocation(location, r, option)
 	if err != nil {
 		return nil, err
 	}
 	ls := &logSwitch{}
-	s, err := loc.NewStore(s3.config(), store.WithCreateDir(), store.WithLogger(slog.New(ls)))
+	s, err := loc.NewStore(r, store.WithCreateDir(), store.WithLogger(slog.New(ls)))
 	if err != nil {
 		return nil, err
 	}

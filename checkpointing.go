@@ -3,6 +3,7 @@ package weir
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/internal/hooks"
 	"sort"
 	"sync"
 	"time"
@@ -70,10 +71,11 @@ func WithCheckpointStore(s CheckpointStore) CheckpointOption {
 
 // CheckpointStorage keeps completed checkpoints at location, as Flink's
 // checkpoint storage (execution.checkpointing.dir): a local directory
-// ("/ckpt", "file:///ckpt") or "s3://bucket/prefix", reached as WithS3
-// says (AWS with the standard credential chain without it). It is
-// NewCheckpointStore(location, ...) given to WithCheckpointStore; an
-// invalid location fails the job when it is built.
+// ("/ckpt", "file:///ckpt") or a location of a scheme a storage reaches
+// ("s3://bucket/prefix" with WithStorage(s3.New(...))). It is
+// NewCheckpointStore(location, storages...) given to WithCheckpointStore;
+// an invalid location, or one whose scheme has no storage, fails the job
+// when it is built.
 func CheckpointStorage(location string) CheckpointOption {
 	return func(c *checkpointConfig) { c.storage = location }
 }
@@ -125,10 +127,13 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	case c.storage != "" && c.store != nil:
 		e.fail(fmt.Errorf("checkpoint storage %q and WithCheckpointStore both given: use one", c.storage))
 	case c.storage != "":
-		st, err := NewCheckpointStore(c.storage, e.s3Options())
-		if err != nil {
+		var st CheckpointStore = NewMemoryCheckpointStore()
+		if r, err := e.remotes(); err != nil {
+			e.fail(err)
+		} else if d, err := newDurableStore(c.storage, r, "weir.WithStorage"); err != nil {
 			e.fail(fmt.Errorf("checkpoint storage: %w", err))
-			st = NewMemoryCheckpointStore()
+		} else {
+			st = d
 		}
 		c.store = st
 	case c.store == nil:
@@ -136,6 +141,13 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	}
 	if d, ok := c.store.(*durableStore); ok {
 		d.useLogger(e.cfg.logger)
+	}
+	if c.savepointDir != "" {
+		if r, err := e.remotes(); err == nil {
+			if _, err := hooks.CheckLocation(c.savepointDir, r, "weir.WithStorage"); err != nil {
+				e.fail(fmt.Errorf("default savepoint directory: %w", err))
+			}
+		}
 	}
 	e.checkpoint = c
 }

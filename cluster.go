@@ -5,83 +5,77 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
-	"github.com/weirstream/weir/internal/cluster"
+	"github.com/weirstream/weir/internal/clusterjob"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// ClusterOption configures WithKafkaCluster.
-type ClusterOption func(*clusterConfig)
-
-type clusterConfig struct {
-	brokers        []string
-	sessionTimeout time.Duration
-	repartitions   int
-	onTasks        func([]string)
-}
-
-// WithKafkaCluster makes the job a member of a cluster on Kafka: every
+// Cluster runs a job as a member of a cluster of processes: every
 // instance started with the same program and job name (Execute's name)
-// joins the job's consumer group, which gives each instance a share of the
-// job's tasks (stage x partition: a stage is the part of the job between
-// Kafka topics, cut at every keyBy, which writes through a repartition
-// topic named after the job and the keyed operator). A task that moves
-// (its instance died or a new one joined) restores from its last committed
-// checkpoint in the checkpoint storage all instances share (checkpointing
-// must be enabled with CheckpointStorage: a directory on a shared file
-// system, or s3://). Each task commits its output (repartition topics and
-// exactly-once Kafka sinks) and its checkpoint in one Kafka transaction,
-// so a read_committed reader sees every result once. bootstrap is a
-// comma-separated list of brokers.
-func WithKafkaCluster(bootstrap string, opts ...ClusterOption) Option {
-	return func(c *config) {
-		cc := &clusterConfig{sessionTimeout: 10 * time.Second}
-		for _, b := range strings.Split(bootstrap, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				cc.brokers = append(cc.brokers, b)
-			}
-		}
-		for _, o := range opts {
-			o(cc)
-		}
-		c.cluster = cc
+// takes a share of the job's tasks, a task that moves restores from its
+// last committed checkpoint in the checkpoint storage all instances share,
+// and each task commits its output and its checkpoint together. Package
+// kafkacluster provides one on Kafka (kafkacluster.New); plug it in with
+// WithCluster.
+type Cluster interface {
+	// Validate reports settings the cluster cannot run with; the job
+	// fails with it when it is built.
+	Validate() error
+}
+
+// WithCluster makes the job a member of the cluster c
+// (WithCluster(kafkacluster.New("host:9092", ...))). A cluster job needs
+// aligned exactly-once checkpointing into storage every instance reaches
+// (EnableCheckpointing with CheckpointStorage: a directory on a shared
+// file system, or s3:// with WithStorage), and a name; it restores from
+// its own committed checkpoints, never from a savepoint.
+func WithCluster(c Cluster) Option { return func(cf *config) { cf.cluster = c } }
+
+// clusterRecordFunc returns the function that makes the Kafka client's
+// record for a value of a sink that writes through its cluster task's
+// transaction: the sink's method ClusterRecord(v T, ts int64) (R, error),
+// R being the client's record pointer, found by reflection so that this
+// package does not link the client.
+func clusterRecordFunc[T any](sink any) (func(v T, ts int64) (any, error), error) {
+	m := reflect.ValueOf(sink).MethodByName("ClusterRecord")
+	errType := reflect.TypeFor[error]()
+	if !m.IsValid() || m.Type().NumIn() != 2 || m.Type().In(0) != reflect.TypeFor[T]() || m.Type().In(1) != reflect.TypeFor[int64]() ||
+		m.Type().NumOut() != 2 || m.Type().Out(0).Kind() != reflect.Pointer || m.Type().Out(1) != errType {
+		return nil, fmt.Errorf("sink %T writes through its cluster task's transaction but has no method ClusterRecord(%s, int64) (*Record, error)", sink, reflect.TypeFor[T]())
 	}
-}
-
-// ClusterSessionTimeout sets the consumer group's session timeout: how long
-// the tasks of an instance that died wait before they move (default 10s;
-// the broker bounds it by group.min.session.timeout.ms, 6s by default).
-func ClusterSessionTimeout(d time.Duration) ClusterOption {
-	return func(c *clusterConfig) { c.sessionTimeout = d }
-}
-
-// ClusterRepartitions sets the partition count of the repartition topics,
-// the task count of the stages after a keyBy (default: that of the stage
-// before).
-func ClusterRepartitions(n int) ClusterOption { return func(c *clusterConfig) { c.repartitions = n } }
-
-// ClusterOnTasks calls f with the ids of the tasks the instance owns
-// whenever they change (for logs and tests).
-func ClusterOnTasks(f func(tasks []string)) ClusterOption {
-	return func(c *clusterConfig) { c.onTasks = f }
+	return func(v T, ts int64) (any, error) {
+		out := m.Call([]reflect.Value{reflect.ValueOf(&v).Elem(), reflect.ValueOf(ts)})
+		if err, _ := out[1].Interface().(error); err != nil {
+			return nil, err
+		}
+		if out[0].IsNil() {
+			return nil, nil
+		}
+		return out[0].Interface(), nil
+	}, nil
 }
 
 // executeCluster runs the job as a cluster member until ctx ends.
 func (e *Environment) executeCluster(ctx context.Context, name string) (*JobHandle, error) {
-	cc := e.cfg.cluster
 	var errs []error
-	if len(cc.brokers) == 0 {
-		errs = append(errs, errors.New("WithKafkaCluster: no brokers"))
-	}
-	if cc.sessionTimeout <= 0 || cc.repartitions < 0 {
-		errs = append(errs, fmt.Errorf("WithKafkaCluster: session timeout %v and repartitions %d must be positive", cc.sessionTimeout, cc.repartitions))
+	hc, ok := e.cfg.cluster.(hooks.Cluster)
+	switch {
+	case isNil(e.cfg.cluster):
+		errs = append(errs, errors.New("WithCluster(nil)"))
+	case !ok:
+		errs = append(errs, fmt.Errorf("WithCluster: cluster %T does not come from a cluster package of this module (kafkacluster)", e.cfg.cluster))
+	default:
+		if err := e.cfg.cluster.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("WithCluster: %w", err))
+		}
 	}
 	if e.checkpoint == nil || e.checkpoint.storage == "" {
-		errs = append(errs, errors.New("a cluster job needs checkpoints in storage every instance reaches: EnableCheckpointing(interval, CheckpointStorage(\"/shared/dir\" or \"s3://bucket/prefix\"))"))
+		errs = append(errs, errors.New("a cluster job needs checkpoints in storage every instance reaches: EnableCheckpointing(interval, CheckpointStorage(\"/shared/dir\" or \"s3://bucket/prefix\")), with WithStorage(s3.New(...)) for s3://"))
 	} else if !e.checkpoint.exactlyOnce || e.checkpoint.unaligned {
 		errs = append(errs, errors.New("a cluster job runs aligned exactly-once checkpoints (no AtLeastOnce, no unaligned checkpoints)"))
 	}
@@ -99,7 +93,7 @@ func (e *Environment) executeCluster(ctx context.Context, name string) (*JobHand
 	}
 	st := &clusterStore{location: e.checkpoint.storage, job: name, env: e, stores: map[string]CheckpointStore{}}
 	jctx, cancel := context.WithCancel(ctx)
-	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{}), cluster: &cluster.Owned{}}
+	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{}), cluster: &clusterjob.Owned{}}
 	log := e.cfg.logger.With("job", name)
 	e.mon.start(e.cfg.clock)
 	stopREST, err := e.startREST(h, log)
@@ -107,20 +101,19 @@ func (e *Environment) executeCluster(ctx context.Context, name string) (*JobHand
 		cancel()
 		return nil, err
 	}
-	cfg := cluster.Config{
-		Job: name, Brokers: cc.brokers, Nodes: e.nodes,
+	spec := clusterjob.Spec{
+		Job: name, Nodes: e.nodes,
 		Runtime: runtime.Config{MaxParallelism: e.cfg.maxParallelism, BatchSize: e.cfg.batchSize,
 			Credits: e.cfg.credits, Chaining: e.cfg.chaining, Clock: e.cfg.clock},
 		Interval: e.checkpoint.interval, Timeout: e.checkpoint.timeout,
-		SessionTimeout: cc.sessionTimeout, Repartitions: cc.repartitions,
-		Store: st, Logger: e.cfg.logger, OnTasks: cc.onTasks, Owned: h.cluster,
+		Store: st, Logger: e.cfg.logger, Owned: h.cluster,
 	}
 	go func() {
 		defer stopREST() // its requests end with the job
 		defer close(h.done)
 		defer e.mon.end()
 		defer cancel()
-		err := cluster.Run(jctx, cfg)
+		err := hc.RunCluster(jctx, spec)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -146,11 +139,14 @@ func (c *clusterStore) store(task string) (*durableStore, error) {
 		return s.(*durableStore), nil
 	}
 	loc := strings.TrimRight(c.location, "/") + "/" + path.Join(c.job, task)
-	s, err := NewCheckpointStore(loc, c.env.s3Options())
+	r, err := c.env.remotes()
 	if err != nil {
 		return nil, err
 	}
-	d := s.(*durableStore)
+	d, err := newDurableStore(loc, r, "weir.WithStorage")
+	if err != nil {
+		return nil, err
+	}
 	d.useLogger(c.env.cfg.logger)
 	c.stores[task] = d
 	return d, nil

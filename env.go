@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/cluster"
+	"github.com/weirstream/weir/internal/clusterjob"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
@@ -89,8 +89,8 @@ type config struct {
 	restToken      string            // WithRESTToken
 	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
-	s3             *S3Options        // WithS3
-	cluster        *clusterConfig    // WithKafkaCluster
+	storages       []Storage         // WithStorage
+	cluster        Cluster           // WithCluster
 }
 
 // Option configures an Environment.
@@ -327,7 +327,11 @@ func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
 		allow bool
 	)
 	if r := e.cfg.savepoint; r != nil {
-		sp, err := readSavepoint(ctx, r.path, e.cfg.s3, e.logger())
+		rm, err := e.remotes()
+		if err != nil {
+			return nil, err
+		}
+		sp, err := readSavepoint(ctx, r.path, rm, "weir.WithStorage", e.logger())
 		if err != nil {
 			return nil, fmt.Errorf("weir: restoring from savepoint: %w", err)
 		}
@@ -743,9 +747,9 @@ type JobHandle struct {
 	// with; guarded by mu.
 	savepointPath string
 	rest          string // the REST server's address, if any
-	// cluster, for a cluster member (WithKafkaCluster), holds the tasks
+	// cluster, for a cluster member (WithCluster), holds the tasks
 	// it owns; plan is then nil and each task has its own.
-	cluster *cluster.Owned
+	cluster *clusterjob.Owned
 }
 
 func (h *JobHandle) setPlan(p *runtime.Plan) {

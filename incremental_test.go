@@ -113,7 +113,7 @@ func openStore(t *testing.T, cps string, log *slog.Logger) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := loc.NewStore(storeS3Config(t, loc), store.WithLogger(log))
+	s, err := loc.NewStore(storeRemotes(t, loc), store.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

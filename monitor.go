@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/cluster"
+	"github.com/weirstream/weir/internal/clusterjob"
 	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/sketch"
@@ -252,7 +252,7 @@ func (h *JobHandle) snapshot() *monitor.Snapshot {
 }
 
 // clusterOf describes the tasks a cluster member owns.
-func clusterOf(o *cluster.Owned) *monitor.Cluster {
+func clusterOf(o *clusterjob.Owned) *monitor.Cluster {
 	member, group := o.Member()
 	c := &monitor.Cluster{Member: member, Group: group, Tasks: []monitor.ClusterTask{}}
 	for _, t := range o.Tasks() {

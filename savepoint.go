@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -33,7 +34,8 @@ func AllowNonRestoredState() RestoreOption {
 // directory renamed or copied to any name (any directory holding a
 // savepoint's _manifest.json and files), or a directory holding
 // savepoints, which stands for its newest one. Each form may be a local
-// path or, with WithS3, an s3://bucket/prefix path. The job may have
+// path or a location of a scheme a storage reaches (WithStorage), as
+// s3://bucket/prefix. The job may have
 // another parallelism: each keyed operator's key groups are redistributed
 // over its new subtasks and every key's state and timers go with them,
 // and each source's splits go to its new subtasks with their positions (a
@@ -55,21 +57,27 @@ func RestoreFromSavepoint(path string, opts ...RestoreOption) Option {
 }
 
 // ReadSavepoint reads the savepoint or checkpoint at path (see
-// RestoreFromSavepoint for the forms of path; s3:// paths need
-// ReadWithS3), verifying every file's checksum.
+// RestoreFromSavepoint for the forms of path; an s3:// path needs
+// ReadWithStorage(s3.New(...))), verifying every file's checksum.
 func ReadSavepoint(ctx context.Context, path string, opts ...ReadOption) (*Checkpoint, error) {
 	var c readConfig
 	for _, o := range opts {
 		o(&c)
 	}
-	return readSavepoint(ctx, path, c.s3, nil)
+	r, err := hooks.Remotes(c.storages, "weir.ReadWithStorage")
+	if err != nil {
+		return nil, err
+	}
+	return readSavepoint(ctx, path, r, "weir.ReadWithStorage", nil)
 }
 
-func readSavepoint(ctx context.Context, path string, s3 *S3Options, log *slog.Logger) (*Checkpoint, error) {
+// readSavepoint reads the savepoint at path; option names the option that
+// adds a storage, for messages.
+func readSavepoint(ctx context.Context, path string, r store.Remotes, option string, log *slog.Logger) (*Checkpoint, error) {
 	if path == "" {
 		return nil, errors.New("no savepoint path given")
 	}
-	s, m, err := openSavepoint(ctx, path, s3, log)
+	s, m, err := openSavepoint(ctx, path, r, option, log)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +87,8 @@ func readSavepoint(ctx context.Context, path string, s3 *S3Options, log *slog.Lo
 
 // TriggerSavepoint takes a savepoint of the running job and returns its
 // path, dir/savepoint-<id>. dir is a local directory (created if needed)
-// or, with WithS3, an s3://bucket/prefix path (the savepoint's objects are
+// or a location of a scheme a storage reaches (WithStorage), as
+// s3://bucket/prefix (the savepoint's objects are
 // prefix/savepoint-<id>/...); "" means the DefaultSavepointDir. A savepoint is
 // a checkpoint taken on demand, always aligned, in the format of
 // internal/checkpoint/store/FORMAT.md with kind "savepoint"; retention
@@ -126,7 +135,11 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 	if dir == "" {
 		return "", fmt.Errorf("weir: savepoint: %w (set one with DefaultSavepointDir)", control.ErrNoTarget)
 	}
-	s, pathOf, err := savepointTarget(dir, e.cfg.s3, e.logger())
+	r, err := e.remotes()
+	if err != nil {
+		return "", fmt.Errorf("weir: savepoint: %w", err)
+	}
+	s, pathOf, err := savepointTarget(dir, r, e.logger())
 	if err != nil {
 		return "", fmt.Errorf("weir: savepoint: %w", err)
 	}

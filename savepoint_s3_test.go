@@ -10,18 +10,25 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/s3test"
+	s3storage "github.com/weirstream/weir/storage/s3"
 )
 
-// s3Server returns the test command's S3 server, the options that reach it
-// and an s3:// location of its own for the test.
-func s3Server(t *testing.T) (*s3test.Server, weir.S3Options, string) {
+// s3Server returns the test command's S3 server, the storage that reaches
+// it and an s3:// location of its own for the test.
+func s3Server(t *testing.T) (*s3test.Server, weir.Storage, string) {
 	t.Helper()
 	srv := s3test.Require(t)
-	o := weir.S3Options{
-		Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
-		Credentials: weir.S3Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
-	}
+	o := s3StorageAt(t, srv, srv.Endpoint)
 	return srv, o, "s3://" + srv.Bucket + "/" + srv.Prefix()
+}
+
+// s3StorageAt returns the storage that reaches srv at endpoint (the
+// server's or its fault proxy's).
+func s3StorageAt(t *testing.T, srv *s3test.Server, endpoint string) weir.Storage {
+	return s3storage.New(s3storage.Options{
+		Endpoint: endpoint, Region: srv.Region, Transport: s3test.Transport(t),
+		Credentials: s3storage.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
+	})
 }
 
 // TestSavepointsInS3 takes savepoints of a running job into the S3 server:
@@ -43,7 +50,7 @@ func TestSavepointsInS3(t *testing.T) {
 	srv, s3, root := s3Server(t)
 	dir := t.TempDir()
 	sums, joins := filepath.Join(dir, "s"), filepath.Join(dir, "j")
-	env = weir.NewEnvironment(weir.WithParallelism(1), weir.WithBufferSize(16), weir.WithS3(s3))
+	env = weir.NewEnvironment(weir.WithParallelism(1), weir.WithBufferSize(16), weir.WithStorage(s3))
 	env.EnableCheckpointing(time.Hour, weir.DefaultSavepointDir(root+"/savepoints"))
 	src := &gatedSource{n: n, limit: n / 2, reached: make(chan struct{})}
 	rescaleJob(env, src, sums, joins, "sums")
@@ -87,24 +94,24 @@ func TestSavepointsInS3(t *testing.T) {
 		t.Fatalf("no object %s in the bucket", key)
 	}
 
-	sp, err := weir.ReadSavepoint(t.Context(), path, weir.ReadWithS3(s3))
+	sp, err := weir.ReadSavepoint(t.Context(), path, weir.ReadWithStorage(s3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sp.Operators["sums"]) != 1 || len(sp.Operators["sums"][0].KeyGroups) == 0 {
 		t.Fatalf("savepoint %d: operator sums has %d subtasks, want 1 with keyed state", sp.ID, len(sp.Operators["sums"]))
 	}
-	if r, err := weir.ReadSavepoint(t.Context(), root+"/savepoints", weir.ReadWithS3(s3)); err != nil || r.ID != sp.ID {
+	if r, err := weir.ReadSavepoint(t.Context(), root+"/savepoints", weir.ReadWithStorage(s3)); err != nil || r.ID != sp.ID {
 		t.Fatalf("the root stands for savepoint %v (err %v), want %d", r, err, sp.ID)
 	}
-	if first, err := weir.ReadSavepoint(t.Context(), adhoc, weir.ReadWithS3(s3)); err != nil || first.ID >= sp.ID {
+	if first, err := weir.ReadSavepoint(t.Context(), adhoc, weir.ReadWithStorage(s3)); err != nil || first.ID >= sp.ID {
 		t.Fatalf("the savepoint at %s: %v (err %v)", adhoc, first, err)
 	}
-	if _, err := weir.ReadSavepoint(t.Context(), root+"/nothing", weir.ReadWithS3(s3)); err == nil || !strings.Contains(err.Error(), "no savepoint or checkpoint") {
+	if _, err := weir.ReadSavepoint(t.Context(), root+"/nothing", weir.ReadWithStorage(s3)); err == nil || !strings.Contains(err.Error(), "no savepoint or checkpoint") {
 		t.Fatalf("reading an empty prefix: err %v", err)
 	}
 
-	env = weir.NewEnvironment(weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithS3(s3), weir.RestoreFromSavepoint(path))
+	env = weir.NewEnvironment(weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithStorage(s3), weir.RestoreFromSavepoint(path))
 	rescaleJob(env, &gatedSource{n: n, limit: n, reached: make(chan struct{})}, sums, joins, "sums")
 	if err := env.Execute(t.Context(), "second"); err != nil {
 		t.Fatal(err)

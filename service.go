@@ -36,7 +36,8 @@ func OnServiceStart(f func(*JobHandle)) ServiceOption {
 
 // RunService runs the job as a long-running service that keeps its state
 // across restarts and deploys, in the directory dir (a local path,
-// file:///dir, or with WithS3 an s3://bucket/prefix location):
+// file:///dir, or a location of a scheme a storage reaches, as
+// s3://bucket/prefix with WithStorage(s3.New(...))):
 //
 //   - On start it resumes from the newest savepoint in dir/savepoints or
 //     the latest checkpoint in the checkpoint store, whichever is newer
@@ -79,7 +80,7 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	case e.checkpoint == nil:
 		return JobResult{}, errors.New("weir: RunService: the job needs checkpointing to stop with a savepoint and to resume: call EnableCheckpointing")
 	case e.cfg.cluster != nil:
-		return JobResult{}, errors.New("weir: RunService: a cluster job (WithKafkaCluster) keeps its state in its committed checkpoints; run it with ExecuteAsync")
+		return JobResult{}, errors.New("weir: RunService: a cluster job (WithCluster) keeps its state in its committed checkpoints; run it with ExecuteAsync")
 	case sc.stopTimeout < 0:
 		return JobResult{}, fmt.Errorf("weir: RunService: stop timeout must not be negative, got %v", sc.stopTimeout)
 	}
@@ -89,15 +90,17 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	base := strings.TrimRight(dir, "/")
 	savepoints := base + "/savepoints"
 	log := e.cfg.logger.With("job", name)
+	remotes, err := e.remotes()
+	if err != nil {
+		return JobResult{}, fmt.Errorf("weir: invalid job: %w", err)
+	}
 	if _, ok := e.checkpoint.store.(*MemoryCheckpointStore); ok && e.checkpoint.storage == "" {
-		st, err := NewCheckpointStore(base+"/checkpoints", e.s3Options())
+		d, err := newDurableStore(base+"/checkpoints", remotes, "weir.WithStorage")
 		if err != nil {
 			return JobResult{}, fmt.Errorf("weir: RunService: checkpoint storage in %s: %w", dir, err)
 		}
-		if d, ok := st.(*durableStore); ok {
-			d.useLogger(e.cfg.logger)
-		}
-		e.checkpoint.store, e.checkpoint.storage = st, base+"/checkpoints"
+		d.useLogger(e.cfg.logger)
+		e.checkpoint.store, e.checkpoint.storage = d, base+"/checkpoints"
 	}
 	if e.checkpoint.savepointDir == "" {
 		e.checkpoint.savepointDir = savepoints
@@ -107,7 +110,7 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	// (startingPoint compares their ids, which one sequence numbers).
 	// ctx only asks for the stop: a signal during the start does not
 	// fail the reads (the job then starts and stops at once).
-	switch _, m, err := openSavepoint(context.WithoutCancel(ctx), savepoints, e.cfg.s3, log); {
+	switch _, m, err := openSavepoint(context.WithoutCancel(ctx), savepoints, remotes, "weir.WithStorage", log); {
 	case err == nil:
 		log.Info("newest savepoint in the service's directory", "dir", savepoints, "savepoint", m.ID)
 		allow := e.cfg.savepoint != nil && e.cfg.savepoint.allowNonRestored

@@ -484,9 +484,9 @@ func runtimeSplits(ss []Split) []runtime.Split {
 // clusterSource is implemented by the Kafka connector's source, which a
 // job run with WithKafkaCluster reads one partition per task.
 type clusterSource interface {
-	ClusterInput() (runtime.ClusterInput, error)
+	ClusterTopics() (brokers, topics []string, err error)
 	SplitPartition(split Split) int
-	SplitOffsets(splits, positions map[string][]byte) ([]runtime.PartitionOffset, error)
+	SplitOffsets(splits, positions map[string][]byte) (map[string]map[int32]int64, error)
 }
 
 // clusterAdapter runs a DynamicSource that a cluster can read as the
@@ -496,10 +496,23 @@ type clusterAdapter[T any] struct {
 	c clusterSource
 }
 
-func (a clusterAdapter[T]) ClusterInput() (runtime.ClusterInput, error) { return a.c.ClusterInput() }
+func (a clusterAdapter[T]) ClusterInput() (runtime.ClusterInput, error) {
+	brokers, topics, err := a.c.ClusterTopics()
+	return runtime.ClusterInput{Brokers: brokers, Topics: topics}, err
+}
 
 func (a clusterAdapter[T]) SplitPartition(s runtime.Split) int { return a.c.SplitPartition(s) }
 
 func (a clusterAdapter[T]) SplitOffsets(splits, positions map[string][]byte) ([]runtime.PartitionOffset, error) {
-	return a.c.SplitOffsets(splits, positions)
+	m, err := a.c.SplitOffsets(splits, positions)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.PartitionOffset
+	for topic, parts := range m {
+		for p, off := range parts {
+			out = append(out, runtime.PartitionOffset{Topic: topic, Partition: p, Offset: off})
+		}
+	}
+	return out, nil
 }

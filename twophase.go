@@ -100,10 +100,14 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	ds.env.onFinished = append(ds.env.onFinished, finals.Commit)
 	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", runtime.KindOneInput, ds.env.cfg.parallelism,
 		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
-			if cs, ok := any(sink).(runtime.ClusterSink[T]); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
+			if cs, ok := any(sink).(runtime.ClusterSink); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
 				// In a cluster task the sink writes through the task's
-				// transaction (WithKafkaCluster).
-				return runtime.NewClusterSinkOp(bc, cs), nil
+				// transaction (WithCluster).
+				rec, err := clusterRecordFunc[T](sink)
+				if err != nil {
+					return runtime.Built{}, err
+				}
+				return runtime.NewClusterSinkOp(bc, rec), nil
 			}
 			o := &twoPhaseOp[T, TXN]{opBase: base(bc), Op: twophase.New[T, TXN](sink, bc.Name, bc.Subtask, bc.Parallelism,
 				bc.Restored, ds.env.checkpoint != nil)}

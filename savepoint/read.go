@@ -39,14 +39,16 @@ type Savepoint struct {
 type Option func(*config)
 
 type config struct {
-	s3  *weir.S3Options
-	clk clock.Clock
+	storages []weir.Storage
+	clk      clock.Clock
 }
 
-// WithS3 sets how Read and Write reach s3://bucket/prefix locations (as
-// weir.WithS3 for a job). Without it they reach AWS with the standard
-// credential chain.
-func WithS3(o weir.S3Options) Option { return func(c *config) { c.s3 = &o } }
+// WithStorage makes Read and Write reach the locations of s's scheme (as
+// weir.WithStorage for a job): s3://bucket/prefix with
+// WithStorage(s3.New(...)) of package storage/s3.
+func WithStorage(s weir.Storage) Option {
+	return func(c *config) { c.storages = append(c.storages, s) }
+}
 
 // WithClock sets the processing time that reads of state with TTL
 // (state.WithTTL) compare the stored timestamps against; the default is
@@ -66,13 +68,13 @@ func configOf(opts []Option) config {
 // Read opens the savepoint or checkpoint at path: a savepoint's directory
 // (".../savepoint-7"), a retained checkpoint's (".../chk-12"), or a
 // directory holding savepoints, which stands for its newest one; a local
-// path or an s3://bucket/prefix location (see WithS3). Every file is read
+// path or a location of a scheme a storage reaches (see WithStorage). Every file is read
 // and its checksum verified, as weir.ReadSavepoint does.
 func Read(ctx context.Context, path string, opts ...Option) (*Savepoint, error) {
 	c := configOf(opts)
 	var ropts []weir.ReadOption
-	if c.s3 != nil {
-		ropts = append(ropts, weir.ReadWithS3(*c.s3))
+	for _, s := range c.storages {
+		ropts = append(ropts, weir.ReadWithStorage(s))
 	}
 	cp, err := weir.ReadSavepoint(ctx, path, ropts...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
@@ -413,7 +414,7 @@ func (w *Writer) withOperator(uid string, parallelism int, ts []Transformation) 
 }
 
 // Write stores the savepoint under dir, a local directory (created if
-// needed) or an s3://bucket/prefix location (see WithS3), as
+// needed) or an s3://bucket/prefix location (see WithStorage), as
 // dir/savepoint-<id>, id being one more than the largest id of a
 // checkpoint or savepoint already in dir (1 in an empty one), and returns
 // its path, for weir.RestoreFromSavepoint. The files are in the format a
@@ -435,14 +436,18 @@ func (w *Writer) Write(ctx context.Context, dir string, opts ...Option) (string,
 }
 
 func (w *Writer) write(ctx context.Context, dir string, c config) (string, error) {
-	loc, err := store.ParseLocation(dir)
+	r, err := hooks.Remotes(c.storages, "savepoint.WithStorage")
+	if err != nil {
+		return "", err
+	}
+	loc, err := hooks.CheckLocation(dir, r, "savepoint.WithStorage")
 	if err != nil {
 		return "", err
 	}
 	if loc, err = loc.Abs(); err != nil {
 		return "", err
 	}
-	s, err := loc.NewStore(s3Config(c.s3), store.WithCreateDir(), store.WithLogger(slog.Default()))
+	s, err := loc.NewStore(r, store.WithCreateDir(), store.WithLogger(slog.Default()))
 	if err != nil {
 		return "", err
 	}
@@ -528,15 +533,4 @@ func fileName(uid string) string {
 		}
 	}
 	return "op-" + b.String()
-}
-
-// s3Config converts the job's S3 options for the store (nil: defaults).
-func s3Config(o *weir.S3Options) store.S3Config {
-	if o == nil {
-		return store.S3Config{}
-	}
-	return store.S3Config{
-		Endpoint: o.Endpoint, Region: o.Region, Transport: o.Transport, PartSize: uint64(max(o.PartSize, 0)),
-		Credentials: store.Credentials(o.Credentials),
-	}
 }

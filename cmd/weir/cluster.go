@@ -16,7 +16,7 @@ import (
 
 const clusterUsage = `usage: weir cluster status --bootstrap BROKERS --job NAME [--json]
 
-Lists the instances of a job running on Kafka (weir.WithKafkaCluster)
+Lists the instances of a job running on Kafka (weir.WithCluster(kafkacluster.New(...)))
 with the tasks each owns (consumer group member and host), then every
 task with its last committed checkpoint and its lag: per input partition
 (source topics and repartition topics), the records after the position

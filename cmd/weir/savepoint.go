@@ -21,7 +21,9 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/savepoint"
+	"github.com/weirstream/weir/storage/s3"
 )
 
 const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir LOCATION] [--stop] [--timeout D] JOB
@@ -31,7 +33,7 @@ The first form asks the control endpoint of a running job (started with
 weir.WithRESTAddress, or its older name weir.WithControlAddress) for a
 savepoint of JOB into LOCATION: a directory on the job's machine (a path,
 relative to the current directory, or file:///dir) or s3://bucket/prefix,
-which the job reaches as its weir.WithS3 says (without --dir: the job's
+which the job reaches as its weir.WithStorage(s3.New(...)) says (without --dir: the job's
 weir.DefaultSavepointDir), and prints the savepoint's location. --stop
 stops the job once the savepoint is stored (Flink's stop-with-savepoint,
 without draining).
@@ -97,7 +99,7 @@ func savepointMain(args []string, stdout, stderr io.Writer) int {
 	target := *dir
 	// A relative directory is made absolute (the job's process may have
 	// another working directory); an s3://bucket/prefix target is the
-	// job's to resolve (weir.WithS3); no --dir asks for the job's default.
+	// job's to resolve (weir.WithStorage); no --dir asks for the job's default.
 	if target != "" {
 		loc, err := store.ParseLocation(target)
 		if err == nil {
@@ -246,7 +248,7 @@ func printManifest(w io.Writer, m *store.Manifest) {
 // keys holding a value, with the operator's key type and timer counts.
 // Windows and joins keep their own formats and are not listed.
 func printStates(ctx context.Context, w io.Writer, path, endpoint, region string) {
-	sp, err := savepoint.Read(ctx, path, savepoint.WithS3(weir.S3Options{Endpoint: endpoint, Region: region}))
+	sp, err := savepoint.Read(ctx, path, savepoint.WithStorage(s3Storage(endpoint, region)))
 	if err != nil {
 		fmt.Fprintf(w, "\n(keyed states not listed: %v)\n", err)
 		return
@@ -291,5 +293,16 @@ func openInspected(ctx context.Context, path, endpoint, region string) (store.St
 	if err != nil {
 		return nil, nil, err
 	}
-	return store.OpenLocation(ctx, loc, store.S3Config{Endpoint: endpoint, Region: region})
+	r, err := hooks.Remotes([]weir.Storage{s3Storage(endpoint, region)}, "weir.WithStorage")
+	if err != nil {
+		return nil, nil, err
+	}
+	return store.OpenLocation(ctx, loc, r)
+}
+
+// s3Storage returns the storage of s3:// locations reached at endpoint
+// in region (empty: as the environment says) with credentials from the
+// standard chain.
+func s3Storage(endpoint, region string) weir.Storage {
+	return s3.New(s3.Options{Endpoint: endpoint, Region: region})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/checkpoint/store/s3store"
 	"github.com/weirstream/weir/internal/s3test"
 	"github.com/weirstream/weir/state"
 )
@@ -188,7 +189,7 @@ func TestInspectS3(t *testing.T) {
 	ctx := t.Context()
 	srv := s3test.Require(t)
 	prefix := srv.Prefix() + "/team/sp"
-	s, err := store.NewS3(store.S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
+	s, err := s3store.New(store.S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
 		Credentials: store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}}, srv.Bucket, prefix)
 	if err != nil {
 		t.Fatal(err)

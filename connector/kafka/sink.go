@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // ProducerRecord is what a Serializer makes of a value: the record to
@@ -164,7 +163,7 @@ func WithDefaultTopic(topic string) Option { return func(c *config) { c.defaultT
 // restarts of the job (so a restore finds and aborts the transactions an
 // earlier attempt left open) and differ between jobs writing to one
 // cluster. Sink only; required for ExactlyOnce in one process; in a
-// cluster (weir.WithKafkaCluster) the sink writes through its task's
+// cluster (weir.WithCluster(kafkacluster.New(...))) the sink writes through its task's
 // transaction, whose id the cluster derives from the job and the task,
 // and the prefix is not used.
 func WithTransactionalIDPrefix(prefix string) Option {
@@ -224,7 +223,7 @@ func NewSink[T any](ser Serializer[T], opts ...Option) *Sink[T] {
 	if c.guarantee == ExactlyOnce && c.txnPrefix == "" {
 		// In a cluster the task's transaction, named after the job and the
 		// task, carries the sink's records: no prefix is needed there.
-		errs = append(errs, errors.New("exactly-once needs a transactional id prefix (WithTransactionalIDPrefix) when the job runs in one process; in a cluster (weir.WithKafkaCluster) each task's transactional id is derived from the job's name and the task"))
+		errs = append(errs, errors.New("exactly-once needs a transactional id prefix (WithTransactionalIDPrefix) when the job runs in one process; in a cluster (weir.WithCluster(kafkacluster.New(...))) each task's transactional id is derived from the job's name and the task"))
 	}
 	if len(errs) > 0 {
 		s.err = fmt.Errorf("kafka sink: %w", errors.Join(errs...))
@@ -233,7 +232,7 @@ func NewSink[T any](ser Serializer[T], opts ...Option) *Sink[T] {
 }
 
 // ValidateCluster implements the engine's cluster validator: in a cluster
-// (weir.WithKafkaCluster) an exactly-once sink writes through the
+// (weir.WithCluster(kafkacluster.New(...))) an exactly-once sink writes through the
 // transaction of its task, "<job>-<task>", stable across instances and
 // restarts, so it needs no transactional id prefix, and the task's
 // producer sets the transaction timeout.
@@ -555,20 +554,25 @@ func (s *Sink[T]) BeginTransaction(subtask int) (*Txn, error) {
 	return &Txn{TransactionalID: p.id, subtask: subtask, slot: slot, prod: p}, nil
 }
 
-// ClusterRecord implements the engine's cluster-sink interface: in a
-// cluster (weir.WithKafkaCluster) an exactly-once sink writes through the
-// transaction of its task, which commits the task's input offsets with it.
-func (s *Sink[T]) ClusterRecord(v T, ts int64) (*runtime.KafkaRecord, error) {
+// ClusterRecord makes the record for v with event timestamp ts (nil:
+// write nothing), for the cluster engine (package kafkacluster): in a
+// cluster an exactly-once sink writes through the transaction of its
+// task, which commits the task's input offsets with it. The record goes to
+// the partition Kafka's default partitioner picks for its key.
+func (s *Sink[T]) ClusterRecord(v T, ts int64) (*kgo.Record, error) {
 	pr, err := s.record(v, ts)
 	if err != nil || pr == nil {
 		return nil, err
 	}
-	kr := &runtime.KafkaRecord{Topic: pr.Topic, Partition: -1, Key: pr.Key, Value: pr.Value, Timestamp: pr.Timestamp}
-	if kr.Timestamp == 0 && ts != weir.NoTimestamp {
-		kr.Timestamp = ts
+	kr := &kgo.Record{Topic: pr.Topic, Partition: -1, Key: pr.Key, Value: pr.Value}
+	switch {
+	case pr.Timestamp != 0:
+		kr.Timestamp = time.UnixMilli(pr.Timestamp)
+	case ts != weir.NoTimestamp:
+		kr.Timestamp = time.UnixMilli(ts)
 	}
 	for _, h := range pr.Headers {
-		kr.Headers = append(kr.Headers, runtime.KafkaHeader{Key: h.Key, Value: h.Value})
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
 	return kr, nil
 }

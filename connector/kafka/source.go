@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // Option configures a Source or a Sink; each option says which it applies
@@ -186,29 +185,31 @@ func (s *Source[T]) SplitOwner(sp weir.Split, parallelism int) int {
 	return splitOwner(sp.(partitionSplit).tp(), parallelism)
 }
 
-// ClusterInput implements the engine's cluster-source interface
-// (weir.WithKafkaCluster): a cluster task reads one partition of each of
-// the source's topics.
-func (s *Source[T]) ClusterInput() (runtime.ClusterInput, error) {
+// ClusterTopics returns the brokers and topics of the source, for the
+// cluster engine (package kafkacluster), in which a task reads one
+// partition of each of them; it fails for settings a cluster cannot run.
+func (s *Source[T]) ClusterTopics() (brokers, topics []string, err error) {
 	switch {
 	case s.err != nil:
-		return runtime.ClusterInput{}, s.err
+		return nil, nil, s.err
 	case s.cfg.pattern != nil:
-		return runtime.ClusterInput{}, errors.New("kafka source: a topic pattern cannot run in a cluster, whose tasks are fixed partitions of fixed topics; list the topics (WithTopics)")
+		return nil, nil, errors.New("kafka source: a topic pattern cannot run in a cluster, whose tasks are fixed partitions of fixed topics; list the topics (WithTopics)")
 	case s.cfg.stop != nil:
-		return runtime.ClusterInput{}, errors.New("kafka source: a bounded source (WithBounded) cannot run in a cluster, which runs until stopped")
+		return nil, nil, errors.New("kafka source: a bounded source (WithBounded) cannot run in a cluster, which runs until stopped")
 	}
-	return runtime.ClusterInput{Brokers: s.cfg.brokers, Topics: s.cfg.topics}, nil
+	return s.cfg.brokers, s.cfg.topics, nil
 }
 
-// SplitPartition implements the cluster-source interface.
+// SplitPartition returns the partition of one of the source's splits, for
+// the cluster engine.
 func (s *Source[T]) SplitPartition(sp weir.Split) int { return int(sp.(partitionSplit).Partition) }
 
-// SplitOffsets implements the cluster-source interface: per partition,
-// the position of a snapshot, or the resolved start of a partition not
-// read yet.
-func (s *Source[T]) SplitOffsets(splits, positions map[string][]byte) ([]runtime.PartitionOffset, error) {
-	out := make([]runtime.PartitionOffset, 0, len(splits))
+// SplitOffsets returns, for the cluster engine, the offset of the next
+// record to read per topic and partition of a snapshot's encoded splits
+// and positions: the position of a split, or the resolved start of a
+// partition not read yet.
+func (s *Source[T]) SplitOffsets(splits, positions map[string][]byte) (map[string]map[int32]int64, error) {
+	out := make(map[string]map[int32]int64)
 	for id, data := range splits {
 		sp, err := decodeSplit(data)
 		if err != nil {
@@ -220,7 +221,10 @@ func (s *Source[T]) SplitOffsets(splits, positions map[string][]byte) ([]runtime
 				return nil, err
 			}
 		}
-		out = append(out, runtime.PartitionOffset{Topic: sp.Topic, Partition: sp.Partition, Offset: next})
+		if out[sp.Topic] == nil {
+			out[sp.Topic] = map[int32]int64{}
+		}
+		out[sp.Topic][sp.Partition] = next
 	}
 	return out, nil
 }

@@ -1,5 +1,5 @@
 // Command cluster is one instance of a job that runs on several machines
-// (weir.WithKafkaCluster): clicks read from a Kafka topic, keyed by user
+// (weir.WithCluster(kafkacluster.New(...))): clicks read from a Kafka topic, keyed by user
 // (through a repartition topic), counted in tumbling event-time windows of
 // 5 seconds and written exactly once to another topic. Start it as many
 // times as you like, on any hosts that reach the broker and the checkpoint
@@ -32,6 +32,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/kafkacluster"
 	"github.com/weirstream/weir/window"
 )
 
@@ -82,8 +83,8 @@ func main() {
 // run is one instance of the job: the same program on every machine.
 func run(ctx context.Context, brokers []string, bootstrap, checkpoints, job string, session time.Duration) error {
 	env := weir.NewEnvironment(
-		weir.WithKafkaCluster(bootstrap, weir.ClusterSessionTimeout(session),
-			weir.ClusterOnTasks(func(tasks []string) { log.Printf("this instance runs tasks %v", tasks) })),
+		weir.WithCluster(kafkacluster.New(bootstrap, kafkacluster.SessionTimeout(session),
+			kafkacluster.OnTasks(func(tasks []string) { log.Printf("this instance runs tasks %v", tasks) }))),
 		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(checkpoints))
 	clicks := weir.FromSource(env, kafka.NewSource(kafka.JSON[Click](), kafka.WithBrokers(brokers...), kafka.WithTopics("clicks")),

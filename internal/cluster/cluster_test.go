@@ -27,6 +27,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/kafkacluster"
 	"github.com/weirstream/weir/window"
 )
 
@@ -99,9 +100,9 @@ func joinWant(evs [][]ev, want map[string]int) {
 // buildJob is the test job: events keyed by user (not the topics'
 // partitioning: a repartition topic), summed in tumbling event-time
 // windows of 100 ms, written exactly once.
-func buildJob(s jobSpec, opts ...weir.ClusterOption) *weir.Environment {
+func buildJob(s jobSpec, opts ...kafkacluster.Option) *weir.Environment {
 	eopts := []weir.Option{weir.WithParallelism(1),
-		weir.WithKafkaCluster(s.Broker, append([]weir.ClusterOption{weir.ClusterSessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...),
+		weir.WithCluster(kafkacluster.New(s.Broker, append([]kafkacluster.Option{kafkacluster.SessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...)),
 		weir.WithLogger(jobLogger())}
 	if s.REST {
 		eopts = append(eopts, weir.WithRESTAddress("127.0.0.1:0"))
@@ -160,7 +161,7 @@ func memberMain() int {
 		}
 		return 0
 	}
-	env := buildJob(s, weir.ClusterOnTasks(func(ts []string) { fmt.Printf("tasks %s\n", strings.Join(ts, ",")) }))
+	env := buildJob(s, kafkacluster.OnTasks(func(ts []string) { fmt.Printf("tasks %s\n", strings.Join(ts, ",")) }))
 	if err := env.Execute(context.Background(), s.Job); err != nil {
 		fmt.Fprintln(os.Stderr, "member:", err)
 		return 1
@@ -792,20 +793,20 @@ func TestClusterMisconfigured(t *testing.T) {
 	// p) with different partition counts.
 	other := unique(t, "in3")
 	createTopic(t, adm, other, 3)
-	env := weir.NewEnvironment(weir.WithKafkaCluster(broker))
+	env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
 	weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In, other)), weir.ForMonotonousTimestamps[string](), "in"))
 	if err := start(env, s.Job+"z"); err == nil || !strings.Contains(err.Error(), "different partition counts") {
 		t.Errorf("co-partitioned inputs with 2 and 3 partitions: got %v", err)
 	}
 	// Checkpoints in a store the other instances cannot reach.
-	env = weir.NewEnvironment(weir.WithKafkaCluster(broker))
+	env = weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)))
 	weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In)), weir.ForMonotonousTimestamps[string](), "in"))
 	if err := start(env, s.Job+"x"); err == nil || !strings.Contains(err.Error(), "CheckpointStorage") {
 		t.Errorf("no shared checkpoint storage: got %v", err)
 	}
 	// A source that is not Kafka.
-	env = weir.NewEnvironment(weir.WithKafkaCluster(broker))
+	env = weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
 	weir.Collect(weir.Generate(env, 10, 0, func(i int64) int64 { return i }, weir.ForMonotonousTimestamps[int64]()))
 	if err := start(env, s.Job+"y"); err == nil || !strings.Contains(err.Error(), "cannot run in a cluster") {

@@ -23,6 +23,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/kafkacluster"
 	"github.com/weirstream/weir/window"
 )
 
@@ -36,10 +37,10 @@ type copartSpec struct {
 // buildCopartJob builds the job as a cluster member, or, with clusterOpts
 // nil, as one process reading the topics to their current end and
 // collecting its output into got.
-func buildCopartJob(s copartSpec, clusterOpts []weir.ClusterOption, got func(string)) *weir.Environment {
+func buildCopartJob(s copartSpec, clusterOpts []kafkacluster.Option, got func(string)) *weir.Environment {
 	opts := []weir.Option{weir.WithParallelism(2), weir.WithLogger(testLogger())}
 	if clusterOpts != nil {
-		opts = append(opts, weir.WithKafkaCluster(s.Broker, clusterOpts...))
+		opts = append(opts, weir.WithCluster(kafkacluster.New(s.Broker, clusterOpts...)))
 	}
 	env := weir.NewEnvironment(opts...)
 	if clusterOpts != nil {
@@ -147,8 +148,8 @@ func TestClusterCopartitioned(t *testing.T) {
 	moved := make(chan struct{}, 16)
 	tasksOf := map[int][]string{}
 	member := func(i int) *weir.JobHandle {
-		h, err := buildCopartJob(s, []weir.ClusterOption{weir.ClusterSessionTimeout(6 * time.Second),
-			weir.ClusterOnTasks(func(ts []string) {
+		h, err := buildCopartJob(s, []kafkacluster.Option{kafkacluster.SessionTimeout(6 * time.Second),
+			kafkacluster.OnTasks(func(ts []string) {
 				mu.Lock()
 				tasksOf[i] = ts
 				mu.Unlock()
@@ -262,14 +263,14 @@ func TestClusterCopartitionMisconfigured(t *testing.T) {
 	createTopic(t, adm, s.Left, 3)
 	createTopic(t, adm, s.Right, 2)
 	createTopic(t, adm, s.Out, 1)
-	copts := []weir.ClusterOption{weir.ClusterSessionTimeout(6 * time.Second)}
+	copts := []kafkacluster.Option{kafkacluster.SessionTimeout(6 * time.Second)}
 	err := startErr(t, buildCopartJob(s, copts, nil), s.Job)
 	if err == nil || !strings.Contains(err.Error(), "different partition counts") || !strings.Contains(err.Error(), "IntervalJoin") {
 		t.Errorf("Prepartitioned inputs of a join on topics of 3 and 2 partitions: got %v, want a refusal naming the partition counts and the join", err)
 	}
 
 	// One input Prepartitioned, the other keyed through a repartition topic.
-	env := weir.NewEnvironment(weir.WithKafkaCluster(broker), weir.WithLogger(testLogger()))
+	env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)), weir.WithLogger(testLogger()))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
 	src := func(topic string) weir.DataStream[ev] {
 		return weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(broker), kafka.WithTopics(topic)),
@@ -327,7 +328,7 @@ func TestClusterNoTransactions(t *testing.T) {
 				c.control(fake)
 			}
 			addr := strings.Join(fake.ListenAddrs(), ",")
-			env := weir.NewEnvironment(weir.WithKafkaCluster(addr), weir.WithLogger(testLogger()))
+			env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(addr)), weir.WithLogger(testLogger()))
 			env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
 			weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics("in")),
 				weir.ForMonotonousTimestamps[string](), "in"))

@@ -13,6 +13,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/kafkacluster"
 	"github.com/weirstream/weir/window"
 )
 
@@ -56,10 +57,10 @@ func userPartition(user string, n int) int {
 // buildGatherJob is a job of the shapes that gather a stream into one
 // instance (windowAll, Global, SetParallelism(1)) and a custom
 // partitioning; clusterOpts nil: one process reading the topic to its end.
-func buildGatherJob(broker, in, out, checkpoints string, clusterOpts []weir.ClusterOption, got func(string)) *weir.Environment {
+func buildGatherJob(broker, in, out, checkpoints string, clusterOpts []kafkacluster.Option, got func(string)) *weir.Environment {
 	opts := []weir.Option{weir.WithParallelism(2), weir.WithLogger(testLogger())}
 	if clusterOpts != nil {
-		opts = append(opts, weir.WithKafkaCluster(broker, clusterOpts...))
+		opts = append(opts, weir.WithCluster(kafkacluster.New(broker, clusterOpts...)))
 	}
 	env := weir.NewEnvironment(opts...)
 	ko := []kafka.Option{kafka.WithBrokers(broker), kafka.WithTopics(in)}
@@ -125,7 +126,7 @@ func TestClusterGather(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := readOutput(t, broker, out)
-	h, err := buildGatherJob(broker, in, out, t.TempDir(), []weir.ClusterOption{weir.ClusterSessionTimeout(6 * time.Second)}, nil).ExecuteAsync(ctx, job)
+	h, err := buildGatherJob(broker, in, out, t.TempDir(), []kafkacluster.Option{kafkacluster.SessionTimeout(6 * time.Second)}, nil).ExecuteAsync(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestClusterBroadcastRefused(t *testing.T) {
 	_, adm := clients(t, broker)
 	in := unique(t, "in")
 	createTopic(t, adm, in, 2)
-	env := weir.NewEnvironment(weir.WithKafkaCluster(broker), weir.WithLogger(testLogger()))
+	env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)), weir.WithLogger(testLogger()))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
 	src := weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(in)), weir.ForMonotonousTimestamps[string](), "in")
 	weir.Collect(weir.Map(weir.BroadcastPartition(src), func(s string) string { return s }).Name("everywhere"))

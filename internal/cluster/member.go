@@ -17,58 +17,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/clusterjob"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// Store keeps the checkpoints of every task in the store all instances
-// share.
-type Store interface {
-	// Save stores checkpoint id of task.
-	Save(ctx context.Context, task string, id int64, acks []runtime.TaskAck) error
-	// Load returns checkpoint id of task: per operator UID, its snapshots.
-	Load(ctx context.Context, task string, id int64) (map[string][]runtime.OperatorSnapshot, error)
-	// LastID returns the largest checkpoint id stored for task (0: none).
-	LastID(ctx context.Context, task string) (int64, error)
-	// Committed is told that checkpoint id of task is committed: the
-	// checkpoints before it may go. Save deletes nothing: a stored
-	// checkpoint whose commit fails is never loaded, and the committed
-	// one must outlive any number of those.
-	Committed(ctx context.Context, task string, id int64) error
-}
-
-// Config is a cluster member's configuration.
+// Config is a cluster member's configuration: the job's Spec and the
+// Kafka settings.
 type Config struct {
-	// Job names the job: its consumer group, topics and transactional ids
-	// are named after it; every instance runs the same program with the
-	// same name.
-	Job     string
+	clusterjob.Spec
 	Brokers []string
-	// Nodes is the job graph, as one process would run it.
-	Nodes []*runtime.Node
-	// Runtime holds the plan settings (max parallelism, batch size,
-	// credits, chaining, clock); Checkpoint, Restore and Task are set per
-	// task.
-	Runtime runtime.Config
-	// Interval and Timeout are the checkpoint interval (the latency of a
-	// repartition topic and of the output) and timeout.
-	Interval, Timeout time.Duration
 	// SessionTimeout is the consumer group's: how long a dead instance
 	// keeps its tasks.
 	SessionTimeout time.Duration
 	// Repartitions is the partition count of repartition topics (0: the
 	// largest upstream stage's task count).
 	Repartitions int
-	Store        Store
-	Logger       *slog.Logger
 	// ClientOpts are added to every Kafka client.
 	ClientOpts []kgo.Opt
 	// OnTasks, if set, is told the tasks the instance owns after every
 	// change.
 	OnTasks func(tasks []string)
-	// Owned, if set, is kept up to date with the tasks the instance owns
-	// (their states, checkpoints, input positions and plans), for the
-	// REST API and the metrics.
-	Owned *Owned
+}
+
+// Aliases of the shared types, for the users of this package.
+type (
+	// Owned is clusterjob.Owned.
+	Owned = clusterjob.Owned
+	// TaskInfo is clusterjob.TaskInfo.
+	TaskInfo = clusterjob.TaskInfo
+	// Store is clusterjob.Store.
+	Store = clusterjob.Store
+)
+
+// Task states, as TaskInfo.State reads.
+const (
+	TaskRestoring  = clusterjob.TaskRestoring
+	TaskRunning    = clusterjob.TaskRunning
+	TaskRestarting = clusterjob.TaskRestarting
+)
+
+// updateTask changes t's entry in o (creating it).
+func updateTask(o *Owned, t taskRef, f func(*TaskInfo)) {
+	o.Update(t.id, func() TaskInfo {
+		return TaskInfo{ID: t.id, Stage: t.st.name, Partition: t.index, Global: t.st.base + t.index, Tasks: t.st.tasks}
+	}, f)
 }
 
 // Topic names of a job.
@@ -258,7 +250,7 @@ func (m *member) join(ctx context.Context) error {
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, a map[string][]int32) {
 			member, _ := cl.GroupMetadata()
-			m.cfg.Owned.setMember(member, GroupID(m.cfg.Job))
+			m.cfg.Owned.SetMember(member, GroupID(m.cfg.Job))
 			m.assigned(ctx, a[topic])
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { m.revoked(r[topic]) }),
@@ -290,7 +282,7 @@ func (m *member) assigned(ctx context.Context, parts []int32) {
 		rt := &runningTask{cancel: cancel, done: make(chan struct{})}
 		m.running[int(p)] = rt
 		now := m.cfg.Runtime.Clock.NowMillis()
-		m.cfg.Owned.update(m.byGlob[p], func(ti *TaskInfo) { ti.State, ti.AssignedAt = TaskRestoring, now })
+		updateTask(m.cfg.Owned, m.byGlob[p], func(ti *TaskInfo) { ti.State, ti.AssignedAt = TaskRestoring, now })
 		m.log.Info("cluster task assigned", "task", m.byGlob[p].id, "at_ms", now)
 		go func(t taskRef) {
 			defer close(rt.done)
@@ -319,7 +311,7 @@ func (m *member) revoked(parts []int32) {
 	}
 	for i, rt := range stop {
 		<-rt.done
-		m.cfg.Owned.remove(ids[i])
+		m.cfg.Owned.Remove(ids[i])
 	}
 	m.tell()
 }
@@ -358,7 +350,7 @@ func (m *member) runTask(ctx context.Context, t taskRef) {
 			return
 		}
 		log.Warn("cluster task failed; restarting from its committed checkpoint", "attempt", attempt, "err", err)
-		m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.State, ti.Plan = TaskRestarting, nil })
+		updateTask(m.cfg.Owned, t, func(ti *TaskInfo) { ti.State, ti.Plan = TaskRestarting, nil })
 		clk := m.cfg.Runtime.Clock
 		if clock.Sleep(ctx, clk, clk.NowMillis()+min(int64(attempt)*500, 5000)) != nil {
 			return
@@ -373,7 +365,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 	glob := t.st.base + t.index
 	txnID := topicName(m.cfg.Job, t.id)
 	clk := m.cfg.Runtime.Clock
-	m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.State, ti.Plan = TaskRestoring, nil; ti.Attempt++ })
+	updateTask(m.cfg.Owned, t, func(ti *TaskInfo) { ti.State, ti.Plan = TaskRestoring, nil; ti.Attempt++ })
 	cl, err := m.client(kgo.TransactionalID(txnID), kgo.TransactionTimeout(m.cfg.Timeout+m.cfg.Interval+10*time.Second),
 		kgo.RecordPartitioner(partitioner{manual: m.manual, def: kgo.StickyKeyPartitioner(nil)}))
 	if err != nil {
@@ -403,7 +395,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 	}
 	var assignedAt int64
 	restoredAt := clk.NowMillis()
-	m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.RestoredAt, ti.Restored, assignedAt = restoredAt, committed, ti.AssignedAt })
+	updateTask(m.cfg.Owned, t, func(ti *TaskInfo) { ti.RestoredAt, ti.Restored, assignedAt = restoredAt, committed, ti.AssignedAt })
 	log.Info("cluster task restored", "checkpoint", committed, "at_ms", restoredAt, "restore_ms", restoredAt-assignedAt)
 	if err := cl.BeginTransaction(); err != nil {
 		return err
@@ -451,7 +443,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 	}
 	now := clk.NowMillis()
 	runningAt.Store(now)
-	m.cfg.Owned.update(t, func(ti *TaskInfo) { ti.State, ti.Plan, ti.RunningAt = TaskRunning, plan, now })
+	updateTask(m.cfg.Owned, t, func(ti *TaskInfo) { ti.State, ti.Plan, ti.RunningAt = TaskRunning, plan, now })
 	log.Info("cluster task running", "from_checkpoint", committed, "at_ms", now, "start_ms", now-restoredAt)
 	err = plan.Run(pctx)
 	select {
@@ -470,7 +462,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 // started) is logged with the time since: the catch-up after a move.
 func (m *member) committed(t taskRef, log *slog.Logger, id int64, in []runtime.PartitionOffset, first bool, since int64) {
 	now := m.cfg.Runtime.Clock.NowMillis()
-	m.cfg.Owned.update(t, func(ti *TaskInfo) {
+	updateTask(m.cfg.Owned, t, func(ti *TaskInfo) {
 		ti.Committed, ti.CommittedAt, ti.Inputs = id, now, in
 		if first {
 			ti.FirstCommitAt = now

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/weirstream/weir/internal/clusterjob"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestCheckTransactionsNoCoordinator(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	m := &member{cfg: Config{Job: "notxn", Brokers: fake.ListenAddrs()}, probeTimeout: time.Second}
+	m := &member{cfg: Config{Spec: clusterjob.Spec{Job: "notxn"}, Brokers: fake.ListenAddrs()}, probeTimeout: time.Second}
 	err = checkTransactions(context.Background(), m)
 	if err == nil || !strings.Contains(err.Error(), "refuse a transactional producer") || !strings.Contains(err.Error(), "COORDINATOR_NOT_AVAILABLE") {
 		t.Fatalf("got %v, want a refusal naming the missing coordinator", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/kafkacluster"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/nexmark/queries"
 )
@@ -233,7 +234,7 @@ func q5Job(s jobSpec) *weir.Environment {
 	if s.Single {
 		opts = append(opts, weir.WithParallelism(s.Parallelism))
 	} else {
-		opts = append(opts, weir.WithKafkaCluster(s.Broker, weir.ClusterSessionTimeout(time.Duration(s.SessionMS)*time.Millisecond)))
+		opts = append(opts, weir.WithCluster(kafkacluster.New(s.Broker, kafkacluster.SessionTimeout(time.Duration(s.SessionMS)*time.Millisecond))))
 	}
 	env := weir.NewEnvironment(opts...)
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(s.Checkpoints))

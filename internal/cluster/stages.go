@@ -1,5 +1,5 @@
 // Package cluster runs one job across several processes on Kafka
-// (weir.WithKafkaCluster): the job graph is cut into stages at its keyed
+// (weir.WithCluster(kafkacluster.New(...))): the job graph is cut into stages at its keyed
 // exchanges, each stage runs as tasks (stage x partition), a consumer
 // group assigns the tasks to the instances, repartition topics carry
 // records, watermarks and idle statuses between stages, and every task

@@ -99,12 +99,22 @@ func toKgo(r *runtime.KafkaRecord) *kgo.Record {
 }
 
 // Produce implements runtime.TxnWriter.
-func (w *txnWriter) Produce(r *runtime.KafkaRecord) error {
+func (w *txnWriter) Produce(r *runtime.KafkaRecord) error { return w.produce(toKgo(r)) }
+
+// ProduceClient implements runtime.TxnWriter: rec is a *kgo.Record.
+func (w *txnWriter) ProduceClient(rec any) error {
+	kr, ok := rec.(*kgo.Record)
+	if !ok {
+		return fmt.Errorf("task %s: writing to Kafka: a sink made a %T, not a *kgo.Record", w.p.task, rec)
+	}
+	return w.produce(kr)
+}
+
+func (w *txnWriter) produce(kr *kgo.Record) error {
 	p := w.p
 	if err := p.sendErr(); err != nil {
 		return fmt.Errorf("task %s: writing to Kafka: %w", p.task, err)
 	}
-	kr := toKgo(r)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for w.holding && p.held > 0 && p.held+recordBytes(kr) > p.maxHeld && !p.closed {

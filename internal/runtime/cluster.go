@@ -8,7 +8,7 @@ import (
 )
 
 // This file holds what a plan needs to run one task of a cluster stage
-// (internal/cluster, weir.WithKafkaCluster): the task's identity, its
+// (internal/cluster, weir.WithCluster(kafkacluster.New(...))): the task's identity, its
 // transactional producer, the interfaces the Kafka connector implements,
 // and the graph surgery that cuts a job into stages. The Kafka client
 // itself lives in internal/cluster; the runtime moves bytes.
@@ -64,6 +64,9 @@ type TaskProducer interface {
 // exactly the output before its checkpoint's barrier.
 type TxnWriter interface {
 	Produce(rec *KafkaRecord) error
+	// ProduceClient writes a record in the form of the cluster engine's
+	// Kafka client (a *kgo.Record), as a sink's ClusterRecord makes it.
+	ProduceClient(rec any) error
 	PreCommit(checkpoint int64) error
 }
 
@@ -95,10 +98,12 @@ type PartitionOffset struct {
 }
 
 // ClusterSink is implemented by sinks whose output a cluster task writes
-// through its own transaction (the Kafka sink in exactly-once mode).
-type ClusterSink[T any] interface {
-	// ClusterRecord makes the record for v (nil: write nothing).
-	ClusterRecord(v T, ts int64) (*KafkaRecord, error)
+// through its own transaction (the Kafka sink in exactly-once mode). They
+// also have a method ClusterRecord(v T, ts int64) (*kgo.Record, error)
+// that makes the record for v (nil: write nothing), which the root
+// package finds by reflection, since neither it nor this package links the
+// Kafka client.
+type ClusterSink interface {
 	// ClusterBrokers returns the brokers the sink writes to, or nil if
 	// the sink does not write through the task's transaction (a sink
 	// that is not exactly-once keeps its own producer).

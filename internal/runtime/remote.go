@@ -458,17 +458,18 @@ func (r *remoteReader[T]) apply(fr FetchedRecord) error {
 
 // NewClusterSinkOp returns the operator of a sink that writes through its
 // cluster task's transaction, for AddTwoPhaseCommitSink in a cluster.
-func NewClusterSinkOp[T any](bc *BuildContext, sink ClusterSink[T]) Built {
-	o := &clusterSinkOp[T]{name: bc.Name, sink: sink, w: bc.Cluster.Producer.NewWriter(bc.Name)}
+// record makes the Kafka client's record for a value (nil: write nothing).
+func NewClusterSinkOp[T any](bc *BuildContext, record func(v T, ts int64) (any, error)) Built {
+	o := &clusterSinkOp[T]{name: bc.Name, record: record, w: bc.Cluster.Producer.NewWriter(bc.Name)}
 	return Built{Inputs: []any{Input[T](o)}, Life: o}
 }
 
 // clusterSinkOp writes a sink's records into the cluster task's
 // transaction.
 type clusterSinkOp[T any] struct {
-	name string
-	sink ClusterSink[T]
-	w    TxnWriter
+	name   string
+	record func(v T, ts int64) (any, error)
+	w      TxnWriter
 }
 
 func (o *clusterSinkOp[T]) Open() error  { return nil }
@@ -476,14 +477,14 @@ func (o *clusterSinkOp[T]) Close() error { return nil }
 
 func (o *clusterSinkOp[T]) ProcessBatch(recs []Record[T]) error {
 	for i := range recs {
-		kr, err := o.sink.ClusterRecord(recs[i].Value, recs[i].TS)
+		kr, err := o.record(recs[i].Value, recs[i].TS)
 		if err != nil {
 			return err
 		}
 		if kr == nil {
 			continue
 		}
-		if err := o.w.Produce(kr); err != nil {
+		if err := o.w.ProduceClient(kr); err != nil {
 			return err
 		}
 	}

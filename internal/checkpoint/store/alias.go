@@ -81,7 +81,7 @@ func coreOf(s Store) (*core, error) {
 	switch s := s.(type) {
 	case *Local:
 		return s.c, nil
-	case *S3:
+	case *Remote:
 		return s.c, nil
 	}
 	return nil, fmt.Errorf("checkpoint store: %T is not a store of this package", s)

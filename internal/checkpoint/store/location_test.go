@@ -33,7 +33,7 @@ func copyTree(t *testing.T, src, dst string) {
 
 // openAt opens location loc and checks that it is checkpoint id of kind,
 // every file intact.
-func openAt(t *testing.T, loc string, s3 S3Config, id int64, kind Kind) {
+func openAt(t *testing.T, loc string, s3 Remotes, id int64, kind Kind) {
 	t.Helper()
 	l, err := ParseLocation(loc)
 	if err != nil {
@@ -63,20 +63,20 @@ func TestOpenLocationRenamed(t *testing.T) {
 	writeCheckpoint(t, s, 7, Savepoint)
 	writeCheckpoint(t, s, 8, Checkpoint)
 	orig := filepath.Join(root, "savepoint-7")
-	openAt(t, orig, S3Config{}, 7, Savepoint)
+	openAt(t, orig, nil, 7, Savepoint)
 
 	// Copied elsewhere, under another name, spaces and all.
 	other := t.TempDir()
 	copied := filepath.Join(other, "before upgrade")
 	copyTree(t, orig, copied)
-	openAt(t, copied, S3Config{}, 7, Savepoint)
-	openAt(t, "file://"+copied, S3Config{}, 7, Savepoint)
+	openAt(t, copied, nil, 7, Savepoint)
+	openAt(t, "file://"+copied, nil, 7, Savepoint)
 	// Under the name of another savepoint: its manifest decides.
 	copyTree(t, orig, filepath.Join(other, "savepoint-9"))
-	openAt(t, filepath.Join(other, "savepoint-9"), S3Config{}, 7, Savepoint)
+	openAt(t, filepath.Join(other, "savepoint-9"), nil, 7, Savepoint)
 	// A retained checkpoint copied likewise.
 	copyTree(t, filepath.Join(root, "chk-8"), filepath.Join(other, "keep"))
-	openAt(t, filepath.Join(other, "keep"), S3Config{}, 8, Checkpoint)
+	openAt(t, filepath.Join(other, "keep"), nil, 8, Checkpoint)
 
 	// Renamed within its root: the root no longer lists savepoint-7, but
 	// the directory opens, and the root stands for its newest savepoint
@@ -85,14 +85,14 @@ func TestOpenLocationRenamed(t *testing.T) {
 	if err := os.Rename(orig, renamed); err != nil {
 		t.Fatal(err)
 	}
-	openAt(t, renamed, S3Config{}, 7, Savepoint)
+	openAt(t, renamed, nil, 7, Savepoint)
 
 	// Damage in a renamed directory is found.
 	if err := os.WriteFile(filepath.Join(copied, "source-1.op"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l, _ := ParseLocation(copied)
-	s2, m, err := OpenLocation(ctx, l, S3Config{})
+	s2, m, err := OpenLocation(ctx, l, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestOpenLocationRenamed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(copied, manifestName), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := OpenLocation(ctx, l, S3Config{}); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := OpenLocation(ctx, l, nil); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a damaged manifest of a renamed savepoint: %v, want ErrCorrupt", err)
 	}
 
@@ -120,7 +120,7 @@ func TestOpenLocationRenamed(t *testing.T) {
 	}
 	for _, dir := range []string{empty, notes} {
 		l, _ := ParseLocation(dir)
-		_, _, err := OpenLocation(ctx, l, S3Config{})
+		_, _, err := OpenLocation(ctx, l, nil)
 		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "holds no savepoint or checkpoint") || !strings.Contains(err.Error(), dir) {
 			t.Fatalf("%s: %v, want ErrNotFound saying it holds no savepoint", dir, err)
 		}
@@ -141,7 +141,7 @@ func TestOpenLocationRenamedShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ := ParseLocation(renamed)
-	s2, m, err := OpenLocation(ctx, l, S3Config{})
+	s2, m, err := OpenLocation(ctx, l, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,10 +169,10 @@ func TestOpenLocationRenamedS3(t *testing.T) {
 	}
 	cfg := S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
 		Credentials: Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}}
-	openAt(t, "s3://"+srv.Bucket+"/"+p+"/jobs/savepoint-5", cfg, 5, Savepoint)
-	openAt(t, "s3://"+srv.Bucket+"/"+p+"/backups/job one", cfg, 5, Savepoint)
+	openAt(t, "s3://"+srv.Bucket+"/"+p+"/jobs/savepoint-5", s3Remotes(cfg), 5, Savepoint)
+	openAt(t, "s3://"+srv.Bucket+"/"+p+"/backups/job one", s3Remotes(cfg), 5, Savepoint)
 	l, _ := ParseLocation("s3://" + srv.Bucket + "/" + p + "/backups")
-	if _, _, err := OpenLocation(ctx, l, cfg); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "holds no savepoint or checkpoint") {
+	if _, _, err := OpenLocation(ctx, l, s3Remotes(cfg)); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "holds no savepoint or checkpoint") {
 		t.Fatalf("a prefix without a savepoint: %v, want ErrNotFound saying it holds none", err)
 	}
 }

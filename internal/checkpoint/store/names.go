@@ -20,12 +20,16 @@ func DirName(kind Kind, id int64) string { return dirName(kind, id) }
 func ParseDirName(name string) (id int64, kind Kind, ok bool) { return parseDir(name) }
 
 // Location is a parsed checkpoint or savepoint location, as Flink writes
-// them: a local directory (a plain path, or a file:// URL) or an S3 bucket
-// and key prefix (s3://bucket/prefix).
+// them: a local directory (a plain path, or a file:// URL) or a remote
+// bucket and key prefix (scheme://bucket/prefix, as s3://bucket/prefix),
+// which a Remotes opener of its scheme reaches.
 type Location struct {
-	// Dir is the local directory, cleaned ("" for S3).
+	// Dir is the local directory, cleaned ("" for a remote location).
 	Dir string
-	// Bucket and Key are the bucket and key prefix of an s3:// location
+	// Scheme is the URL scheme of a remote location ("s3"; "" for a
+	// local directory).
+	Scheme string
+	// Bucket and Key are the bucket and key prefix of a remote location
 	// (Key without leading or trailing "/").
 	Bucket, Key string
 	// fileURL records that Dir was given as a file:// URL, so that
@@ -34,9 +38,10 @@ type Location struct {
 }
 
 // ParseLocation parses a checkpoint or savepoint location: a local path
-// ("/ckpt", "ckpt", "file:///ckpt", "file:/ckpt") or "s3://bucket/prefix".
-// Other URL schemes are refused rather than taken for a local directory
-// named "gs:".
+// ("/ckpt", "ckpt", "file:///ckpt", "file:/ckpt") or a remote
+// "scheme://bucket/prefix" ("s3://bucket/prefix"). A URL is never taken
+// for a local directory named "gs:"; whether its scheme can be reached is
+// decided when a store is opened (Remotes).
 func ParseLocation(loc string) (Location, error) {
 	if loc == "" {
 		return Location{}, errors.New("empty checkpoint location")
@@ -60,33 +65,35 @@ func ParseLocation(loc string) (Location, error) {
 			return Location{}, fmt.Errorf("location %q: %w", loc, err)
 		}
 		return Location{Dir: filepath.Clean(filepath.FromSlash(u)), fileURL: true}, nil
-	case "s3":
-		u, err := url.Parse(loc)
-		if err != nil {
-			return Location{}, fmt.Errorf("location %q: %w", loc, err)
-		}
-		if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(rest, "//") {
-			return Location{}, fmt.Errorf("location %q: want s3://bucket/prefix without user, query, fragment or empty path elements", loc)
-		}
-		if u.Host == "" {
-			return Location{}, fmt.Errorf("location %q names no bucket (want s3://bucket/prefix)", loc)
-		}
-		return Location{Bucket: u.Host, Key: strings.Trim(u.Path, "/")}, nil
 	}
-	return Location{}, fmt.Errorf("location %q: scheme %q is not supported: checkpoints and savepoints go to a local directory (a path or file:///dir) or an S3-compatible object store (s3://bucket/prefix)", loc, scheme)
+	if scheme == "" || strings.ContainsAny(scheme, "/\\") {
+		return Location{}, fmt.Errorf("location %q: invalid URL scheme %q", loc, scheme)
+	}
+
+	u, err := url.Parse(loc)
+	if err != nil {
+		return Location{}, fmt.Errorf("location %q: %w", loc, err)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(rest, "//") {
+		return Location{}, fmt.Errorf("location %q: want %s://bucket/prefix without user, query, fragment or empty path elements", loc, scheme)
+	}
+	if u.Host == "" {
+		return Location{}, fmt.Errorf("location %q names no bucket (want %s://bucket/prefix)", loc, scheme)
+	}
+	return Location{Scheme: u.Scheme, Bucket: u.Host, Key: strings.Trim(u.Path, "/")}, nil
 }
 
-// IsS3 reports whether l is in S3.
-func (l Location) IsS3() bool { return l.Bucket != "" }
+// IsRemote reports whether l is a remote location (scheme://bucket/prefix).
+func (l Location) IsRemote() bool { return l.Scheme != "" }
 
-// String returns the location in the form it was given: s3://bucket/key,
-// file:///dir or the directory path.
+// String returns the location in the form it was given:
+// scheme://bucket/key, file:///dir or the directory path.
 func (l Location) String() string {
 	switch {
-	case l.IsS3() && l.Key == "":
-		return "s3://" + l.Bucket
-	case l.IsS3():
-		return "s3://" + l.Bucket + "/" + l.Key
+	case l.IsRemote() && l.Key == "":
+		return l.Scheme + "://" + l.Bucket
+	case l.IsRemote():
+		return l.Scheme + "://" + l.Bucket + "/" + l.Key
 	case l.fileURL:
 		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(l.Dir)}).String()
 	}
@@ -95,7 +102,7 @@ func (l Location) String() string {
 
 // Child returns the location of name (one path element) inside l.
 func (l Location) Child(name string) Location {
-	if l.IsS3() {
+	if l.IsRemote() {
 		l.Key = strings.TrimPrefix(l.Key+"/"+name, "/")
 	} else {
 		l.Dir = filepath.Join(l.Dir, name)
@@ -106,7 +113,7 @@ func (l Location) Child(name string) Location {
 // Split returns l's parent and its last element.
 func (l Location) Split() (parent Location, base string) {
 	parent = l
-	if l.IsS3() {
+	if l.IsRemote() {
 		i := strings.LastIndexByte(l.Key, '/')
 		parent.Key, base = l.Key[:max(i, 0)], l.Key[i+1:]
 		return parent, base
@@ -117,7 +124,7 @@ func (l Location) Split() (parent Location, base string) {
 
 // Abs makes a local location's directory absolute.
 func (l Location) Abs() (Location, error) {
-	if l.IsS3() {
+	if l.IsRemote() {
 		return l, nil
 	}
 	abs, err := filepath.Abs(l.Dir)
@@ -125,12 +132,17 @@ func (l Location) Abs() (Location, error) {
 	return l, err
 }
 
-// NewStore returns the store rooted at l: an S3 store reached as s3 says,
-// or a local store in l's directory (which must exist unless
-// WithCreateDir is given).
-func (l Location) NewStore(s3 S3Config, opts ...Option) (Store, error) {
-	if l.IsS3() {
-		s, err := NewS3(s3, l.Bucket, l.Key, withoutLocal(opts)...)
+// NewStore returns the store rooted at l: a remote store opened by the
+// opener of l's scheme in r, or a local store in l's directory (which must
+// exist unless WithCreateDir is given). A remote location whose scheme r
+// has no opener for fails with an error wrapping ErrNoStorage.
+func (l Location) NewStore(r Remotes, opts ...Option) (Store, error) {
+	if l.IsRemote() {
+		open := r[l.Scheme]
+		if open == nil {
+			return nil, fmt.Errorf("location %s: %w %s://", l, ErrNoStorage, l.Scheme)
+		}
+		s, err := open(l.Bucket, l.Key, withoutLocal(opts)...)
 		if err != nil {
 			return nil, fmt.Errorf("location %s: %w", l, err)
 		}
@@ -166,10 +178,10 @@ func withoutLocal(opts []Option) []Option {
 // they are read). A directory under another name reads its shared files,
 // if it has any, from the shared directory next to it, as a checkpoint of
 // that root would. A location with no checkpoint is reported with
-// ErrNotFound. Options: those of NewLocal and NewS3 (WithCreateDir is
-// ignored).
-func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) (Store, *Manifest, error) {
-	if !l.IsS3() {
+// ErrNotFound. A remote location is reached through r (see NewStore).
+// Options: those of NewLocal and NewRemote (WithCreateDir is ignored).
+func OpenLocation(ctx context.Context, l Location, r Remotes, opts ...Option) (Store, *Manifest, error) {
+	if !l.IsRemote() {
 		fi, err := os.Stat(l.Dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("%w: %s does not exist", ErrNotFound, l)
@@ -185,7 +197,7 @@ func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) 
 	parent, base := l.Split()
 	id, kind, named := parseDir(base)
 	if plainName(base) {
-		ps, err := parent.NewStore(s3, opts...)
+		ps, err := parent.NewStore(r, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -210,7 +222,7 @@ func OpenLocation(ctx context.Context, l Location, s3 S3Config, opts ...Option) 
 			return openOwn(ctx, ps, l, id, kind)
 		}
 	}
-	s, err := l.NewStore(s3, opts...)
+	s, err := l.NewStore(r, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -572,8 +572,12 @@ func TestS3ErrorIsNotExist(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("opening a missing object: %v, want fs.ErrNotExist", err)
 	}
-	other := s3StoreWith(t, S3Config{Endpoint: srv.Endpoint}, srv, "")
-	other.c.b.(*s3Backend).bucket = "no-such-bucket-here"
+	other, err := NewS3(S3Config{Endpoint: srv.Endpoint, Region: srv.Region, Transport: s3test.Transport(t),
+		Credentials: Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
+		MaxRetries:  2, RetryFor: 300 * time.Millisecond}, "no-such-bucket-here", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := other.c.b.open(ctx, "chk-1", "nothing"); err == nil || errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("opening in a missing bucket: %v, want an error that is not fs.ErrNotExist", err)
 	}

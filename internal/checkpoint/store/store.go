@@ -1,7 +1,9 @@
 // Package store keeps Weir's completed checkpoints and savepoints: a small
-// Store interface, a local-directory implementation (the embedded default)
-// and an S3-compatible one on minio-go, and the locations that name them
-// (a path, file:///dir, s3://bucket/prefix: ParseLocation).
+// Store interface, a local-directory implementation (the embedded default),
+// Remote, which gives a Backend that another package provides the same
+// semantics (the S3-compatible one on minio-go is package s3store, so that
+// only programs that use it link minio-go), and the locations that name
+// them (a path, file:///dir, s3://bucket/prefix: ParseLocation).
 //
 // A checkpoint is a set of named, opaque data files plus a Manifest that
 // describes them: which operator (by UID) and subtask each file belongs to,
@@ -31,7 +33,7 @@ import (
 	"log/slog"
 )
 
-// Store keeps checkpoints and savepoints. Local and S3 implement it.
+// Store keeps checkpoints and savepoints. Local and Remote implement it.
 type Store interface {
 	// Begin starts writing checkpoint (or savepoint) id. Its files are
 	// invisible to every reader until the Writer's Commit returns. Begin
@@ -229,11 +231,14 @@ var (
 	ErrExists = errors.New("checkpoint store: checkpoint already exists")
 	// ErrInProgress: the checkpoint is being written by an open Writer.
 	ErrInProgress = errors.New("checkpoint store: checkpoint is being written")
+	// ErrNoStorage: a remote location's scheme has no opener in the
+	// Remotes given.
+	ErrNoStorage = errors.New("no storage for scheme")
 	// ErrClosed: the Writer was already committed or aborted.
 	ErrClosed = errors.New("checkpoint store: writer is closed")
 )
 
-// Option configures NewLocal or NewS3. An option that does not apply to the
+// Option configures NewLocal or NewRemote. An option that does not apply to the
 // store being built makes its constructor fail.
 type Option func(*options)
 

@@ -1,4 +1,8 @@
-package store
+// Package s3store is the checkpoint store of package store in an
+// S3-compatible bucket, on minio-go: a store.Backend given to
+// store.NewRemote. It is apart from package store so that only the
+// programs that reach S3 link minio-go.
+package s3store
 
 import (
 	"context"
@@ -17,9 +21,11 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/weirstream/weir/internal/checkpoint/store"
 )
 
-// S3 is a Store in an S3-compatible bucket, reached through minio-go
+// New returns a Store in an S3-compatible bucket, reached through minio-go
 // (github.com/minio/minio-go/v7): request signing, the credential chain,
 // multipart uploads and per-request retries are the library's. A
 // checkpoint is the objects under <prefix>/chk-<id>/ (or savepoint-<id>/);
@@ -31,76 +37,18 @@ import (
 // 429, SlowDown) is retried by the library a few times per request, then
 // by the store, with exponential backoff, until the operation's context
 // ends (the checkpoint timeout, for a checkpoint) or, for a context
-// without deadline, S3Config.RetryFor has passed. A download cut off
-// midway resumes where it stopped.
-type S3 struct {
-	coreStore
-}
-
-var _ Store = (*S3)(nil)
-
-// Credentials are static S3 access keys.
-type Credentials struct {
-	// AccessKeyID is the access key id.
-	AccessKeyID string
-	// SecretAccessKey is the secret access key.
-	SecretAccessKey string
-	// SessionToken is the token of temporary credentials (optional).
-	SessionToken string
-}
-
-// S3Config says how an S3 store reaches its service.
-type S3Config struct {
-	// Endpoint is the service's URL without a path,
-	// "https://s3.eu-west-3.amazonaws.com" or "http://127.0.0.1:9000".
-	// Empty: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else AWS
-	// (https://s3.amazonaws.com, with the bucket's region).
-	Endpoint string
-	// Region is the region requests are signed for. Empty:
-	// $AWS_REGION, else $AWS_DEFAULT_REGION, else the bucket's region as
-	// the service reports it.
-	Region string
-	// Credentials are static keys. When they are empty the standard
-	// chain applies, in this order: the environment ($AWS_ACCESS_KEY_ID,
-	// $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN), the shared
-	// credentials file ($AWS_SHARED_CREDENTIALS_FILE or
-	// ~/.aws/credentials, profile $AWS_PROFILE), then an IAM role: web
-	// identity ($AWS_WEB_IDENTITY_TOKEN_FILE and $AWS_ROLE_ARN, as on
-	// Kubernetes, through AWS STS), ECS or EKS
-	// container credentials ($AWS_CONTAINER_CREDENTIALS_RELATIVE_URI,
-	// $AWS_CONTAINER_CREDENTIALS_FULL_URI), else the EC2 instance
-	// metadata service (unless $AWS_EC2_METADATA_DISABLED is "true").
-	// With none of them requests go unsigned.
-	Credentials Credentials
-	// Transport makes the HTTP requests (nil: the library's default).
-	Transport http.RoundTripper
-	// PartSize is the size of the parts of multipart uploads (0: the
-	// library's, 16 MiB; at least 5 MiB). Files larger than a part are
-	// uploaded in parts, several at a time, read from their source as
-	// they are sent.
-	PartSize uint64
-	// MaxRetries is how many times the library sends one request before
-	// it reports a transient failure to the store (0: 10).
-	MaxRetries int
-	// RetryFor bounds how long the store retries an operation after
-	// transient failures when its context has no deadline (0: one
-	// minute).
-	RetryFor time.Duration
-}
-
-// NewS3 returns a Store in bucket under key prefix prefix ("" for the
-// bucket's root), reached as cfg says. It makes no request. Options:
-// WithLogger.
-func NewS3(cfg S3Config, bucket, prefix string, opts ...Option) (*S3, error) {
-	o := buildOptions(opts)
-	if o.fs != nil || o.createDir {
-		return nil, errors.New("checkpoint store: WithFS and WithCreateDir do not apply to an S3 store")
-	}
+// without deadline, store.S3Config.RetryFor has passed. A download cut
+// off midway resumes where it stopped.
+//
+// The store is in bucket under key prefix prefix ("" for the bucket's
+// root), reached as cfg says. It makes no request. Options:
+// store.WithLogger.
+func New(cfg store.S3Config, bucket, prefix string, opts ...store.Option) (*store.Remote, error) {
 	b, err := newS3Backend(cfg, bucket, prefix)
 	if err != nil {
 		return nil, err
 	}
-	return &S3{coreStore{newCore(b, o.logger)}}, nil
+	return store.NewRemote(b, opts...)
 }
 
 type s3Backend struct {
@@ -115,7 +63,7 @@ type s3Backend struct {
 	anonymous func() bool
 }
 
-func newS3Backend(cfg S3Config, bucket, prefix string) (*s3Backend, error) {
+func newS3Backend(cfg store.S3Config, bucket, prefix string) (*s3Backend, error) {
 	endpoint := cfg.Endpoint
 	if endpoint == "" {
 		endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
@@ -141,7 +89,7 @@ func newS3Backend(cfg S3Config, bucket, prefix string) (*s3Backend, error) {
 	if region == "" {
 		region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
 	}
-	creds, anonymous := cfg.credentials()
+	creds, anonymous := credentialsOf(cfg)
 	cl, err := minio.New(host, &minio.Options{
 		Creds: creds, Secure: secure, Region: region, Transport: cfg.Transport, MaxRetries: cfg.MaxRetries,
 	})
@@ -160,7 +108,7 @@ func newS3Backend(cfg S3Config, bucket, prefix string) (*s3Backend, error) {
 
 // credentials returns static credentials, or the standard chain and a
 // function telling whether it found nothing.
-func (cfg S3Config) credentials() (*credentials.Credentials, func() bool) {
+func credentialsOf(cfg store.S3Config) (*credentials.Credentials, func() bool) {
 	k := cfg.Credentials
 	if k.AccessKeyID != "" || k.SecretAccessKey != "" {
 		return credentials.NewStaticV4(k.AccessKeyID, k.SecretAccessKey, k.SessionToken), nil
@@ -214,7 +162,8 @@ func firstEnv(names ...string) string {
 
 func (b *s3Backend) key(dir, name string) string { return b.prefix + dir + "/" + name }
 
-func (b *s3Backend) location(dir string) string {
+// Location implements store.Backend.
+func (b *s3Backend) Location(dir string) string {
 	return "s3://" + b.bucket + "/" + b.prefix + dir
 }
 
@@ -338,49 +287,51 @@ func (b *s3Backend) keys(ctx context.Context, p string, max int) ([]string, erro
 	return keys, err
 }
 
-func (b *s3Backend) list(ctx context.Context) ([]dirState, error) {
+// List implements store.Backend.
+func (b *s3Backend) List(ctx context.Context) ([]store.DirState, error) {
 	keys, err := b.keys(ctx, b.prefix, 0)
 	if err != nil {
 		return nil, err
 	}
-	byDir := make(map[string]*dirState)
+	byDir := make(map[string]*store.DirState)
 	var order []string
 	for _, k := range keys {
 		dir, name, ok := strings.Cut(strings.TrimPrefix(k, b.prefix), "/")
 		if !ok {
 			continue
 		}
-		id, kind, ok := parseDir(dir)
+		id, kind, ok := store.ParseDirName(dir)
 		if !ok {
 			continue
 		}
 		st := byDir[dir]
 		if st == nil {
-			st = &dirState{id: id, kind: kind, exists: true}
+			st = &store.DirState{ID: id, Kind: kind, Exists: true}
 			byDir[dir] = st
 			order = append(order, dir)
 		}
-		if name == manifestName {
-			st.committed = true
+		if name == store.ManifestName {
+			st.Committed = true
 		}
 	}
-	out := make([]dirState, 0, len(order))
+	out := make([]store.DirState, 0, len(order))
 	for _, d := range order {
 		out = append(out, *byDir[d])
 	}
 	return out, nil
 }
 
-func (b *s3Backend) stat(ctx context.Context, dir string) (dirState, error) {
-	var st dirState
-	k := b.key(dir, manifestName)
+// Stat implements store.Backend.
+func (b *s3Backend) Stat(ctx context.Context, dir string) (store.DirState, error) {
+	var st store.DirState
+	k := b.key(dir, store.ManifestName)
 	err := b.retry(ctx, func() error {
 		_, err := b.cl.StatObject(ctx, b.bucket, k, minio.StatObjectOptions{})
 		return b.fail("stat", k, err)
 	})
 	switch {
 	case err == nil:
-		st.exists, st.committed = true, true
+		st.Exists, st.Committed = true, true
 		return st, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return st, err
@@ -389,7 +340,7 @@ func (b *s3Backend) stat(ctx context.Context, dir string) (dirState, error) {
 	if err != nil {
 		return st, err
 	}
-	st.exists = len(keys) > 0
+	st.Exists = len(keys) > 0
 	return st, nil
 }
 
@@ -427,7 +378,8 @@ func (b *s3Backend) deleteUnder(ctx context.Context, dir string) error {
 	return b.deleteKeys(ctx, keys)
 }
 
-func (b *s3Backend) prepare(ctx context.Context, dir string) error { return b.deleteUnder(ctx, dir) }
+// Prepare implements store.Backend.
+func (b *s3Backend) Prepare(ctx context.Context, dir string) error { return b.deleteUnder(ctx, dir) }
 
 // upload stores size bytes of r as object k: one PUT, or a multipart
 // upload of parts read from r as they are sent (several at a time). The
@@ -440,18 +392,20 @@ func (b *s3Backend) upload(ctx context.Context, k string, r io.ReaderAt, size in
 	})
 }
 
-func (b *s3Backend) put(ctx context.Context, dir, name string, r io.ReaderAt, size int64) error {
+// Put implements store.Backend.
+func (b *s3Backend) Put(ctx context.Context, dir, name string, r io.ReaderAt, size int64) error {
 	return b.upload(ctx, b.key(dir, name), r, size)
 }
 
-// publish uploads the manifest object. Every data object was uploaded
+// Publish uploads the manifest object. Every data object was uploaded
 // before (an upload is durable when it returns), and an upload is
 // atomic, so the manifest appears whole or not at all.
-func (b *s3Backend) publish(ctx context.Context, dir string, manifest []byte) error {
-	return b.upload(ctx, b.key(dir, manifestName), strings.NewReader(string(manifest)), int64(len(manifest)))
+func (b *s3Backend) Publish(ctx context.Context, dir string, manifest []byte) error {
+	return b.upload(ctx, b.key(dir, store.ManifestName), strings.NewReader(string(manifest)), int64(len(manifest)))
 }
 
-func (b *s3Backend) open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+// Open implements store.Backend.
+func (b *s3Backend) Open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
 	r := &s3Reader{ctx: ctx, b: b, key: b.key(dir, name)}
 	if err := r.get(); err != nil {
 		return nil, err
@@ -528,23 +482,25 @@ func (r *s3Reader) Close() error {
 	return r.body.Close()
 }
 
-// remove deletes the manifest object first, then the data objects.
-func (b *s3Backend) remove(ctx context.Context, dir string) error {
-	if err := b.deleteKeys(ctx, []string{b.key(dir, manifestName)}); err != nil {
+// Remove deletes the manifest object first, then the data objects.
+func (b *s3Backend) Remove(ctx context.Context, dir string) error {
+	if err := b.deleteKeys(ctx, []string{b.key(dir, store.ManifestName)}); err != nil {
 		return err
 	}
 	return b.deleteUnder(ctx, dir)
 }
 
-func (b *s3Backend) putShared(ctx context.Context, name string, r io.ReaderAt, size int64) error {
-	return b.put(ctx, sharedDir, name, r, size)
+// PutShared implements store.Backend.
+func (b *s3Backend) PutShared(ctx context.Context, name string, r io.ReaderAt, size int64) error {
+	return b.Put(ctx, store.SharedDir, name, r, size)
 }
 
-// syncShared does nothing: an upload is durable when it returns.
-func (b *s3Backend) syncShared(context.Context) error { return nil }
+// SyncShared does nothing: an upload is durable when it returns.
+func (b *s3Backend) SyncShared(context.Context) error { return nil }
 
-func (b *s3Backend) listShared(ctx context.Context) ([]string, error) {
-	p := b.key(sharedDir, "")
+// ListShared implements store.Backend.
+func (b *s3Backend) ListShared(ctx context.Context) ([]string, error) {
+	p := b.key(store.SharedDir, "")
 	keys, err := b.keys(ctx, p, 0)
 	if err != nil {
 		return nil, err
@@ -558,10 +514,11 @@ func (b *s3Backend) listShared(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-func (b *s3Backend) removeShared(ctx context.Context, names []string) error {
+// RemoveShared implements store.Backend.
+func (b *s3Backend) RemoveShared(ctx context.Context, names []string) error {
 	keys := make([]string, len(names))
 	for i, n := range names {
-		keys[i] = b.key(sharedDir, n)
+		keys[i] = b.key(store.SharedDir, n)
 	}
 	return b.deleteKeys(ctx, keys)
 }
