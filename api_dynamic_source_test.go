@@ -37,10 +37,9 @@ func (d *dynSource) release(k int) {
 	d.mu.Unlock()
 }
 
-func (d *dynSource) Splits(int) ([]connector.Split, error) { return nil, errors.New("dynamic") }
-func (d *dynSource) Reader(connector.Split) (connector.SplitReader[string], error) {
-	return nil, errors.New("dynamic")
-}
+// dynSource is a connector.DynamicSource alone: no Splits, no Reader.
+var _ connector.DynamicSource[string] = (*dynSource)(nil)
+
 func (d *dynSource) SplitOwner(s connector.Split, p int) int { return s.(dynSplit).i % p }
 func (d *dynSource) EncodeSplit(s connector.Split) ([]byte, error) {
 	return []byte(strconv.Itoa(s.(dynSplit).i)), nil
@@ -158,7 +157,7 @@ func TestDynamicSourceBounded(t *testing.T) {
 	src := &dynSource{n: 20}
 	src.release(2)
 	env := weir.NewEnvironment(weir.WithParallelism(3))
-	in := weir.FromSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn")
+	in := weir.FromDynamicSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn")
 	got := weir.Collect(in)
 	mustRun(t, env)
 	if v := sorted(got.Values()); !slices.Equal(v, wantDyn(0, 2, 20)) {
@@ -181,7 +180,7 @@ func TestDynamicSourceGrowsAndRescales(t *testing.T) {
 		}
 		env := weir.NewEnvironment(opts...)
 		env.EnableCheckpointing(time.Hour)
-		got := weir.Collect(weir.FromSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn").UID("dyn"))
+		got := weir.Collect(weir.FromDynamicSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn").UID("dyn"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		h, err := env.ExecuteAsync(ctx, "dyn")
