@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/weirtest"
 )
@@ -117,18 +118,18 @@ type pacedSplit int
 
 func (s pacedSplit) SplitID() string { return fmt.Sprintf("paced-%d", int(s)) }
 
-func (s *paced) Splits(int) ([]weir.Split, error) {
+func (s *paced) Splits(int) ([]connector.Split, error) {
 	if s.only >= 0 {
-		return []weir.Split{pacedSplit(s.only)}, nil
+		return []connector.Split{pacedSplit(s.only)}, nil
 	}
-	var out []weir.Split
+	var out []connector.Split
 	for i := range s.spec {
 		out = append(out, pacedSplit(i))
 	}
 	return out, nil
 }
 
-func (s *paced) Reader(sp weir.Split) (weir.SplitReader[pacedRec], error) {
+func (s *paced) Reader(sp connector.Split) (connector.SplitReader[pacedRec], error) {
 	return &pacedReader{s: s, split: int(sp.(pacedSplit)), at: -1}, nil
 }
 

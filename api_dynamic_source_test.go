@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // A DynamicSource without Kafka: splits "s<i>" appear when the test
@@ -36,34 +37,33 @@ func (d *dynSource) release(k int) {
 	d.mu.Unlock()
 }
 
-func (d *dynSource) Splits(int) ([]weir.Split, error) { return nil, errors.New("dynamic") }
-func (d *dynSource) Reader(weir.Split) (weir.SplitReader[string], error) {
-	return nil, errors.New("dynamic")
-}
-func (d *dynSource) SplitOwner(s weir.Split, p int) int { return s.(dynSplit).i % p }
-func (d *dynSource) EncodeSplit(s weir.Split) ([]byte, error) {
+// dynSource is a connector.DynamicSource alone: no Splits, no Reader.
+var _ connector.DynamicSource[string] = (*dynSource)(nil)
+
+func (d *dynSource) SplitOwner(s connector.Split, p int) int { return s.(dynSplit).i % p }
+func (d *dynSource) EncodeSplit(s connector.Split) ([]byte, error) {
 	return []byte(strconv.Itoa(s.(dynSplit).i)), nil
 }
-func (d *dynSource) DecodeSplit(b []byte) (weir.Split, error) {
+func (d *dynSource) DecodeSplit(b []byte) (connector.Split, error) {
 	i, err := strconv.Atoi(string(b))
 	return dynSplit{i}, err
 }
-func (d *dynSource) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[string], error) {
+func (d *dynSource) NewSubtaskReader(info connector.SubtaskInfo) (connector.SubtaskReader[string], error) {
 	return &dynReader{d: d, info: info, next: map[int]int{}, wake: make(chan struct{}, 1)}, nil
 }
 
 type dynReader struct {
 	d    *dynSource
-	info weir.SubtaskInfo
+	info connector.SubtaskInfo
 	mu   sync.Mutex
 	next map[int]int // split -> next record
 	wake chan struct{}
 }
 
-func (r *dynReader) Discover(_ context.Context, _ bool, known func(string) bool) ([]weir.Split, error) {
+func (r *dynReader) Discover(_ context.Context, _ bool, known func(string) bool) ([]connector.Split, error) {
 	r.d.mu.Lock()
 	defer r.d.mu.Unlock()
-	var out []weir.Split
+	var out []connector.Split
 	for i := range r.d.released {
 		if s := (dynSplit{i}); !known(s.SplitID()) {
 			out = append(out, s)
@@ -74,7 +74,7 @@ func (r *dynReader) Discover(_ context.Context, _ bool, known func(string) bool)
 
 func (r *dynReader) DiscoveryInterval() time.Duration { return r.d.interval }
 
-func (r *dynReader) AddSplits(splits []weir.Split, pos [][]byte) error {
+func (r *dynReader) AddSplits(splits []connector.Split, pos [][]byte) error {
 	r.mu.Lock()
 	for k, s := range splits {
 		next := 0
@@ -94,7 +94,7 @@ func (r *dynReader) AddSplits(splits []weir.Split, pos [][]byte) error {
 
 // Fetch returns up to 7 records of every split not at its end, then the
 // ends; it blocks while there is nothing.
-func (r *dynReader) Fetch(ctx context.Context, buf []weir.Record[string]) ([]weir.SplitBatch[string], []weir.Record[string], error) {
+func (r *dynReader) Fetch(ctx context.Context, buf []weir.Record[string]) ([]connector.SplitBatch[string], []weir.Record[string], error) {
 	for {
 		r.mu.Lock()
 		type span struct{ i, from, to, next int }
@@ -121,10 +121,10 @@ func (r *dynReader) Fetch(ctx context.Context, buf []weir.Record[string]) ([]wei
 		}
 		r.mu.Unlock()
 		if len(spans) > 0 {
-			var out []weir.SplitBatch[string]
+			var out []connector.SplitBatch[string]
 			for _, s := range spans {
 				at := min(s.next, r.d.n)
-				out = append(out, weir.SplitBatch[string]{Split: dynSplit{s.i}.SplitID(), Recs: buf[s.from:s.to],
+				out = append(out, connector.SplitBatch[string]{Split: dynSplit{s.i}.SplitID(), Recs: buf[s.from:s.to],
 					Pos: binary.AppendVarint(nil, int64(at)), End: s.next > r.d.n})
 			}
 			return out, buf, nil
@@ -157,7 +157,7 @@ func TestDynamicSourceBounded(t *testing.T) {
 	src := &dynSource{n: 20}
 	src.release(2)
 	env := weir.NewEnvironment(weir.WithParallelism(3))
-	in := weir.FromSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn")
+	in := weir.FromDynamicSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn")
 	got := weir.Collect(in)
 	mustRun(t, env)
 	if v := sorted(got.Values()); !slices.Equal(v, wantDyn(0, 2, 20)) {
@@ -180,7 +180,7 @@ func TestDynamicSourceGrowsAndRescales(t *testing.T) {
 		}
 		env := weir.NewEnvironment(opts...)
 		env.EnableCheckpointing(time.Hour)
-		got := weir.Collect(weir.FromSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn").UID("dyn"))
+		got := weir.Collect(weir.FromDynamicSource[string](env, src, weir.ForMonotonousTimestamps[string](), "dyn").UID("dyn"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		h, err := env.ExecuteAsync(ctx, "dyn")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/weirtest"
 )
 
@@ -210,8 +211,10 @@ func TestPanicInProcessingTimeTimerFailsJob(t *testing.T) {
 // panicSource's reader panics.
 type panicSource struct{}
 
-func (panicSource) Splits(int) ([]weir.Split, error) { return []weir.Split{chanSplit(0)}, nil }
-func (panicSource) Reader(weir.Split) (weir.SplitReader[int], error) {
+func (panicSource) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{chanSplit(0)}, nil
+}
+func (panicSource) Reader(connector.Split) (connector.SplitReader[int], error) {
 	return panicReader{}, nil
 }
 

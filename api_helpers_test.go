@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // This file holds helpers shared by the api_*_test.go and harness_*_test.go
@@ -36,15 +37,15 @@ type chanSplit int
 
 func (s chanSplit) SplitID() string { return "chan-" + strconv.Itoa(int(s)) }
 
-func (s *chanSource[T]) Splits(int) ([]weir.Split, error) {
-	out := make([]weir.Split, len(s.chans))
+func (s *chanSource[T]) Splits(int) ([]connector.Split, error) {
+	out := make([]connector.Split, len(s.chans))
 	for i := range s.chans {
 		out[i] = chanSplit(i)
 	}
 	return out, nil
 }
 
-func (s *chanSource[T]) Reader(sp weir.Split) (weir.SplitReader[T], error) {
+func (s *chanSource[T]) Reader(sp connector.Split) (connector.SplitReader[T], error) {
 	return &chanReader[T]{ch: s.chans[sp.(chanSplit)]}, nil
 }
 

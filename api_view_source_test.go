@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // viewEv holds pointers (strings, a pointer) and more than a few words, as
@@ -22,7 +23,7 @@ type viewEv struct {
 	Pad  [4]int64
 }
 
-// viewSource replays records held in memory as weir.ViewReader views of
+// viewSource replays records held in memory as connector.ViewReader views of
 // it, in batches of at most batch records (small, so that a job sees
 // many), and counts which read path the engine took.
 type viewSource struct {
@@ -32,15 +33,15 @@ type viewSource struct {
 	reads  atomic.Int64
 }
 
-func (s *viewSource) Splits(int) ([]weir.Split, error) {
-	out := make([]weir.Split, len(s.splits))
+func (s *viewSource) Splits(int) ([]connector.Split, error) {
+	out := make([]connector.Split, len(s.splits))
 	for i := range out {
 		out[i] = chanSplit(i)
 	}
 	return out, nil
 }
 
-func (s *viewSource) Reader(sp weir.Split) (weir.SplitReader[viewEv], error) {
+func (s *viewSource) Reader(sp connector.Split) (connector.SplitReader[viewEv], error) {
 	return &viewReader{s: s, recs: s.splits[int(sp.(chanSplit))]}, nil
 }
 
@@ -122,7 +123,7 @@ func TestViewSourceValuesHeld(t *testing.T) {
 	mem, want := viewMemory(splits, n)
 	src := &viewSource{splits: mem, batch: 100}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
-	ev := weir.FromSource(env, weir.Source[viewEv](src), weir.ForBoundedOutOfOrderness[viewEv](0), "view")
+	ev := weir.FromSource(env, connector.Source[viewEv](src), weir.ForBoundedOutOfOrderness[viewEv](0), "view")
 	var mu sync.Mutex
 	var heldF, heldM []viewEv
 	kept := weir.Filter(ev, func(e viewEv) bool {
@@ -194,7 +195,7 @@ func TestViewSourceTimestampAssigner(t *testing.T) {
 	src := &viewSource{splits: mem, batch: 64}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	ws := weir.ForBoundedOutOfOrderness[viewEv](0).WithTimestampAssigner(func(e viewEv, _ int64) int64 { return 5 * e.ID })
-	out := weir.Collect(weir.Map(weir.FromSource(env, weir.Source[viewEv](src), ws, "view"), func(e viewEv) viewEv { return e }))
+	out := weir.Collect(weir.Map(weir.FromSource(env, connector.Source[viewEv](src), ws, "view"), func(e viewEv) viewEv { return e }))
 	mustRun(t, env)
 	checkMemory(t, mem, want)
 	if src.views.Load() != 0 || src.reads.Load() == 0 {
@@ -225,7 +226,7 @@ func TestViewSourceSharedByJobs(t *testing.T) {
 			defer wg.Done()
 			src := &viewSource{splits: mem, batch: 1024}
 			env := weir.NewEnvironment(weir.WithParallelism(2), quiet())
-			ev := weir.FromSource(env, weir.Source[viewEv](src), weir.NoWatermarks[viewEv](), "view")
+			ev := weir.FromSource(env, connector.Source[viewEv](src), weir.NoWatermarks[viewEv](), "view")
 			ids := weir.Map(weir.Filter(ev, func(e viewEv) bool { return e.ID%2 == 0 }), func(e viewEv) int64 { return *e.Ptr })
 			sums := weir.RollingReduce(weir.KeyBy(ids, func(id int64) int64 { return id % 7 }), func(a, b int64) int64 { return a + b })
 			res := weir.Collect(sums)

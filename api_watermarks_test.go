@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/weirtest"
 )
 
@@ -196,7 +197,7 @@ func TestFinishedSplitReleasesWatermark(t *testing.T) {
 }
 
 // sliceSrc is a one-split source of values without timestamps.
-func sliceSrc[T any](vs []T) weir.Source[T] {
+func sliceSrc[T any](vs []T) connector.Source[T] {
 	recs := make([]weir.Record[T], len(vs))
 	for i, v := range vs {
 		recs[i] = rec(v, weir.NoTimestamp)
@@ -207,8 +208,10 @@ func sliceSrc[T any](vs []T) weir.Source[T] {
 // preloaded is a one-split source that reads a fixed batch.
 type preloaded[T any] struct{ recs []weir.Record[T] }
 
-func (p *preloaded[T]) Splits(int) ([]weir.Split, error) { return []weir.Split{chanSplit(0)}, nil }
-func (p *preloaded[T]) Reader(weir.Split) (weir.SplitReader[T], error) {
+func (p *preloaded[T]) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{chanSplit(0)}, nil
+}
+func (p *preloaded[T]) Reader(connector.Split) (connector.SplitReader[T], error) {
 	return &preloadedReader[T]{recs: p.recs}, nil
 }
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/weirtest"
 )
 
@@ -530,11 +532,13 @@ type heldSplit struct{}
 
 func (heldSplit) SplitID() string { return "held" }
 
-func (s heldSource) Splits(int) ([]weir.Split, error) { return []weir.Split{heldSplit{}}, nil }
-func (s heldSource) Reader(weir.Split) (weir.SplitReader[int64], error) {
+func (s heldSource) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{heldSplit{}}, nil
+}
+func (s heldSource) Reader(connector.Split) (connector.SplitReader[int64], error) {
 	return &heldReader{s: s}, nil
 }
-func (s heldSource) ReaderAt(_ weir.Split, pos []byte) (weir.SplitReader[int64], error) {
+func (s heldSource) ReaderAt(_ connector.Split, pos []byte) (connector.SplitReader[int64], error) {
 	next, n := binary.Varint(pos)
 	if n <= 0 {
 		return nil, fmt.Errorf("bad position %x", pos)
@@ -632,7 +636,7 @@ func TestAsyncRestoreInFlight(t *testing.T) {
 				} else {
 					res = weir.UnorderedWait(weir.Rebalance(src), call, 0, 256)
 				}
-				weir.FileSink(res.UID("async"), out, func(v int64) []byte { return strconv.AppendInt(nil, v, 10) })
+				file.Sink(res.UID("async"), out, func(v int64) []byte { return strconv.AppendInt(nil, v, 10) })
 				return env, st
 			}
 			env, st := job(c.p1, c.p2 == 0)

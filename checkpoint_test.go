@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 )
 
@@ -31,14 +32,14 @@ func TestExactlyOnceAfterFailure(t *testing.T) {
 			src := heldGenerate(env, n, func(i int64) int64 { return i }, gate)
 			fail, failed := failAfterGate[int64](gate, true)
 			m := weir.Map(src, fail)
-			weir.FileSink(weir.Rebalance(m), dir, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
+			file.Sink(weir.Rebalance(m), dir, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
 			if err := env.Execute(t.Context(), "exactly-once"); err != nil {
 				t.Fatal(err)
 			}
 			if !failed.Load() {
 				t.Fatal("the job never failed")
 			}
-			lines, err := weir.ReadCommittedLines(dir)
+			lines, err := file.ReadCommittedLines(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,11 +111,11 @@ func TestResumeInNewProcessFromDirStore(t *testing.T) {
 		src := heldGenerate(env, n, func(i int64) int64 { return i }, gate)
 		check, failed := failAfterGate[int64](gate, fail)
 		m := weir.Map(src, check)
-		weir.FileSink(m, out, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
+		file.Sink(m, out, func(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) })
 		return env, failed
 	}
 	failThenResume(t, build, 2, 2)
-	lines, err := weir.ReadCommittedLines(out)
+	lines, err := file.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +175,11 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 		src := heldGenerate(env, n, func(i int64) int64 { return i % keys }, gate).SetParallelism(2)
 		counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &runningCount{})
 		check, failed := failAfterGate[string](gate, fail)
-		weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
+		file.Sink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
 		return env, failed
 	}
 	failThenResume(t, build, 2, 3)
-	lines, err := weir.ReadCommittedLines(out)
+	lines, err := file.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/weirtest"
 )
@@ -108,20 +110,20 @@ type strideSplit struct{ s, p int }
 
 func (s strideSplit) SplitID() string { return fmt.Sprintf("stride-%d-of-%d", s.s, s.p) }
 
-func (src *strideSource) Splits(p int) ([]weir.Split, error) {
-	out := make([]weir.Split, p)
+func (src *strideSource) Splits(p int) ([]connector.Split, error) {
+	out := make([]connector.Split, p)
 	for i := range p {
 		out[i] = strideSplit{i, p}
 	}
 	return out, nil
 }
 
-func (src *strideSource) Reader(sp weir.Split) (weir.SplitReader[int64], error) {
+func (src *strideSource) Reader(sp connector.Split) (connector.SplitReader[int64], error) {
 	s := sp.(strideSplit)
 	return &strideReader{src: src, next: int64(s.s), step: int64(s.p)}, nil
 }
 
-func (src *strideSource) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader[int64], error) {
+func (src *strideSource) ReaderAt(sp connector.Split, pos []byte) (connector.SplitReader[int64], error) {
 	next, k := binary.Varint(pos)
 	if k <= 0 {
 		return nil, fmt.Errorf("bad position %x", pos)
@@ -252,7 +254,7 @@ func newUnalignedRun(t *testing.T, dir string, n, keys int64, timeout time.Durat
 		}
 	}
 	out := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(in[0], key), weir.KeyBy(in[1], key)), fn)
-	weir.FileSink(out, dir, func(s string) []byte { return []byte(s) })
+	file.Sink(out, dir, func(s string) []byte { return []byte(s) })
 	return r
 }
 

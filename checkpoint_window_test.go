@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/window"
 )
 
@@ -100,7 +101,7 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 			func(a, b cwEv) string { return fmt.Sprintf("join %d-%d", a.V, b.V) })
 		check, failed := failAfterGate[string](gate, fail)
 		all := weir.Map(weir.Union(tumble, slide, counted, sess, joined), check)
-		weir.FileSink(all, out, func(s string) []byte { return []byte(s) })
+		file.Sink(all, out, func(s string) []byte { return []byte(s) })
 		err = env.Execute(t.Context(), "windows")
 		return failed.Load(), err
 	}
@@ -108,7 +109,7 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 	if _, err := run(refOut, t.TempDir(), 2, false); err != nil {
 		t.Fatal(err)
 	}
-	want, err := weir.ReadCommittedLines(refOut)
+	want, err := file.ReadCommittedLines(refOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 	if _, err := run(out, cps, 3, false); err != nil {
 		t.Fatal(err)
 	}
-	got, err := weir.ReadCommittedLines(out)
+	got, err := file.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/state"
 )
 
@@ -140,19 +141,19 @@ type countdownSplit int
 
 func (s countdownSplit) SplitID() string { return "countdown-" + strconv.Itoa(int(s)) }
 
-func (c countdown) Splits(int) ([]weir.Split, error) {
-	var out []weir.Split
+func (c countdown) Splits(int) ([]connector.Split, error) {
+	var out []connector.Split
 	for _, n := range c.starts {
 		out = append(out, countdownSplit(n))
 	}
 	return out, nil
 }
 
-func (c countdown) Reader(s weir.Split) (weir.SplitReader[int], error) {
+func (c countdown) Reader(s connector.Split) (connector.SplitReader[int], error) {
 	return &countdownReader{next: int(s.(countdownSplit))}, nil
 }
 
-func (c countdown) ReaderAt(s weir.Split, pos []byte) (weir.SplitReader[int], error) {
+func (c countdown) ReaderAt(s connector.Split, pos []byte) (connector.SplitReader[int], error) {
 	n, err := strconv.Atoi(string(pos))
 	return &countdownReader{next: n}, err
 }

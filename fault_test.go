@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
@@ -163,11 +164,11 @@ func runFaultJob(t *testing.T, p int, in *ftInjector) []string {
 	co := weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(weir.Filter(src, ftOdd), ftKey), weir.KeyBy(weir.Filter(src, ftEven), ftKey)), &ftBuckets{})
 	co = weir.Map(co, hook[string](in, 3))
 	all := weir.Map(weir.Union(win, joined, co), hook[string](in, 4))
-	weir.FileSink(all, out, func(s string) []byte { return []byte(s) })
+	file.Sink(all, out, func(s string) []byte { return []byte(s) })
 	if err := env.Execute(t.Context(), "faults"); err != nil {
 		t.Fatalf("job failed (after %d injected faults): %v", in.fired.Load(), err)
 	}
-	lines, err := weir.ReadCommittedLines(out)
+	lines, err := file.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
 	}

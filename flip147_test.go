@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 )
 
 // flip147Job builds a bounded job of two uneven sources (a short one that
@@ -33,7 +34,7 @@ func flip147Job(t *testing.T, out, cps string, log *captured, restore bool) *wei
 	short := weir.Generate(env, flip147Short, 0, func(i int64) string { return "s" + strconv.FormatInt(i, 10) }, weir.NoWatermarks[string]())
 	long := weir.Generate(env, flip147Long, 6000, func(i int64) string { return "l" + strconv.FormatInt(i, 10) }, weir.NoWatermarks[string]())
 	all := weir.Map(weir.Rebalance(weir.Union(short, long)), strings.ToUpper)
-	weir.FileSink(all, out, func(s string) []byte { return []byte(s) })
+	file.Sink(all, out, func(s string) []byte { return []byte(s) })
 	return env
 }
 
@@ -46,7 +47,7 @@ const (
 // of flip147Job exactly once.
 func checkFlip147Output(t *testing.T, dir string) {
 	t.Helper()
-	lines, err := weir.ReadCommittedLines(dir)
+	lines, err := file.ReadCommittedLines(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // Tests that fail a job after a checkpoint must not depend on a checkpoint
@@ -153,21 +154,21 @@ func (s ckGatedSplit) SplitID() string {
 	return "held-" + strconv.Itoa(s.index) + "-of-" + strconv.Itoa(s.of)
 }
 
-func (s *ckGatedSource[T]) Splits(p int) ([]weir.Split, error) {
-	out := make([]weir.Split, p)
+func (s *ckGatedSource[T]) Splits(p int) ([]connector.Split, error) {
+	out := make([]connector.Split, p)
 	for i := range p {
 		out[i] = ckGatedSplit{index: i, of: p, start: s.n * int64(i) / int64(p), end: s.n * int64(i+1) / int64(p)}
 	}
 	return out, nil
 }
 
-func (s *ckGatedSource[T]) Reader(sp weir.Split) (weir.SplitReader[T], error) {
+func (s *ckGatedSource[T]) Reader(sp connector.Split) (connector.SplitReader[T], error) {
 	h := sp.(ckGatedSplit)
 	return &ckGatedReader[T]{s: s, next: h.start, end: h.end, hold: (h.start + h.end) / 2}, nil
 }
 
 // ReaderAt resumes a split at a position its reader reported.
-func (s *ckGatedSource[T]) ReaderAt(sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
+func (s *ckGatedSource[T]) ReaderAt(sp connector.Split, pos []byte) (connector.SplitReader[T], error) {
 	next, k := binary.Varint(pos)
 	h := sp.(ckGatedSplit)
 	if k <= 0 || next < h.start || next > h.end {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/state"
 )
@@ -88,13 +89,13 @@ func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int6
 		}
 		return s
 	}).UID("inject")
-	weir.FileSink(checked, out, func(s string) []byte { return []byte(s) })
+	file.Sink(checked, out, func(s string) []byte { return []byte(s) })
 	return env
 }
 
 func committedSorted(t *testing.T, dir string) []string {
 	t.Helper()
-	lines, err := weir.ReadCommittedLines(dir)
+	lines, err := file.ReadCommittedLines(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

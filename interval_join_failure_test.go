@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 )
 
 // TestIntervalJoinSurvivesFailure runs a full outer interval join with
@@ -61,11 +62,11 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
 		gate := newCkGate(st, nil)
 		check, failed := failAfterGate[string](gate, fail)
-		weir.FileSink(weir.Map(job(env, gate), check), out, func(s string) []byte { return []byte(s) })
+		file.Sink(weir.Map(job(env, gate), check), out, func(s string) []byte { return []byte(s) })
 		return env, failed
 	}
 	failThenResume(t, build, 2, 3)
-	got, err := weir.ReadCommittedLines(out)
+	got, err := file.ReadCommittedLines(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
@@ -373,7 +374,7 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 			}
 		}
 		lines := p.build(env, fail, gate)
-		weir.FileSink(lines, dir, func(s string) []byte { return []byte(s) })
+		file.Sink(lines, dir, func(s string) []byte { return []byte(s) })
 		return env.Execute(t.Context(), "metamorphic")
 	}
 	err := execute(c.opts(t), &failed)
@@ -389,7 +390,7 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	if !failed.Load() {
 		t.Fatalf("config %q: the injected failure never happened", c.name)
 	}
-	got, err := weir.ReadCommittedLines(dir)
+	got, err := file.ReadCommittedLines(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

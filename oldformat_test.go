@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/state"
 )
 
@@ -38,14 +39,16 @@ type numbersSplit struct{}
 
 func (numbersSplit) SplitID() string { return "numbers" }
 
-func (s *numbers) Splits(int) ([]weir.Split, error) { return []weir.Split{numbersSplit{}}, nil }
+func (s *numbers) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{numbersSplit{}}, nil
+}
 
-func (s *numbers) Reader(weir.Split) (weir.SplitReader[int64], error) {
+func (s *numbers) Reader(connector.Split) (connector.SplitReader[int64], error) {
 	return &numbersReader{s: s}, nil
 }
 
 // ReaderAt resumes at a position Position reported.
-func (s *numbers) ReaderAt(_ weir.Split, pos []byte) (weir.SplitReader[int64], error) {
+func (s *numbers) ReaderAt(_ connector.Split, pos []byte) (connector.SplitReader[int64], error) {
 	next, k := binary.Varint(pos)
 	if k <= 0 {
 		return nil, fmt.Errorf("bad position %x", pos)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 )
 
@@ -42,14 +44,16 @@ type gatedSplit struct{}
 
 func (gatedSplit) SplitID() string { return "gated" }
 
-func (s *gatedSource) Splits(int) ([]weir.Split, error) { return []weir.Split{gatedSplit{}}, nil }
+func (s *gatedSource) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{gatedSplit{}}, nil
+}
 
-func (s *gatedSource) Reader(weir.Split) (weir.SplitReader[evt], error) {
+func (s *gatedSource) Reader(connector.Split) (connector.SplitReader[evt], error) {
 	return &gatedReader{s: s}, nil
 }
 
 // ReaderAt resumes at a position Position reported.
-func (s *gatedSource) ReaderAt(_ weir.Split, pos []byte) (weir.SplitReader[evt], error) {
+func (s *gatedSource) ReaderAt(_ connector.Split, pos []byte) (connector.SplitReader[evt], error) {
 	next, n := binary.Varint(pos)
 	if n <= 0 {
 		return nil, fmt.Errorf("bad position %x", pos)
@@ -144,7 +148,7 @@ func rescaleJob(env *weir.Environment, src *gatedSource, sums, joins, processUID
 	in := weir.FromSource(env, src, weir.ForMonotonousTimestamps[evt](), "gated").SetParallelism(1).UID("source")
 	byKey := func(e evt) int { return e.Key }
 	summed := weir.Process(weir.KeyBy(in, byKey), fn).UID(processUID).Name("sums")
-	weir.FileSink(summed, sums, func(s string) []byte { return []byte(s) })
+	file.Sink(summed, sums, func(s string) []byte { return []byte(s) })
 	even := weir.Filter(in, func(e evt) bool { return e.V%2 == 0 })
 	odd := weir.Filter(in, func(e evt) bool { return e.V%2 == 1 })
 	joined := weir.IntervalJoinFunc(weir.KeyBy(even, byKey), weir.KeyBy(odd, byKey), weir.Between(-400*time.Millisecond, 400*time.Millisecond),
@@ -152,14 +156,14 @@ func rescaleJob(env *weir.Environment, src *gatedSource, sums, joins, processUID
 			out.Collect(fmt.Sprintf("%d:%d+%d@%d", l.Key, l.V, r.V, ctx.Timestamp()))
 			return nil
 		}).UID("join").Name("join")
-	weir.FileSink(joined, joins, func(s string) []byte { return []byte(s) })
+	file.Sink(joined, joins, func(s string) []byte { return []byte(s) })
 }
 
 func committed(t *testing.T, dirs ...string) []string {
 	t.Helper()
 	var all []string
 	for _, d := range dirs {
-		lines, err := weir.ReadCommittedLines(d)
+		lines, err := file.ReadCommittedLines(d)
 		if err != nil {
 			t.Fatal(err)
 		}

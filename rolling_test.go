@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/weirtest"
 	"pgregory.net/rapid"
 )
@@ -167,7 +168,7 @@ func TestRollingSumKeyedState(t *testing.T) {
 		in := weir.FromSource(env, src, weir.ForMonotonousTimestamps[evt](), "gated").SetParallelism(1).UID("source")
 		sums := weir.Sum(weir.KeyBy(in, func(e evt) int { return e.Key }),
 			func(e evt) int64 { return e.V }, func(e *evt, v int64) { e.V = v }).UID("sums")
-		weir.FileSink(sums, out, func(e evt) []byte { return fmt.Appendf(nil, "%d:%d@%d", e.Key, e.V, e.TS) })
+		file.Sink(sums, out, func(e evt) []byte { return fmt.Appendf(nil, "%d:%d@%d", e.Key, e.V, e.TS) })
 	}
 	refDir := filepath.Join(t.TempDir(), "ref")
 	env := weir.NewEnvironment(weir.WithParallelism(2))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 )
 
 // TestSinkUIDNamesItsCheckpointState: an exactly-once sink's pending
@@ -15,7 +16,7 @@ func TestSinkUIDNamesItsCheckpointState(t *testing.T) {
 	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st))
 	// Held in the middle until a checkpoint has completed.
 	src := heldGenerate(env, 20000, func(i int64) int64 { return i }, newCkGate(st, nil))
-	weir.FileSink(src, t.TempDir(), func(v int64) []byte { return []byte{byte('0' + v%10)} }).UID("files")
+	file.Sink(src, t.TempDir(), func(v int64) []byte { return []byte{byte('0' + v%10)} }).UID("files")
 	if err := env.Execute(t.Context(), "uid"); err != nil {
 		t.Fatal(err)
 	}

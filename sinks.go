@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -185,4 +186,27 @@ func Collect[T any](ds DataStream[T]) *Collected[T] {
 		}, nil, nil
 	})
 	return c
+}
+
+// ToSink writes every record of ds through sink (connector.Sink): each
+// subtask writes through a writer of its own, at least once with
+// checkpointing (a restored job writes again what followed the
+// checkpoint). A sink implementing connector.Validator is checked when
+// the job is built.
+func ToSink[T any](ds DataStream[T], sink connector.Sink[T], name string) Sink {
+	if sink == nil {
+		ds.env.fail(fmt.Errorf("sink %q: %w", name, nilFnError("sink")))
+	} else if v, ok := sink.(connector.Validator); ok {
+		ds.env.validators = append(ds.env.validators, v.Validate)
+	}
+	return addSink(ds, name, func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
+		w, err := sink.NewWriter(connector.SubtaskInfo{Name: bc.Name, Subtask: bc.Subtask, Parallelism: bc.Parallelism, Partition: -1})
+		if err != nil {
+			return nil, nil, fmt.Errorf("sink %q: %w", name, err)
+		}
+		if w == nil {
+			return nil, nil, fmt.Errorf("sink %q: NewWriter returned no writer", name)
+		}
+		return w.Write, w.Close, nil
+	})
 }

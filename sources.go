@@ -5,65 +5,20 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/internal/textio"
 )
-
-// Validator is implemented by sources and sinks that check their settings
-// (and the services they use) when the job is built: Execute returns its
-// error before anything runs.
-type Validator interface {
-	Validate(ctx context.Context) error
-}
-
-// FromSource adds a source with a watermark strategy applied per split.
-func FromSource[T any](env *Environment, src Source[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
-	if src == nil {
-		env.fail(fmt.Errorf("source %q: %w", name, nilFnError("source")))
-	}
-	strategy.check(env, fmt.Sprintf("source %q", name))
-	if v, ok := any(src).(Validator); ok {
-		env.validators = append(env.validators, v.Validate)
-	}
-	var rs runtime.Source[T]
-	if src != nil {
-		rs = runtimeSource(src)
-	}
-	return addSource(env, rs, strategy, name)
-}
-
-// addSource adds a source of the runtime's own types (FromSource adapts a
-// Source to one).
-func addSource[T any](env *Environment, src runtime.Source[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
-	n := newNode[T](env, name, runtime.KindSource, env.cfg.parallelism,
-		func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Built, error) {
-			op, err := runtime.NewSourceOperator(bc, src, strategy.runtime(env), out)
-			if err != nil {
-				return runtime.Built{}, err
-			}
-			return runtime.Built{Life: op, Source: op}, nil
-		})
-	n.Operator = sourceKind(src)
-	n.Connector = src
-	return streamOf[T](env, n)
-}
 
 // sourceKind is a source operator's kind: "source " and the Go type of
 // its Source without type arguments ("source weir.generatorSource"), so
 // that a savepoint's split positions are offered only to a source of the
 // same type. (Exactly-once sinks are "sink " and their type likewise.)
 func sourceKind(src any) string {
-	if a, ok := src.(interface{ userSource() any }); ok {
-		src = a.userSource()
-	}
 	return "source " + typeName(src)
 }
 
@@ -91,8 +46,10 @@ func (s stringSplit) SplitID() string { return string(s) }
 // sliceSource reads a slice as one split.
 type sliceSource[T any] struct{ recs []Record[T] }
 
-func (s sliceSource[T]) Splits(int) ([]Split, error) { return []Split{stringSplit("slice")}, nil }
-func (s sliceSource[T]) Reader(Split) (SplitReader[T], error) {
+func (s sliceSource[T]) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{stringSplit("slice")}, nil
+}
+func (s sliceSource[T]) Reader(connector.Split) (connector.SplitReader[T], error) {
 	return &sliceReader[T]{recs: s.recs}, nil
 }
 
@@ -115,13 +72,13 @@ func (r *sliceReader[T]) Read(_ context.Context, buf []Record[T]) ([]Record[T], 
 }
 func (r *sliceReader[T]) Close() error { return nil }
 
-// Position implements PositionedReader: the index of the next record.
+// Position implements connector.PositionedReader: the index of the next record.
 func (r *sliceReader[T]) Position() ([]byte, error) {
 	return binary.AppendVarint(nil, int64(r.pos)), nil
 }
 
 // ReaderAt resumes the slice at a position.
-func (s sliceSource[T]) ReaderAt(_ Split, pos []byte) (SplitReader[T], error) {
+func (s sliceSource[T]) ReaderAt(_ connector.Split, pos []byte) (connector.SplitReader[T], error) {
 	p, err := decodePosition(pos)
 	if err != nil || p < 0 || p > int64(len(s.recs)) {
 		return nil, fmt.Errorf("bad slice position %v", pos)
@@ -172,9 +129,9 @@ func (s genSplit) SplitID() string {
 
 // Splits divides the generator into p splits, as Flink's
 // NumberSequenceSource divides its range by the parallelism it first runs
-// at; a restore keeps those splits at any parallelism (restoreSplits).
-func (g *generatorSource[T]) Splits(p int) ([]Split, error) {
-	out := make([]Split, p)
+// at; a restore keeps those splits at any parallelism (RestoreSplits).
+func (g *generatorSource[T]) Splits(p int) ([]connector.Split, error) {
+	out := make([]connector.Split, p)
 	for i := range p {
 		out[i] = g.split(i, p)
 	}
@@ -197,12 +154,12 @@ func (g *generatorSource[T]) split(index, of int) genSplit {
 // guard against a damaged id, far above any parallelism).
 const maxGenSplits = 1 << 16
 
-// restoreSplits implements splitRestorer: the splits "gen-<i>-of-<n>" a
+// RestoreSplits implements connector.SplitRestorer: the splits "gen-<i>-of-<n>" a
 // checkpoint names, completed with the other splits of their division
 // (a split that had not started yet may be named by none of the old
 // subtasks' state in checkpoints written before every owned split was
 // recorded), in index order. Every id must come from one division.
-func (g *generatorSource[T]) restoreSplits(ids []string) ([]Split, error) {
+func (g *generatorSource[T]) RestoreSplits(ids []string) ([]connector.Split, error) {
 	of := 0
 	for _, id := range ids {
 		i, n, ok := parseGenSplit(id)
@@ -214,16 +171,16 @@ func (g *generatorSource[T]) restoreSplits(ids []string) ([]Split, error) {
 		}
 		of = n
 	}
-	out := make([]Split, of)
+	out := make([]connector.Split, of)
 	for i := range of {
 		out[i] = g.split(i, of)
 	}
 	return out, nil
 }
 
-// endless implements splitRestorer: an unbounded generator's splits never
+// Endless implements connector.EndlessSource: an unbounded generator's splits never
 // end.
-func (g *generatorSource[T]) endless() bool { return g.count < 0 }
+func (g *generatorSource[T]) Endless() bool { return g.count < 0 }
 
 // parseGenSplit parses "gen-<i>-of-<n>" (n >= 1, i >= 0, canonical
 // decimals).
@@ -244,7 +201,7 @@ func parseGenSplit(id string) (i, n int, ok bool) {
 	return i, n, true
 }
 
-func (g *generatorSource[T]) Reader(s Split) (SplitReader[T], error) {
+func (g *generatorSource[T]) Reader(s connector.Split) (connector.SplitReader[T], error) {
 	sp := s.(genSplit)
 	r := &genReader[T]{g: g, next: sp.start, end: sp.end, step: 1}
 	if g.count < 0 {
@@ -308,11 +265,11 @@ func (r *genReader[T]) Read(ctx context.Context, buf []Record[T]) ([]Record[T], 
 
 func (r *genReader[T]) Close() error { return nil }
 
-// Position implements PositionedReader: the next index.
+// Position implements connector.PositionedReader: the next index.
 func (r *genReader[T]) Position() ([]byte, error) { return binary.AppendVarint(nil, r.next), nil }
 
 // ReaderAt resumes a split of the generator at an index.
-func (g *generatorSource[T]) ReaderAt(s Split, pos []byte) (SplitReader[T], error) {
+func (g *generatorSource[T]) ReaderAt(s connector.Split, pos []byte) (connector.SplitReader[T], error) {
 	next, err := decodePosition(pos)
 	if err != nil {
 		return nil, err
@@ -351,44 +308,4 @@ func Generate[T any](env *Environment, count int64, rate float64, f func(i int64
 		env.fail(fmt.Errorf("source %q: rate must not be negative, got %v", "Generator", rate))
 	}
 	return FromSource[T](env, &generatorSource[T]{count: count, f: f, rate: rate, clk: env.cfg.clock}, strategy, "Generator")
-}
-
-// ReadTextFile reads the lines of a file, of every file in a directory,
-// or of every file matching a glob pattern (one split per file), without
-// timestamps.
-//
-// Deprecated: use file.ReadTextFile (package
-// github.com/weirstream/weir/connector/file), which can also read
-// directories recursively.
-func ReadTextFile(env *Environment, pattern string) DataStream[string] {
-	paths, err := textio.Expand(pattern, false)
-	if err != nil {
-		env.fail(fmt.Errorf("source %q: %w", "TextFile", err))
-	}
-	return addSource[string](env, textio.NewFileSource(paths), NoWatermarks[string](), "TextFile")
-}
-
-// SocketOptions configures SocketTextStream.
-//
-// Deprecated: use socket.Options (package
-// github.com/weirstream/weir/connector/socket).
-type SocketOptions struct {
-	// MaxRetries is how often to reconnect after the server closes the
-	// connection: 0 (default) ends the stream then; -1 retries forever.
-	MaxRetries int
-	// RetryDelay is the pause before a reconnect (default 500 ms).
-	RetryDelay time.Duration
-}
-
-// SocketTextStream reads newline-delimited text from a TCP server
-// (parallelism 1).
-//
-// Deprecated: use socket.TextStream (package
-// github.com/weirstream/weir/connector/socket).
-func SocketTextStream(env *Environment, host string, port int, opts SocketOptions) DataStream[string] {
-	if port < 0 || port > 65535 {
-		env.fail(fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port))
-	}
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	return addSource[string](env, textio.NewSocketSource(addr, textio.SocketOptions(opts), env.cfg.clock), NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
 }

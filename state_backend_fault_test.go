@@ -92,7 +92,6 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 			}))
 			st := &firstSaveStore{MemoryCheckpointStore: NewMemoryCheckpointStore(), saved: make(chan struct{})}
 			var logs lockedBuffer
-			out := t.TempDir()
 			env := NewEnvironment(WithParallelism(2), WithBufferSize(64),
 				WithStateBackend(pebbleStateBackend{dir: t.TempDir(), opts: pebblestate.Options{FS: fs}}),
 				WithRestartStrategy(FixedDelayRestart(restarts, time.Millisecond)),
@@ -106,7 +105,8 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 			}, NoWatermarks[int64]()).SetParallelism(1)
 			fn := &faultingCount{half: n / 2, armed: &armed, fired: &fired}
 			counted := Process(KeyBy(src, func(i int64) int64 { return i % keys }), fn).Name("count").UID("count")
-			FileSink(counted, out, func(s string) []byte { return []byte(s) })
+			sink := newLinesSink()
+			AddTwoPhaseCommitSink[string, *linesTxn](counted, sink)
 			err := env.Execute(t.Context(), "pebble-fault")
 			if !fired.Load() {
 				t.Fatalf("the failure was never injected (err %v)", err)
@@ -124,10 +124,7 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 			if !strings.Contains(logs.String(), "restoring from checkpoint") {
 				t.Fatalf("the job did not restart from a checkpoint:\n%s", logs.String())
 			}
-			lines, err := ReadCommittedLines(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lines := sink.lines()
 			slices.Sort(lines)
 			var want []string
 			for k := range int64(keys) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/weirtest"
 )
@@ -79,7 +80,7 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 				src := heldGenerate(env, n, func(i int64) int64 { return i % keys }, gate).SetParallelism(2)
 				counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &parityCount{})
 				check, failed := failAfterGate[string](gate, fail)
-				weir.FileSink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
+				file.Sink(weir.Map(counted, check), out, func(s string) []byte { return []byte(s) })
 				return env, failed
 			}
 			failThenResume(t, func(p int, fail bool) (*weir.Environment, *atomic.Bool) {
@@ -88,7 +89,7 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 				}
 				return build(p, c.second, false)
 			}, 2, 3)
-			lines, err := weir.ReadCommittedLines(out)
+			lines, err := file.ReadCommittedLines(out)
 			if err != nil {
 				t.Fatal(err)
 			}

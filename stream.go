@@ -2,7 +2,7 @@ package weir
 
 import (
 	"fmt"
-	"math"
+	"github.com/weirstream/weir/connector"
 
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
@@ -10,16 +10,12 @@ import (
 
 // Record is a stream element with its event timestamp in ms (NoTimestamp
 // if it has none): what sources read, FromRecords takes, and Collect and
-// the test harness return.
-type Record[T any] struct {
-	// Value is the element.
-	Value T
-	// TS is its event timestamp in ms, or NoTimestamp.
-	TS int64
-}
+// the test harness return. It is connector.Record, the one record type of
+// sources, the engine and the API.
+type Record[T any] = connector.Record[T]
 
 // NoTimestamp marks a record without an event timestamp.
-const NoTimestamp int64 = math.MinInt64
+const NoTimestamp = connector.NoTimestamp
 
 // origin is one upstream of a stream: an operator's main or side output,
 // with the partitioning the next edge uses.

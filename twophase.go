@@ -3,45 +3,23 @@ package weir
 import (
 	"context"
 	"fmt"
-	"os"
-
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/textio"
 	"github.com/weirstream/weir/internal/twophase"
+	"math"
+	"os"
+	"sync"
 )
 
-// TwoPhaseCommitSink writes records in transactions that become visible
-// only when the checkpoint that covers them completes, so a restarted job
-// neither loses nor repeats output (Flink's TwoPhaseCommitSinkFunction).
-// TXN must be encodable with encoding/gob (exported fields): pre-committed
-// transactions are part of the checkpoint.
-type TwoPhaseCommitSink[T, TXN any] interface {
-	// BeginTransaction starts a transaction of subtask.
-	BeginTransaction(subtask int) (TXN, error)
-	// Write adds a record to the transaction.
-	Write(txn TXN, v T, ts int64) error
-	// PreCommit makes the transaction durable; it runs at the checkpoint barrier.
-	PreCommit(txn TXN) error
-	// Commit makes a pre-committed transaction visible. It must be
-	// idempotent: after a restore, transactions of the restored checkpoint
-	// are committed again.
-	Commit(txn TXN) error
-	// Abort discards a transaction.
-	Abort(txn TXN) error
-}
+// TwoPhaseCommitSink is connector.TwoPhaseCommitSink: a sink that writes
+// records in transactions that become visible only when the checkpoint
+// covering them completes.
+type TwoPhaseCommitSink[T, TXN any] = connector.TwoPhaseCommitSink[T, TXN]
 
-// TwoPhaseCommitSubtasks is implemented by two-phase-commit sinks that
-// hold resources per subtask (a connection, a transactional producer).
-// OpenSubtask runs when a subtask opens, after the transactions of the
-// restored checkpoint were committed and before its first
-// BeginTransaction: a Kafka sink aborts the lingering transactions of
-// earlier attempts there. CloseSubtask runs when the subtask closes;
-// transactions still pending are committed later, after the job has
-// finished, so Commit must work without the subtask's resources.
-type TwoPhaseCommitSubtasks interface {
-	OpenSubtask(subtask, parallelism int) error
-	CloseSubtask(subtask int) error
-}
+// TwoPhaseCommitSubtasks is connector.TwoPhaseCommitSubtasks: a
+// two-phase-commit sink that holds resources per subtask.
+type TwoPhaseCommitSubtasks = connector.TwoPhaseCommitSubtasks
 
 // twoPhaseOp is the operator of a two-phase-commit sink
 // (internal/twophase) reporting errors and panics against the sink.
@@ -87,7 +65,7 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	if isNil(sink) {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
 	}
-	if v, ok := any(sink).(Validator); ok {
+	if v, ok := any(sink).(connector.Validator); ok {
 		env := ds.env
 		ds.env.validators = append(ds.env.validators, func(ctx context.Context) error {
 			if cv, ok := any(sink).(runtime.ClusterValidator); ok && env.cfg.cluster != nil {
@@ -122,27 +100,3 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
 }
-
-// FileSink writes each record as a line (format's bytes plus a newline) to
-// part files in dir, exactly once: a part file appears under its final
-// name ("part-<subtask>-<n>") only when the checkpoint covering it has
-// completed (or the bounded job ended). Files of failed attempts are
-// removed or overwritten; readers should ignore names starting with ".".
-//
-// Deprecated: use file.Sink (package
-// github.com/weirstream/weir/connector/file).
-func FileSink[T any](ds DataStream[T], dir string, format func(T) []byte) Sink {
-	if format == nil {
-		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", nilFnError("format function")))
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		ds.env.fail(fmt.Errorf("sink %q: %w", "FileSink", err))
-	}
-	return AddTwoPhaseCommitSink[T, *textio.FileTxn](ds, textio.NewFileSink(dir, format, nil)).Name("FileSink")
-}
-
-// ReadCommittedLines returns the lines of every committed part file in dir
-// (names not starting with "."), part files in name order.
-//
-// Deprecated: use file.ReadCommittedLines.
-func ReadCommittedLines(dir string) ([]string, error) { return textio.ReadCommittedLines(dir) }

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/invariants"
 )
 
@@ -175,7 +176,7 @@ type MemorySource struct {
 
 // Events adds the source with the Nexmark watermark strategy to env.
 func (s *MemorySource) Events(env *weir.Environment) weir.DataStream[Event] {
-	return weir.FromSource(env, weir.Source[Event](s), Watermarks(s.m.cfg), "Nexmark")
+	return weir.FromSource(env, connector.Source[Event](s), Watermarks(s.m.cfg), "Nexmark")
 }
 
 // FirstRead returns when a reader was first asked for events (false
@@ -190,8 +191,8 @@ func (s *MemorySource) FirstRead() (time.Time, bool) {
 
 // Splits returns one split per generator, whatever the parallelism (split
 // i goes to subtask i mod parallelism).
-func (s *MemorySource) Splits(int) ([]weir.Split, error) {
-	out := make([]weir.Split, len(s.m.splits))
+func (s *MemorySource) Splits(int) ([]connector.Split, error) {
+	out := make([]connector.Split, len(s.m.splits))
 	for i := range out {
 		out[i] = split{index: i, of: len(out)}
 	}
@@ -199,7 +200,7 @@ func (s *MemorySource) Splits(int) ([]weir.Split, error) {
 }
 
 // Reader returns a reader of split sp's events.
-func (s *MemorySource) Reader(sp weir.Split) (weir.SplitReader[Event], error) {
+func (s *MemorySource) Reader(sp connector.Split) (connector.SplitReader[Event], error) {
 	return &memoryReader{s: s, recs: s.m.splits[sp.(split).index]}, nil
 }
 
@@ -229,7 +230,7 @@ func (r *memoryReader) Read(ctx context.Context, buf []weir.Record[Event]) ([]we
 
 // ReadView returns up to limit of the next events as a view of the Memory:
 // its slices are never written after NewMemory and live as long as the
-// Memory, so the engine hands them on without a copy (weir.ViewReader).
+// Memory, so the engine hands them on without a copy (connector.ViewReader).
 func (r *memoryReader) ReadView(ctx context.Context, limit int) ([]weir.Record[Event], error) {
 	if r.s.first.Load() == 0 {
 		r.s.first.CompareAndSwap(0, time.Now().UnixNano())

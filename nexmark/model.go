@@ -2,7 +2,7 @@
 // the logic of the nexmark/nexmark Flink generator (people, auctions and
 // bids in proportions 1:3:46, hot sellers, bidders and auctions, log-uniform
 // prices, synthetic event time from a configured rate, one generator per
-// source split with disjoint id ranges), exposed as a weir.Source, and the
+// source split with disjoint id ranges), exposed as a connector.Source, and the
 // benchmark's queries in nexmark/queries.
 //
 // Unlike Flink's generator, which uses an unseeded random number generator,

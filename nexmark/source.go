@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // split is one generator's range.
@@ -23,9 +24,9 @@ type source struct{ cfg Config }
 // Generator with its own id range, timeline and seeded RNG. Records carry
 // their event timestamps; use it with Watermarks(cfg), or call Events.
 // An invalid config fails the job when it starts.
-func Source(cfg Config) weir.Source[Event] { return source{cfg: cfg} }
+func Source(cfg Config) connector.Source[Event] { return source{cfg: cfg} }
 
-func (s source) Splits(parallelism int) ([]weir.Split, error) {
+func (s source) Splits(parallelism int) ([]connector.Split, error) {
 	if err := s.cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -33,14 +34,14 @@ func (s source) Splits(parallelism int) ([]weir.Split, error) {
 	if n == 0 {
 		n = parallelism
 	}
-	out := make([]weir.Split, n)
+	out := make([]connector.Split, n)
 	for i := range n {
 		out[i] = split{index: i, of: n}
 	}
 	return out, nil
 }
 
-func (s source) Reader(sp weir.Split) (weir.SplitReader[Event], error) {
+func (s source) Reader(sp connector.Split) (connector.SplitReader[Event], error) {
 	x := sp.(split)
 	return &reader{g: newGenerator(s.cfg.withDefaults(), x.index, x.of)}, nil
 }

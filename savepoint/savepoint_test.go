@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/savepoint"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/weirtest"
@@ -122,11 +123,13 @@ type oneSplit struct{}
 
 func (oneSplit) SplitID() string { return "gated" }
 
-func (s *gatedSource) Splits(int) ([]weir.Split, error) { return []weir.Split{oneSplit{}}, nil }
-func (s *gatedSource) Reader(weir.Split) (weir.SplitReader[ev], error) {
+func (s *gatedSource) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{oneSplit{}}, nil
+}
+func (s *gatedSource) Reader(connector.Split) (connector.SplitReader[ev], error) {
 	return &gatedReader{s: s}, nil
 }
-func (s *gatedSource) ReaderAt(_ weir.Split, pos []byte) (weir.SplitReader[ev], error) {
+func (s *gatedSource) ReaderAt(_ connector.Split, pos []byte) (connector.SplitReader[ev], error) {
 	next, n := binary.Varint(pos)
 	if n <= 0 {
 		return nil, fmt.Errorf("bad position %x", pos)
@@ -161,7 +164,7 @@ func (r *gatedReader) Close() error              { return nil }
 
 // job builds the test job: the gated source and the counter, keyed by
 // ev.Key, with UID "counter".
-func job(env *weir.Environment, src weir.Source[ev]) *weir.Collected[string] {
+func job(env *weir.Environment, src connector.Source[ev]) *weir.Collected[string] {
 	in := weir.FromSource(env, src, weir.ForMonotonousTimestamps[ev](), "events").SetParallelism(1).UID("source")
 	out := weir.Process(weir.KeyBy(in, func(e ev) string { return e.Key }), &counter{}).UID("counter").Name("counter")
 	return weir.Collect(out)
@@ -667,7 +670,7 @@ func TestBroadcastState(t *testing.T) {
 func TestReadJobBroadcastState(t *testing.T) {
 	const nRules = 7
 	dir := t.TempDir()
-	build := func(env *weir.Environment, elems, rules weir.Source[ev]) *weir.Collected[string] {
+	build := func(env *weir.Environment, elems, rules connector.Source[ev]) *weir.Collected[string] {
 		in := weir.KeyBy(weir.FromSource(env, elems, weir.ForMonotonousTimestamps[ev](), "elems").SetParallelism(1).UID("elems"),
 			func(e ev) string { return e.Key })
 		rs := weir.Broadcast(weir.FromSource(env, rules, weir.ForMonotonousTimestamps[ev](), "rules").SetParallelism(1).UID("rules"), rulesDesc)

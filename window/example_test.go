@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
@@ -141,9 +142,11 @@ type onlySplit struct{}
 
 func (onlySplit) SplitID() string { return "readings" }
 
-func (p *pacedSource) Splits(int) ([]weir.Split, error) { return []weir.Split{onlySplit{}}, nil }
+func (p *pacedSource) Splits(int) ([]connector.Split, error) {
+	return []connector.Split{onlySplit{}}, nil
+}
 
-func (p *pacedSource) Reader(weir.Split) (weir.SplitReader[Reading], error) {
+func (p *pacedSource) Reader(connector.Split) (connector.SplitReader[Reading], error) {
 	return &pacedReader{p: p}, nil
 }
 

@@ -139,7 +139,7 @@ func kafkaEvents(env *weir.Environment, brokers []string, topic string, cfg nexm
 	})
 	src := kafka.NewSource(deser, kafka.WithBrokers(brokers...), kafka.WithTopics(topic),
 		kafka.WithStartingOffsets(kafka.Earliest()), kafka.WithBounded(kafka.Latest()))
-	return weir.FromSource(env, src, nexmark.Watermarks(cfg), "Nexmark")
+	return weir.FromDynamicSource(env, src, nexmark.Watermarks(cfg), "Nexmark")
 }
 
 // resultsTopic is the topic of one run's results (--source kafka).

@@ -10,8 +10,6 @@ import (
 	"os"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/runsrc"
-	"github.com/weirstream/weir/internal/textio"
 )
 
 // Option configures ReadTextFile.
@@ -36,16 +34,12 @@ func ReadTextFile(env *weir.Environment, path string, opts ...Option) weir.DataS
 	for _, f := range opts {
 		f(&o)
 	}
-	paths, err := textio.Expand(path, o.recursive)
+	paths, err := expand(path, o.recursive)
 	if err != nil {
 		err = fmt.Errorf("source %q: %w", "TextFile", err)
 	}
-	return weir.FromSource[string](env, runsrc.New[string](textio.NewFileSource(paths), err), weir.NoWatermarks[string](), "TextFile")
+	return weir.FromSource[string](env, textSource{paths: paths, err: err}, weir.NoWatermarks[string](), "TextFile")
 }
-
-// Txn is a transaction of the exactly-once file sink: one part file per
-// bucket it wrote to.
-type Txn = textio.FileTxn
 
 // SinkOption configures Sink.
 type SinkOption[T any] func(*sinkOptions[T])
@@ -82,16 +76,12 @@ func Sink[T any](ds weir.DataStream[T], dir string, format func(T) []byte, opts 
 	} else if merr := os.MkdirAll(dir, 0o755); merr != nil {
 		err = fmt.Errorf("sink %q: %w", "FileSink", merr)
 	}
-	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, checkedSink[T]{textio.NewFileSink(dir, format, o.bucket), err}).Name("FileSink")
+	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, checkedSink[T]{newPartSink(dir, format, o.bucket), err}).Name("FileSink")
 }
 
 type checkedSink[T any] struct {
-	*textio.FileSink[T]
+	*partSink[T]
 	err error
 }
 
 func (c checkedSink[T]) Validate(context.Context) error { return c.err }
-
-// ReadCommittedLines returns the lines of every committed part file in dir
-// and its bucket directories (names not starting with "."), in path order.
-func ReadCommittedLines(dir string) ([]string, error) { return textio.ReadCommittedLines(dir) }

@@ -60,7 +60,7 @@ func TestKafkaWatermarkAlignment(t *testing.T) {
 		}
 		src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(topic), kafka.WithPartitionDiscovery(0),
 			kafka.WithBounded(kafka.Latest()), kafka.WithClientOptions(kgo.FetchMaxPartitionBytes(1)))
-		in := weir.FromSource(env, src, strategy, "kafka")
+		in := weir.FromDynamicSource(env, src, strategy, "kafka")
 		fast := weir.Filter(in, func(v string) bool { return v[0] == 'f' })
 		slow := weir.Filter(in, func(v string) bool { return v[0] == 's' })
 		key := func(string) int { return 0 }

@@ -50,7 +50,7 @@ func boundedJob(addr, in, out string, store weir.CheckpointStore, restore bool) 
 		opts = append(opts, weir.RestoreFromLatest())
 	}
 	env.EnableCheckpointing(50*time.Millisecond, opts...)
-	src := weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(in),
+	src := weir.FromDynamicSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(in),
 		kafka.WithStartingOffsets(kafka.Earliest()), kafka.WithBounded(kafka.Latest())), weir.NoWatermarks[string](), "in").UID("in")
 	// The tasks after the exchange are a little slow, and the batches
 	// small, so that the job spans several checkpoints (barriers wait

@@ -1,7 +1,7 @@
 // Package kafka reads and writes Apache Kafka topics with Flink's
 // guarantees, through github.com/twmb/franz-go.
 //
-// The source (NewSource, used with weir.FromSource) treats partitions as
+// The source (NewSource, used with weir.FromDynamicSource) treats partitions as
 // splits, spread over the source subtasks as Flink's KafkaSourceEnumerator
 // does, discovers new partitions and topics while the job runs, keeps one
 // watermark generator per partition, and keeps its offsets in Weir's

@@ -220,8 +220,8 @@ func exactlyOnceTrial(t *testing.T, addr string, seed uint64) {
 	strategy := func() weir.WatermarkStrategy[order] {
 		return weir.ForBoundedOutOfOrderness[order](100 * time.Millisecond)
 	}
-	osrc := weir.FromSource(env, kafka.NewSource(kafka.JSON[order](), kafka.WithBrokers(addr), kafka.WithTopics(orders), via), strategy(), "orders").UID("orders")
-	ps := weir.FromSource(env, kafka.NewSource(kafka.JSON[payment](), kafka.WithBrokers(addr), kafka.WithTopics(payments), via), weir.ForBoundedOutOfOrderness[payment](100*time.Millisecond), "payments").UID("payments")
+	osrc := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[order](), kafka.WithBrokers(addr), kafka.WithTopics(orders), via), strategy(), "orders").UID("orders")
+	ps := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[payment](), kafka.WithBrokers(addr), kafka.WithTopics(payments), via), weir.ForBoundedOutOfOrderness[payment](100*time.Millisecond), "payments").UID("payments")
 	osrc = weir.ProcessStreamFunc(osrc, func(o order, _ weir.Context, out weir.Collector[order]) error {
 		inj.step("orders")
 		out.Collect(o)

@@ -50,7 +50,7 @@ func TestKafkaMalformedFailsJob(t *testing.T) {
 	topic := malformedTopic(t, addr)
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := kafka.NewSource(kafka.JSON[order](), kafka.WithBrokers(addr), kafka.WithTopics(topic), kafka.WithBounded(kafka.Latest()))
-	weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[order](), "orders"))
+	weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[order](), "orders"))
 	err := env.Execute(context.Background(), "malformed")
 	var me *kafka.MalformedError
 	if !errors.As(err, &me) {
@@ -73,7 +73,7 @@ func TestKafkaMalformedToDeadLetters(t *testing.T) {
 	dead := weir.NewOutputTag[kafka.DeadLetter]("dead")
 	src := kafka.NewSource(kafka.JSON[order](), kafka.WithBrokers(addr), kafka.WithTopics(topic),
 		kafka.WithBounded(kafka.Latest()), kafka.WithDeadLetters(dead))
-	orders := weir.FromSource(env, src, weir.NoWatermarks[order](), "orders")
+	orders := weir.FromDynamicSource(env, src, weir.NoWatermarks[order](), "orders")
 	good := weir.Collect(orders)
 	bad := weir.Collect(weir.SideOutput(orders, dead))
 	if err := env.Execute(context.Background(), "dead letters"); err != nil {
@@ -96,7 +96,7 @@ func TestKafkaUnknownTopic(t *testing.T) {
 	addr := broker(t)
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics("weir-no-such-topic"))
-	weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "missing"))
+	weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "missing"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := env.Execute(ctx, "unknown topic")
@@ -115,7 +115,7 @@ func TestKafkaUnreachableBroker(t *testing.T) {
 	l.Close()
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics("t"), kafka.WithRequestTimeout(3*time.Second))
-	weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "nowhere"))
+	weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "nowhere"))
 	// The bound only fails on a hang: the source gives up after 3 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -136,7 +136,7 @@ func TestKafkaTopicDeletedWhileRunning(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(topic),
 		kafka.WithPartitionDiscovery(100*time.Millisecond))
-	got := weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "doomed"))
+	got := weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "doomed"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	h, err := env.ExecuteAsync(ctx, "deleted")

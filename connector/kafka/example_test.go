@@ -23,7 +23,7 @@ func ExampleNewSource() {
 		kafka.WithTopics("words"),
 		kafka.WithGroupID("upper"), // offsets committed on checkpoint completion, for monitoring
 		kafka.WithStartingOffsets(kafka.Committed(kafka.Earliest())))
-	words := weir.FromSource(env, src, weir.ForBoundedOutOfOrderness[string](5*time.Second), "words").UID("words")
+	words := weir.FromDynamicSource(env, src, weir.ForBoundedOutOfOrderness[string](5*time.Second), "words").UID("words")
 	kafka.NewSink(kafka.StringValues(),
 		kafka.WithBrokers("127.0.0.1:9092"),
 		kafka.WithDefaultTopic("words-upper"),

@@ -39,7 +39,7 @@ func idlePartition(t *testing.T, addr string, idle bool, partitions, parallelism
 		strategy = strategy.WithIdleness(time.Second)
 	}
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(topic), kafka.WithPartitionDiscovery(0))
-	in := weir.FromSource(env, src, strategy, "kafka")
+	in := weir.FromDynamicSource(env, src, strategy, "kafka")
 	raw := weir.Collect(in)
 	counts := weir.Reduce(weir.Window(weir.KeyBy(in, func(string) string { return "k" }), window.TumblingEventTime(time.Second)),
 		func(a, b string) string { return a + b }).Name("window").SetParallelism(1)

@@ -34,7 +34,7 @@ func readBounded(t *testing.T, addr, topic string, opts ...kafka.Option) []strin
 	t.Helper()
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := kafka.NewSource(kafka.String(), append([]kafka.Option{kafka.WithBrokers(addr), kafka.WithTopics(topic)}, opts...)...)
-	got := weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "offsets"))
+	got := weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "offsets"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := env.Execute(ctx, "offsets"); err != nil {
@@ -93,7 +93,7 @@ func TestKafkaStartingAndStoppingOffsets(t *testing.T) {
 func TestKafkaInvalidSourceSettings(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := kafka.NewSource(kafka.String(), kafka.WithTopics("a"), kafka.WithStartingOffsets(kafka.Committed(kafka.Earliest())))
-	weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "bad"))
+	weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "bad"))
 	err := env.Execute(context.Background(), "bad")
 	for _, w := range []string{"no brokers", "committed offsets need a consumer group"} {
 		if err == nil || !regexp.MustCompile(regexp.QuoteMeta(w)).MatchString(err.Error()) {
@@ -149,7 +149,7 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 	group := prefix + "-group"
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopicPattern(regexp.MustCompile("^"+prefix+"-")),
 		kafka.WithPartitionDiscovery(100*time.Millisecond), kafka.WithGroupID(group))
-	got := weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "pattern"))
+	got := weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "pattern"))
 	h, err := env.ExecuteAsync(ctx, "discovery")
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func TestKafkaConsumerRecordFields(t *testing.T) {
 	})
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	src := kafka.NewSource[string](deser, kafka.WithBrokers(addr), kafka.WithTopics(topic), kafka.WithBounded(kafka.Latest()))
-	out := weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "records"))
+	out := weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "records"))
 	if err := env.Execute(context.Background(), "record fields"); err != nil {
 		t.Fatal(err)
 	}

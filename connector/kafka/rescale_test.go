@@ -48,7 +48,7 @@ func TestKafkaRescaleRestore(t *testing.T) {
 		env := weir.NewEnvironment(opts...)
 		env.EnableCheckpointing(time.Hour)
 		src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(topic))
-		got := weir.Collect(weir.FromSource(env, src, weir.NoWatermarks[string](), "kafka").UID("kafka"))
+		got := weir.Collect(weir.FromDynamicSource(env, src, weir.NoWatermarks[string](), "kafka").UID("kafka"))
 		h, err := env.ExecuteAsync(ctx, "rescale")
 		if err != nil {
 			t.Fatal(err)

@@ -245,7 +245,7 @@ func (s *Sink[T]) To(ds weir.DataStream[T]) weir.Sink {
 	return weir.AddTwoPhaseCommitSink[T, *Txn](ds, s).Name("KafkaSink")
 }
 
-// Validate implements weir.Validator: the settings, and for ExactlyOnce
+// Validate implements connector.Validator: the settings, and for ExactlyOnce
 // the transaction timeout against every broker's
 // transaction.max.timeout.ms (which the broker would refuse at the first
 // transaction).

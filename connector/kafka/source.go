@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // Option configures a Source or a Sink; each option says which it applies
@@ -115,7 +116,7 @@ func WithClientOptions(opts ...kgo.Opt) Option {
 }
 
 // Source reads Kafka topics; build it with NewSource and add it to a job
-// with weir.FromSource. Each partition is a split with its own watermark
+// with weir.FromDynamicSource (it is a connector.DynamicSource). Each partition is a split with its own watermark
 // generator; records carry the Kafka record timestamp unless the
 // watermark strategy's timestamp assigner says otherwise.
 type Source[T any] struct {
@@ -165,23 +166,12 @@ func NewSource[T any](deser Deserializer[T], opts ...Option) *Source[T] {
 	return s
 }
 
-// Validate implements weir.Validator: the job refuses invalid settings
+// Validate implements connector.Validator: the job refuses invalid settings
 // before anything runs.
 func (s *Source[T]) Validate(context.Context) error { return s.err }
 
-// Splits implements weir.Source; a Kafka source discovers its splits in
-// each subtask (weir.DynamicSource), so the engine never calls it.
-func (s *Source[T]) Splits(int) ([]weir.Split, error) {
-	return nil, errors.New("kafka source: splits are discovered per subtask")
-}
-
-// Reader implements weir.Source; never called (see Splits).
-func (s *Source[T]) Reader(weir.Split) (weir.SplitReader[T], error) {
-	return nil, errors.New("kafka source: partitions are read through a subtask reader")
-}
-
-// SplitOwner implements weir.DynamicSource with Flink's assignment.
-func (s *Source[T]) SplitOwner(sp weir.Split, parallelism int) int {
+// SplitOwner implements connector.DynamicSource with Flink's assignment.
+func (s *Source[T]) SplitOwner(sp connector.Split, parallelism int) int {
 	return splitOwner(sp.(partitionSplit).tp(), parallelism)
 }
 
@@ -200,9 +190,8 @@ func (s *Source[T]) ClusterTopics() (brokers, topics []string, err error) {
 	return s.cfg.brokers, s.cfg.topics, nil
 }
 
-// SplitPartition returns the partition of one of the source's splits, for
-// the cluster engine.
-func (s *Source[T]) SplitPartition(sp weir.Split) int { return int(sp.(partitionSplit).Partition) }
+// SplitPartition implements the cluster-source interface.
+func (s *Source[T]) SplitPartition(sp connector.Split) int { return int(sp.(partitionSplit).Partition) }
 
 // SplitOffsets returns, for the cluster engine, the offset of the next
 // record to read per topic and partition of a snapshot's encoded splits
@@ -229,17 +218,17 @@ func (s *Source[T]) SplitOffsets(splits, positions map[string][]byte) (map[strin
 	return out, nil
 }
 
-// EncodeSplit implements weir.DynamicSource.
-func (s *Source[T]) EncodeSplit(sp weir.Split) ([]byte, error) {
+// EncodeSplit implements connector.DynamicSource.
+func (s *Source[T]) EncodeSplit(sp connector.Split) ([]byte, error) {
 	return encodeSplit(sp.(partitionSplit))
 }
 
-// DecodeSplit implements weir.DynamicSource.
-func (s *Source[T]) DecodeSplit(data []byte) (weir.Split, error) { return decodeSplit(data) }
+// DecodeSplit implements connector.DynamicSource.
+func (s *Source[T]) DecodeSplit(data []byte) (connector.Split, error) { return decodeSplit(data) }
 
-// NewSubtaskReader implements weir.DynamicSource: one franz-go client per
+// NewSubtaskReader implements connector.DynamicSource: one franz-go client per
 // subtask reads all its partitions.
-func (s *Source[T]) NewSubtaskReader(info weir.SubtaskInfo) (weir.SubtaskReader[T], error) {
+func (s *Source[T]) NewSubtaskReader(info connector.SubtaskInfo) (connector.SubtaskReader[T], error) {
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -299,7 +288,7 @@ type partState struct {
 // subtaskReader reads the partitions of one source subtask.
 type subtaskReader[T any] struct {
 	src  *Source[T]
-	info weir.SubtaskInfo
+	info connector.SubtaskInfo
 	cl   *kgo.Client
 	adm  *kadm.Client
 	res  resolver
@@ -318,14 +307,14 @@ type subtaskReader[T any] struct {
 	rec ConsumerRecord // decode's, reused (Fetch's goroutine only)
 }
 
-// DiscoveryInterval implements weir.SubtaskReader.
+// DiscoveryInterval implements connector.SubtaskReader.
 func (r *subtaskReader[T]) DiscoveryInterval() time.Duration { return r.src.cfg.discovery }
 
-// Discover implements weir.SubtaskReader: it lists the topics, checks
+// Discover implements connector.SubtaskReader: it lists the topics, checks
 // that none this subtask reads was deleted, and resolves the starting
 // (and stopping) offsets of the partitions this subtask owns and does not
 // know yet.
-func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(string) bool) ([]weir.Split, error) {
+func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(string) bool) ([]connector.Split, error) {
 	cfg := &r.src.cfg
 	ctx, cancel := context.WithTimeout(ctx, cfg.requestTimeout)
 	defer cancel()
@@ -399,7 +388,7 @@ func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(
 			return nil, fmt.Errorf("kafka source: stopping offsets (%s): %w", *cfg.stop, r.unreachable(ctx, err))
 		}
 	}
-	out := make([]weir.Split, 0, len(candidates))
+	out := make([]connector.Split, 0, len(candidates))
 	for _, tp := range candidates {
 		sp := partitionSplit{Topic: tp.Topic, Partition: tp.Partition, Start: starts[tp], Stop: noStop}
 		if stops != nil {
@@ -427,8 +416,8 @@ func (r *subtaskReader[T]) unreachable(ctx context.Context, err error) error {
 	return err
 }
 
-// AddSplits implements weir.SubtaskReader.
-func (r *subtaskReader[T]) AddSplits(splits []weir.Split, positions [][]byte) error {
+// AddSplits implements connector.SubtaskReader.
+func (r *subtaskReader[T]) AddSplits(splits []connector.Split, positions [][]byte) error {
 	add := map[string]map[int32]kgo.Offset{}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -468,7 +457,7 @@ func (r *subtaskReader[T]) AddSplits(splits []weir.Split, positions [][]byte) er
 	return nil
 }
 
-// PauseOrResumeSplits implements weir.SplitPauser for watermark
+// PauseOrResumeSplits implements connector.SplitPauser for watermark
 // alignment: the client stops fetching the paused partitions (kgo's
 // PauseFetchPartitions) until they are resumed. Records already fetched
 // for a partition when it is paused may still be returned (nothing is
@@ -498,8 +487,8 @@ func (r *subtaskReader[T]) PauseOrResumeSplits(pause, resume []string) error {
 	return nil
 }
 
-// Fetch implements weir.SubtaskReader.
-func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]weir.SplitBatch[T], []weir.Record[T], error) {
+// Fetch implements connector.SubtaskReader.
+func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T]) ([]connector.SplitBatch[T], []connector.Record[T], error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.mu.Lock()
@@ -518,9 +507,9 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 	if ctx.Err() != nil {
 		return nil, buf, ctx.Err()
 	}
-	var batches []weir.SplitBatch[T]
+	var batches []connector.SplitBatch[T]
 	for _, id := range ends {
-		batches = append(batches, weir.SplitBatch[T]{Split: id, End: true})
+		batches = append(batches, connector.SplitBatch[T]{Split: id, End: true})
 	}
 	if fs.IsClientClosed() {
 		return batches, buf, errors.New("kafka source: the client was closed")
@@ -544,7 +533,7 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 	type span struct {
 		st         *partState
 		start, end int
-		side       []weir.SideRecord
+		side       []connector.SideRecord
 		end2       bool
 	}
 	var spans []span
@@ -582,7 +571,7 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 			if err != nil {
 				return
 			}
-			buf = append(buf, weir.Record[T]{Value: v, TS: rec.Timestamp.UnixMilli()})
+			buf = append(buf, connector.Record[T]{Value: v, TS: rec.Timestamp.UnixMilli()})
 		}
 		end := p.HighWatermark
 		if r.src.cfg.readCommitted {
@@ -599,7 +588,7 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []weir.Record[T]) ([]w
 		spans = append(spans, sp)
 	})
 	for _, sp := range spans {
-		batches = append(batches, weir.SplitBatch[T]{Split: sp.st.id, Recs: buf[sp.start:sp.end], Pos: encodePosition(sp.st.next.Load()), End: sp.end2, Side: sp.side})
+		batches = append(batches, connector.SplitBatch[T]{Split: sp.st.id, Recs: buf[sp.start:sp.end], Pos: encodePosition(sp.st.next.Load()), End: sp.end2, Side: sp.side})
 		if sp.end2 {
 			r.cl.RemoveConsumePartitions(map[string][]int32{sp.st.tp.Topic: {sp.st.tp.Partition}})
 		}
@@ -619,7 +608,7 @@ var errDead = errors.New("dead letter")
 // reused for every record (one allocation less per record: the pointer
 // escapes through the interface call), so it and its header slice are
 // valid only during the call, as its documentation says.
-func (r *subtaskReader[T]) decode(rec *kgo.Record, side *[]weir.SideRecord) (T, error) {
+func (r *subtaskReader[T]) decode(rec *kgo.Record, side *[]connector.SideRecord) (T, error) {
 	hs := r.rec.Headers[:0]
 	for _, h := range rec.Headers {
 		hs = append(hs, Header{Key: h.Key, Value: h.Value})
@@ -644,7 +633,7 @@ func (r *subtaskReader[T]) decode(rec *kgo.Record, side *[]weir.SideRecord) (T, 
 	for _, h := range hs {
 		cr.Headers = append(cr.Headers, Header{Key: h.Key, Value: append([]byte(nil), h.Value...)})
 	}
-	*side = append(*side, weir.SideRecord{Tag: r.src.cfg.deadTag, Value: DeadLetter{Record: cr, Error: err.Error()}, TS: cr.Timestamp})
+	*side = append(*side, connector.SideRecord{Tag: r.src.cfg.deadTag, Value: DeadLetter{Record: cr, Error: err.Error()}, TS: cr.Timestamp})
 	return v, errDead
 }
 
@@ -660,7 +649,7 @@ func (r *subtaskReader[T]) topicGone(ctx context.Context, topic string) bool {
 	return !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition)
 }
 
-// CommitPositions implements weir.PositionCommitter: the positions of a
+// CommitPositions implements connector.PositionCommitter: the positions of a
 // completed checkpoint go to the consumer group, asynchronously; a newer
 // checkpoint's replace an older one's not sent yet.
 func (r *subtaskReader[T]) CommitPositions(_ int64, positions map[string][]byte) {
@@ -712,20 +701,20 @@ func (r *subtaskReader[T]) commitLoop(ctx context.Context) {
 	}
 }
 
-// Gauges implements weir.GaugeReporter: per partition, the position
+// Gauges implements connector.GaugeReporter: per partition, the position
 // (kafka_current_offset: the offset of the next record to read) and, once
 // a fetch has told the end, the consumer lag (kafka_consumer_lag: end
 // offset, or last stable offset when reading committed records, minus the
 // position).
-func (r *subtaskReader[T]) Gauges() []weir.Gauge {
+func (r *subtaskReader[T]) Gauges() []connector.Gauge {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]weir.Gauge, 0, 2*len(r.parts))
+	out := make([]connector.Gauge, 0, 2*len(r.parts))
 	for _, st := range r.parts {
 		labels := map[string]string{"topic": st.tp.Topic, "partition": strconv.Itoa(int(st.tp.Partition))}
-		out = append(out, weir.Gauge{Name: "kafka_current_offset", Value: float64(st.next.Load()), Labels: labels})
+		out = append(out, connector.Gauge{Name: "kafka_current_offset", Value: float64(st.next.Load()), Labels: labels})
 		if lag := st.lag.Load(); lag >= 0 {
-			out = append(out, weir.Gauge{Name: "kafka_consumer_lag", Value: float64(lag), Labels: labels})
+			out = append(out, connector.Gauge{Name: "kafka_consumer_lag", Value: float64(lag), Labels: labels})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -738,7 +727,7 @@ func (r *subtaskReader[T]) Gauges() []weir.Gauge {
 	return out
 }
 
-// Close implements weir.SubtaskReader.
+// Close implements connector.SubtaskReader.
 func (r *subtaskReader[T]) Close() error {
 	if r.stopCommits != nil {
 		r.stopCommits()
@@ -748,4 +737,4 @@ func (r *subtaskReader[T]) Close() error {
 	return nil
 }
 
-var _ weir.SplitPauser = (*subtaskReader[int])(nil)
+var _ connector.SplitPauser = (*subtaskReader[int])(nil)

@@ -26,7 +26,7 @@ func TestKafkaSourceBounded(t *testing.T) {
 	produce(t, cl, recs...)
 	env := weir.NewEnvironment(weir.WithParallelism(2))
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics(topic), kafka.WithBounded(kafka.Latest()))
-	got := weir.Collect(weir.FromSource(env, src, weir.ForMonotonousTimestamps[string](), "kafka"))
+	got := weir.Collect(weir.FromDynamicSource(env, src, weir.ForMonotonousTimestamps[string](), "kafka"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := env.Execute(ctx, "bounded"); err != nil {

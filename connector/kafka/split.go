@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/connector"
 )
 
 // TopicPartition names one partition of a topic.
@@ -42,7 +42,7 @@ func (s partitionSplit) tp() TopicPartition { return TopicPartition{s.Topic, s.P
 // round robin, so a job reading a partition in Flink reads it in the
 // same subtask here.
 func splitOwner(tp TopicPartition, numReaders int) int {
-	start := int((keygroup.HashString(tp.Topic)*31)&0x7FFFFFFF) % numReaders
+	start := int((connector.StringHashCode(tp.Topic)*31)&0x7FFFFFFF) % numReaders
 	return (start + int(tp.Partition)) % numReaders
 }
 

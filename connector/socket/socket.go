@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/runsrc"
-	"github.com/weirstream/weir/internal/textio"
 )
 
 // Options configures TextStream: MaxRetries is how often to reconnect
@@ -38,6 +36,6 @@ func TextStream(env *weir.Environment, host string, port int, opts Options) weir
 		err = fmt.Errorf("source %q: invalid port %d", "SocketTextStream", port)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	src := runsrc.New[string](textio.NewSocketSource(addr, textio.SocketOptions(opts), env.Clock()), err)
+	src := textSource{addr: addr, opts: opts, clk: env.Clock(), err: err}
 	return weir.FromSource[string](env, src, weir.NoWatermarks[string](), "SocketTextStream").SetParallelism(1)
 }

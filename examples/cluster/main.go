@@ -87,7 +87,7 @@ func run(ctx context.Context, brokers []string, bootstrap, checkpoints, job stri
 			kafkacluster.OnTasks(func(tasks []string) { log.Printf("this instance runs tasks %v", tasks) }))),
 		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(checkpoints))
-	clicks := weir.FromSource(env, kafka.NewSource(kafka.JSON[Click](), kafka.WithBrokers(brokers...), kafka.WithTopics("clicks")),
+	clicks := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[Click](), kafka.WithBrokers(brokers...), kafka.WithTopics("clicks")),
 		weir.ForBoundedOutOfOrderness[Click](time.Second).WithTimestampAssigner(func(c Click, _ int64) int64 { return c.At }).
 			WithIdleness(5*time.Second), "clicks").UID("clicks")
 	ones := weir.Map(clicks, func(c Click) Count { return Count{User: c.User, Window: c.At - c.At%5000, N: 1} })

@@ -64,9 +64,9 @@ func BuildKafka(env *weir.Environment, c KafkaConfig) {
 		return opts
 	}
 	// Record timestamps are the event times: no timestamp assigner needed.
-	orders := weir.FromSource(env, kafka.NewSource(kafka.JSON[Order](), source(c.Orders)...),
+	orders := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[Order](), source(c.Orders)...),
 		weir.ForBoundedOutOfOrderness[Order](orderOutOfOrderness), "orders").UID("orders")
-	payments := weir.FromSource(env, kafka.NewSource(kafka.JSON[Payment](), source(c.Payments)...),
+	payments := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[Payment](), source(c.Payments)...),
 		weir.ForBoundedOutOfOrderness[Payment](paymentOutOfOrderness), "payments").UID("payments")
 	matches := weir.KeyedCoProcess(
 		weir.ConnectKeyed(

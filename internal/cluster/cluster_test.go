@@ -113,7 +113,7 @@ func buildJob(s jobSpec, opts ...kafkacluster.Option) *weir.Environment {
 	if s.IdleMS > 0 {
 		strategy = strategy.WithIdleness(time.Duration(s.IdleMS) * time.Millisecond)
 	}
-	src := weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In)),
+	src := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In)),
 		strategy, "events").UID("events")
 	stamped := weir.Map(src, func(e ev) ev { e.Win = e.TS - e.TS%winSize; return e })
 	sums := weir.Reduce(weir.Window(weir.KeyBy(stamped, func(e ev) string { return e.User }), window.TumblingEventTime(winSize*time.Millisecond)),
@@ -795,13 +795,13 @@ func TestClusterMisconfigured(t *testing.T) {
 	createTopic(t, adm, other, 3)
 	env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
-	weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In, other)), weir.ForMonotonousTimestamps[string](), "in"))
+	weir.Collect(weir.FromDynamicSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In, other)), weir.ForMonotonousTimestamps[string](), "in"))
 	if err := start(env, s.Job+"z"); err == nil || !strings.Contains(err.Error(), "different partition counts") {
 		t.Errorf("co-partitioned inputs with 2 and 3 partitions: got %v", err)
 	}
 	// Checkpoints in a store the other instances cannot reach.
 	env = weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)))
-	weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In)), weir.ForMonotonousTimestamps[string](), "in"))
+	weir.Collect(weir.FromDynamicSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(s.In)), weir.ForMonotonousTimestamps[string](), "in"))
 	if err := start(env, s.Job+"x"); err == nil || !strings.Contains(err.Error(), "CheckpointStorage") {
 		t.Errorf("no shared checkpoint storage: got %v", err)
 	}

@@ -52,7 +52,7 @@ func buildCopartJob(s copartSpec, clusterOpts []kafkacluster.Option, got func(st
 		if clusterOpts == nil {
 			ko = append(ko, kafka.WithBounded(kafka.Latest()))
 		}
-		return weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), ko...), strategy, topic).UID(topic)
+		return weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[ev](), ko...), strategy, topic).UID(topic)
 	}
 	byUser := func(e ev) string { return e.User }
 	left := weir.KeyBy(source(s.Left), byUser).Prepartitioned()
@@ -273,7 +273,7 @@ func TestClusterCopartitionMisconfigured(t *testing.T) {
 	env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)), weir.WithLogger(testLogger()))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
 	src := func(topic string) weir.DataStream[ev] {
-		return weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(broker), kafka.WithTopics(topic)),
+		return weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(broker), kafka.WithTopics(topic)),
 			weir.ForMonotonousTimestamps[ev]().WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS }), topic)
 	}
 	byUser := func(e ev) string { return e.User }
@@ -330,7 +330,7 @@ func TestClusterNoTransactions(t *testing.T) {
 			addr := strings.Join(fake.ListenAddrs(), ",")
 			env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(addr)), weir.WithLogger(testLogger()))
 			env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
-			weir.Collect(weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics("in")),
+			weir.Collect(weir.FromDynamicSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopics("in")),
 				weir.ForMonotonousTimestamps[string](), "in"))
 			start := time.Now()
 			err = startErr(t, env, "notxn")

@@ -69,7 +69,7 @@ func buildGatherJob(broker, in, out, checkpoints string, clusterOpts []kafkaclus
 	} else {
 		ko = append(ko, kafka.WithBounded(kafka.Latest()))
 	}
-	src := weir.FromSource(env, kafka.NewSource(kafka.JSON[ev](), ko...),
+	src := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[ev](), ko...),
 		weir.ForBoundedOutOfOrderness[ev](0).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.TS }), "events").UID("events")
 	all := weir.Reduce(weir.WindowAll(src, window.TumblingEventTime(winSize*time.Millisecond)),
 		func(a, b ev) ev { a.Amount += b.Amount; return a })
@@ -173,7 +173,7 @@ func TestClusterBroadcastRefused(t *testing.T) {
 	createTopic(t, adm, in, 2)
 	env := weir.NewEnvironment(weir.WithCluster(kafkacluster.New(broker)), weir.WithLogger(testLogger()))
 	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()))
-	src := weir.FromSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(in)), weir.ForMonotonousTimestamps[string](), "in")
+	src := weir.FromDynamicSource(env, kafka.NewSource(kafka.String(), kafka.WithBrokers(broker), kafka.WithTopics(in)), weir.ForMonotonousTimestamps[string](), "in")
 	weir.Collect(weir.Map(weir.BroadcastPartition(src), func(s string) string { return s }).Name("everywhere"))
 	err := startErr(t, env, unique(t, "job"))
 	if err == nil || !strings.Contains(err.Error(), `operator "everywhere": a broadcast input`) {

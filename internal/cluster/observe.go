@@ -38,7 +38,11 @@ func (m *member) inputPositions(t taskRef, acks []runtime.TaskAck) []runtime.Par
 				continue
 			}
 			if offs, err := cs.SplitOffsets(splits, pos); err == nil {
-				out = append(out, offs...)
+				for topic, parts := range offs {
+					for p, off := range parts {
+						out = append(out, runtime.PartitionOffset{Topic: topic, Partition: p, Offset: off})
+					}
+				}
 			}
 		}
 	}

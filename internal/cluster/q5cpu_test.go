@@ -249,7 +249,7 @@ func q5Job(s jobSpec) *weir.Environment {
 	}
 	// Event time from the events themselves, not the records' timestamps.
 	strategy := nexmark.Watermarks(cfg).WithTimestampAssigner(func(e nexmark.Event, _ int64) int64 { return e.Timestamp() })
-	events := weir.FromSource(env, kafka.NewSource(deser, kopts...), strategy, "Nexmark").UID("nexmark")
+	events := weir.FromDynamicSource(env, kafka.NewSource(deser, kopts...), strategy, "Nexmark").UID("nexmark")
 	lines := weir.Map(queries.Q5(events), func(r queries.Q5Result) string {
 		return fmt.Sprintf("%d %d %d %d", r.Auction, r.Num, r.Start, r.End)
 	})

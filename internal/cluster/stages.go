@@ -136,11 +136,11 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 			if !ok {
 				return nil, nil, fmt.Errorf("source %q: %T cannot run in a cluster; a cluster reads Kafka sources (connector/kafka), whose partitions are its tasks", n.Name, n.Connector)
 			}
-			in, err := cs.ClusterInput()
+			brokers, topics, err := cs.ClusterTopics()
 			if err != nil {
 				return nil, nil, fmt.Errorf("source %q: %w", n.Name, err)
 			}
-			st.sources = append(st.sources, in)
+			st.sources = append(st.sources, runtime.ClusterInput{Brokers: brokers, Topics: topics})
 		}
 	}
 	if err := checkCopartitioned(stages); err != nil {

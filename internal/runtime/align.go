@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/connector"
 	"math"
 	"sort"
 	"strconv"
@@ -29,15 +30,9 @@ type Alignment struct {
 	UpdateInterval int64
 }
 
-// SplitPauser is implemented by SubtaskReaders of dynamic sources that can
-// stop fetching some of their splits (Flink's
-// SourceReader.pauseOrResumeSplits; Kafka pauses partitions). It runs on
-// the task goroutine and must not block. Records of a split that the
-// reader has not returned yet when it is paused must be returned after it
-// resumes (none may be lost, none repeated).
-type SplitPauser interface {
-	PauseOrResumeSplits(pause, resume []string) error
-}
+// SplitPauser is connector.SplitPauser: a SubtaskReader of a dynamic
+// source that can stop fetching some of its splits.
+type SplitPauser = connector.SplitPauser
 
 // splitPauser returns r's SplitPauser, nil if it has none: r itself, or
 // what an adapter around a reader reports (the root package's

@@ -73,15 +73,15 @@ type TxnWriter interface {
 // ClusterSource is implemented by sources that a cluster can read (the
 // Kafka source): each task reads partition Index of every topic.
 type ClusterSource interface {
-	// ClusterInput describes the source's topics and brokers; it fails for
+	// ClusterTopics returns the source's brokers and topics; it fails for
 	// settings a cluster cannot run (a topic pattern, a bounded source).
-	ClusterInput() (ClusterInput, error)
+	ClusterTopics() (brokers, topics []string, err error)
 	// SplitPartition returns the partition number of one of its splits.
 	SplitPartition(split Split) int
 	// SplitOffsets turns a snapshot's encoded splits and positions (see
-	// DecodeSourceState) into the offset of the next record to read per
-	// partition.
-	SplitOffsets(splits, positions map[string][]byte) ([]PartitionOffset, error)
+	// DecodeSourceState) into the offset of the next record to read, by
+	// topic and partition.
+	SplitOffsets(splits, positions map[string][]byte) (map[string]map[int32]int64, error)
 }
 
 // ClusterInput is what a cluster needs to know of a source.

@@ -47,7 +47,9 @@ func TestOperatorMetricsWiring(t *testing.T) {
 		t.Fatalf("gauges %+v", g)
 	}
 	gate := p.External[0].Gate.(*Gate[int])
-	must(t, task.Do(func() error { return gate.Records(0, []Record[int]{{1, 1}, {2, 2}, {3, 3}}) }))
+	must(t, task.Do(func() error {
+		return gate.Records(0, []Record[int]{{Value: 1, TS: 1}, {Value: 2, TS: 2}, {Value: 3, TS: 3}})
+	}))
 	task.refresh(time.Now(), true)
 	if op.reported != 1 || om.State.StateEntries.Load() != 3 {
 		t.Fatalf("state gauges: reported %d, entries %d", op.reported, om.State.StateEntries.Load())

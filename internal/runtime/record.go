@@ -7,21 +7,21 @@ package runtime
 
 import (
 	"fmt"
+	"github.com/weirstream/weir/connector"
 	"math"
 	"reflect"
 )
 
 // NoTimestamp marks a record that carries no event timestamp.
-const NoTimestamp int64 = math.MinInt64
+const NoTimestamp = connector.NoTimestamp
 
 // MaxWatermark is the watermark that ends event time (end of input).
 const MaxWatermark int64 = math.MaxInt64
 
-// Record is one stream element with its event timestamp (NoTimestamp if none).
-type Record[T any] struct {
-	Value T
-	TS    int64
-}
+// Record is one stream element with its event timestamp (NoTimestamp if
+// none): the public connector.Record, so that connectors' batches are the
+// runtime's.
+type Record[T any] = connector.Record[T]
 
 // Input receives one stream in order: batches of records interleaved with
 // watermarks and watermark-status changes, then the end of input. The batch

@@ -47,7 +47,7 @@ func TestOutputDropsWatermarksWhileIdle(t *testing.T) {
 	must(t, o.EmitStatus(false))
 	must(t, o.EmitWatermark(7))
 	must(t, o.End())
-	if len(s.recs) != 1 || s.recs[0] != (Record[int]{1, 10}) {
+	if len(s.recs) != 1 || s.recs[0] != (Record[int]{Value: 1, TS: 10}) {
 		t.Fatalf("records %v", s.recs)
 	}
 	if got := s.wms; len(got) != 2 || got[0] != 5 || got[1] != 7 {
@@ -101,9 +101,9 @@ func TestExchangeHashRoutingAndControlOrder(t *testing.T) {
 		x.Attach(i, gates[i], 0, inbox)
 	}
 	w0, w1 := x.Writer(ctx, 0, nil), x.Writer(ctx, 1, nil)
-	must(t, w0.ProcessBatch([]Record[int]{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}}))
+	must(t, w0.ProcessBatch([]Record[int]{{Value: 0, TS: 1}, {Value: 1, TS: 1}, {Value: 2, TS: 1}, {Value: 3, TS: 1}, {Value: 4, TS: 1}}))
 	must(t, w0.ProcessWatermark(10))
-	must(t, w1.ProcessBatch([]Record[int]{{5, 1}}))
+	must(t, w1.ProcessBatch([]Record[int]{{Value: 5, TS: 1}}))
 	must(t, w1.ProcessWatermark(20))
 	must(t, w0.EndInput())
 	must(t, w1.EndInput())
@@ -139,9 +139,9 @@ func TestExchangeBackpressureBlocksSender(t *testing.T) {
 	x.Attach(0, NewGate[int](1, s), 0, inbox)
 	m := &TaskMetrics{}
 	w := x.Writer(ctx, 0, m)
-	must(t, w.ProcessBatch([]Record[int]{{1, 0}, {2, 0}})) // uses both credits
+	must(t, w.ProcessBatch([]Record[int]{{Value: 1, TS: 0}, {Value: 2, TS: 0}})) // uses both credits
 	done := make(chan error, 1)
-	go func() { done <- w.ProcessBatch([]Record[int]{{3, 0}}) }()
+	go func() { done <- w.ProcessBatch([]Record[int]{{Value: 3, TS: 0}}) }()
 	select {
 	case <-done:
 		t.Fatal("sender was not blocked with no credits left")
@@ -153,7 +153,7 @@ func TestExchangeBackpressureBlocksSender(t *testing.T) {
 		t.Fatalf("inbox holds %d batches, want 2", len(inbox))
 	}
 	// A cancelled context releases a blocked sender.
-	go func() { done <- w.ProcessBatch([]Record[int]{{4, 0}}) }()
+	go func() { done <- w.ProcessBatch([]Record[int]{{Value: 4, TS: 0}}) }()
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("blocked sender did not see the cancellation")
@@ -237,7 +237,7 @@ func TestForwardKeepsSubtasksApart(t *testing.T) {
 	ctx := context.Background()
 	w0, w1 := x.Writer(ctx, 0, nil), x.Writer(ctx, 1, nil)
 	must(t, w0.ProcessWatermark(5))
-	must(t, w1.ProcessBatch([]Record[int]{{7, 1}}))
+	must(t, w1.ProcessBatch([]Record[int]{{Value: 7, TS: 1}}))
 	must(t, w1.ProcessWatermark(9))
 	close(inbox)
 	for m := range inbox {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir/connector"
 	"io"
 	"maps"
 	"reflect"
@@ -15,69 +16,26 @@ import (
 	"github.com/weirstream/weir/internal/watermark"
 )
 
-// Split is one independently readable part of a source (a file, a
-// partition, a range of a generator).
-type Split interface {
-	SplitID() string
-}
-
-// Source creates splits and readers. Splits are assigned to the source's
-// subtasks round-robin: split i goes to subtask i mod parallelism.
-type Source[T any] interface {
-	Splits(parallelism int) ([]Split, error)
-	Reader(split Split) (SplitReader[T], error)
-}
-
-// SplitReader reads one split. Read appends records to buf and returns it,
-// blocking until at least one record is available, the context is done, or
-// the split ends (io.EOF, possibly with the last records).
-type SplitReader[T any] interface {
-	Read(ctx context.Context, buf []Record[T]) ([]Record[T], error)
-	Close() error
-}
-
-// ViewReader is a SplitReader whose records already sit in memory that is
-// never written and outlives the job (a replay of records made in
-// advance). ReadView returns up to max of the next records as a view of
-// that memory, blocking and ending (io.EOF) as Read does. The source hands
-// the view on as its batch without copying it and never writes, clears or
-// reuses it; a source with a timestamp assigner, which writes timestamps
-// into its batches, reads with Read instead.
-type ViewReader[T any] interface {
-	ReadView(ctx context.Context, max int) ([]Record[T], error)
-}
-
-// PositionedReader is a SplitReader that can tell its position: where it
-// would resume after the records it has returned so far. Sources whose
-// readers implement it take part in checkpoints.
-type PositionedReader interface {
-	Position() ([]byte, error)
-}
-
-// RestorableSource reopens a split at a position its reader reported.
-type RestorableSource[T any] interface {
-	ReaderAt(split Split, pos []byte) (SplitReader[T], error)
-}
-
-// SplitRestorer is a Source whose splits, once made, do not depend on the
-// parallelism (Flink's enumerator keeps them in its checkpointed state): a
-// restore, at any parallelism, reads the splits the checkpoint names, not
-// those Splits would make now. RestoreSplits rebuilds them from their ids
-// (the union over every old subtask, sorted) and returns them in an order
-// that depends only on ids; split i of the result goes to subtask i mod
-// the new parallelism, and each resumes at its checkpointed position
-// wherever it lands.
-type SplitRestorer interface {
-	RestoreSplits(ids []string) ([]Split, error)
-}
-
-// EndlessSource is a Source whose splits never end (an unbounded
-// generator). A subtask of it that has no split, as after a restore at a
-// parallelism above its number of splits, stays open and idle instead of
-// finishing, so that the job's checkpoints go on.
-type EndlessSource interface {
-	Endless() bool
-}
+// The source interfaces are the public connector API's (package
+// connector), so that a connector's source runs as it is.
+type (
+	// Split is connector.Split.
+	Split = connector.Split
+	// Source is connector.Source.
+	Source[T any] = connector.Source[T]
+	// SplitReader is connector.SplitReader.
+	SplitReader[T any] = connector.SplitReader[T]
+	// ViewReader is connector.ViewReader.
+	ViewReader[T any] = connector.ViewReader[T]
+	// PositionedReader is connector.PositionedReader.
+	PositionedReader = connector.PositionedReader
+	// RestorableSource is connector.RestorableSource.
+	RestorableSource[T any] = connector.RestorableSource[T]
+	// SplitRestorer is connector.SplitRestorer.
+	SplitRestorer = connector.SplitRestorer
+	// EndlessSource is connector.EndlessSource.
+	EndlessSource = connector.EndlessSource
+)
 
 // SourceWatermarks configures event time at a source: a generator per
 // split and an optional timestamp assigner.
@@ -234,10 +192,10 @@ func (s *SourceOperator[T]) eachRestored(r *Restored, f func(st *sourceState) er
 
 // NewSourceOperator returns the operator of the subtask bc describes
 // (bc.Name, Subtask, Parallelism, Time, Clock, Credits, Restored and Sides
-// are used).
-func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWatermarks[T], out *Output[T]) (*SourceOperator[T], error) {
+// are used). src is a Source[T] or a DynamicSource[T].
+func NewSourceOperator[T any](bc *BuildContext, src any, wms SourceWatermarks[T], out *Output[T]) (*SourceOperator[T], error) {
 	name, index, parallelism, restored := bc.Name, bc.Subtask, bc.Parallelism, bc.Restored
-	s := &SourceOperator[T]{name: name, src: src, wms: wms, out: out, pts: bc.Time, clk: bc.Clock, credits: max(bc.Credits, 1),
+	s := &SourceOperator[T]{name: name, wms: wms, out: out, pts: bc.Time, clk: bc.Clock, credits: max(bc.Credits, 1),
 		ptrs: hasPointers(reflect.TypeFor[T]()), index: index, parallelism: parallelism, sides: bc.Sides, cluster: bc.Cluster}
 	s.emitter = watermark.NewEmitter(func(e watermark.Event) {
 		var err error
@@ -271,6 +229,11 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 		}
 		return s, nil
 	}
+	split, ok := src.(Source[T])
+	if !ok {
+		return nil, fmt.Errorf("source %q: %T is neither a Source nor a DynamicSource of %v", name, src, reflect.TypeFor[T]())
+	}
+	s.src = split
 	if restored != nil {
 		if err := s.restore(restored); err != nil {
 			return nil, err
@@ -283,7 +246,7 @@ func NewSourceOperator[T any](bc *BuildContext, src Source[T], wms SourceWaterma
 		if err != nil {
 			return nil, fmt.Errorf("source %q: restoring its splits: %w", name, err)
 		}
-	} else if all, err = src.Splits(parallelism); err != nil {
+	} else if all, err = split.Splits(parallelism); err != nil {
 		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
 	for i, sp := range all {

@@ -4,125 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir/connector"
 	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/weirstream/weir/internal/clock"
 )
 
-// DynamicSource is a Source whose subtasks find their splits while they run
-// instead of receiving a fixed list when the job is built: Flink's split
-// enumerator with periodic discovery (Kafka's partitions, new topics that
-// match a pattern). Each subtask discovers the splits it owns itself, so
-// SplitOwner must depend only on the split and the parallelism (Flink's
-// KafkaSourceEnumerator assignment is such a function); no coordination is
-// needed. The runtime never calls Splits or Reader of a DynamicSource.
-//
-// A subtask reads all its splits through one SubtaskReader (Flink's
-// SourceReader with a single split fetcher: one Kafka consumer). Its
-// checkpointed state is every split it owns (EncodeSplit), the position of
-// each after the records emitted so far, the splits that ended, and
-// whether its first discovery had finished; a restore, at any
-// parallelism, gives each split to its new owner.
-type DynamicSource[T any] interface {
-	Source[T]
-	// NewSubtaskReader returns the reader of one subtask; it is called
-	// when the subtask opens and must not block.
-	NewSubtaskReader(info SubtaskInfo) (SubtaskReader[T], error)
-	// SplitOwner returns the subtask, in [0, parallelism), that reads split.
-	SplitOwner(split Split, parallelism int) int
-	// EncodeSplit and DecodeSplit turn a split, including its starting
-	// position, into bytes and back (checkpoints keep them).
-	EncodeSplit(split Split) ([]byte, error)
-	DecodeSplit(data []byte) (Split, error)
-}
-
-// SubtaskInfo tells a SubtaskReader where it runs.
-type SubtaskInfo struct {
-	Name        string
-	Subtask     int
-	Parallelism int
-	// Partition, when not -1, makes the subtask a cluster task that reads
-	// exactly that partition of every topic (ClusterSource), whatever
-	// SplitOwner says.
-	Partition int
-}
-
-// SubtaskReader reads the splits of one subtask of a DynamicSource.
-// Discover runs on a discovery goroutine and Fetch on a fetch goroutine,
-// concurrently; AddSplits and the optional interfaces run on the task
-// goroutine. Close runs once both goroutines have stopped.
-type SubtaskReader[T any] interface {
-	// Discover returns the splits this subtask owns that known does not
-	// report, each with its starting position resolved (so that a restore
-	// reads it from the same place). first is set on the first call of a
-	// subtask that did not restore a finished discovery: the source's
-	// starting positions apply then; otherwise the splits are new ones
-	// (Flink reads new Kafka partitions from the earliest offset). An
-	// error fails the job.
-	Discover(ctx context.Context, first bool, known func(id string) bool) ([]Split, error)
-	// DiscoveryInterval is the pause between two discoveries; 0 means
-	// the first discovery is the only one, and the subtask ends when the
-	// splits it found have ended (a bounded source).
-	DiscoveryInterval() time.Duration
-	// AddSplits starts reading splits, each from its position (nil: from
-	// the split's starting position). It must not block for long; it may be
-	// called while Fetch is blocked, and Fetch then returns their records
+// The dynamic source interfaces are the public connector API's.
+type (
+	// DynamicSource is connector.DynamicSource: it stands alone (the
+	// runtime never asks it for fixed splits).
+	DynamicSource[T any] = connector.DynamicSource[T]
+	// SubtaskInfo is connector.SubtaskInfo.
+	SubtaskInfo = connector.SubtaskInfo
+	// SubtaskReader is connector.SubtaskReader.
+	SubtaskReader[T any] = connector.SubtaskReader[T]
+	// SplitBatch is connector.SplitBatch.
+	SplitBatch[T any] = connector.SplitBatch[T]
+	// SideRecord is connector.SideRecord.
+	SideRecord = connector.SideRecord
+	// PositionCommitter is connector.PositionCommitter.
+	PositionCommitter = connector.PositionCommitter
+	// Gauge is connector.Gauge: a named value an operator publishes with
+	// the job's metrics, with labels.
+	Gauge = connector.Gauge
+	// GaugeReporter is connector.GaugeReporter, implemented by operators
 	// too.
-	AddSplits(splits []Split, positions [][]byte) error
-	// Fetch blocks until there are records or ended splits, or ctx is
-	// done. It appends the records to buf and returns them as batches,
-	// each holding records of one split (sub-slices of the returned buf)
-	// and that split's position after them.
-	Fetch(ctx context.Context, buf []Record[T]) ([]SplitBatch[T], []Record[T], error)
-	// Close releases the reader's connections.
-	Close() error
-}
-
-// SplitBatch is a part of a Fetch: records of one split.
-type SplitBatch[T any] struct {
-	Split string // the split's id
-	Recs  []Record[T]
-	// Pos is the split's position after Recs (nil: unchanged).
-	Pos []byte
-	// End tells that the split has ended after Recs.
-	End bool
-	// Side holds records for side outputs (dead letters), emitted before
-	// Recs; a tag nobody consumes drops them.
-	Side []SideRecord
-}
-
-// SideRecord is a record a source emits to the side output Tag.
-type SideRecord struct {
-	Tag   string
-	Value any
-	TS    int64
-}
-
-// PositionCommitter is implemented by SubtaskReaders that report the
-// positions of a completed checkpoint outside the job (Kafka commits them
-// to the consumer group, for monitoring). It runs on the task goroutine
-// and must not block.
-type PositionCommitter interface {
-	CommitPositions(checkpoint int64, positions map[string][]byte)
-}
-
-// Gauge is a named value an operator publishes with the job's metrics,
-// with labels (Kafka's lag per partition: topic and partition).
-type Gauge struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
-// GaugeReporter is implemented by operators (and SubtaskReaders) that
-// publish gauges. Gauges may be called from any goroutine.
-type GaugeReporter interface {
-	Gauges() []Gauge
-}
+	GaugeReporter = connector.GaugeReporter
+)
 
 // dynamicState is the DynamicSource part of a SourceOperator.
 type dynamicState[T any] struct {

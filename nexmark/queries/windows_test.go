@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
@@ -141,17 +142,17 @@ func TestQ11(t *testing.T) {
 // wait for release instead of ending, so a test can move processing time
 // while the job still runs.
 type holdSource struct {
-	weir.Source[nexmark.Event]
+	connector.Source[nexmark.Event]
 	release chan struct{}
 }
 
-func (h holdSource) Reader(sp weir.Split) (weir.SplitReader[nexmark.Event], error) {
+func (h holdSource) Reader(sp connector.Split) (connector.SplitReader[nexmark.Event], error) {
 	r, err := h.Source.Reader(sp)
 	return &holdReader{SplitReader: r, release: h.release}, err
 }
 
 type holdReader struct {
-	weir.SplitReader[nexmark.Event]
+	connector.SplitReader[nexmark.Event]
 	release chan struct{}
 	done    bool
 }
@@ -183,7 +184,7 @@ func TestQ12(t *testing.T) {
 	clock := weirtest.NewManualClock(1_000)
 	env := weir.NewEnvironment(weir.WithParallelism(testParallelism), weir.WithClock(clock))
 	src := holdSource{Source: nexmark.Source(cfg), release: make(chan struct{})}
-	out := Q12(weir.FromSource(env, weir.Source[nexmark.Event](src), nexmark.Watermarks(cfg), "Nexmark"))
+	out := Q12(weir.FromSource(env, connector.Source[nexmark.Event](src), nexmark.Watermarks(cfg), "Nexmark"))
 	var mu sync.Mutex
 	var got []SessionResult
 	weir.SinkFunc(out, func(r SessionResult) error {

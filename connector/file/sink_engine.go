@@ -1,4 +1,4 @@
-package textio
+package file
 
 import (
 	"bufio"
@@ -11,10 +11,10 @@ import (
 	"sync"
 )
 
-// FileTxn is a transaction of the exactly-once file sink: one part file
+// Txn is a transaction of the exactly-once file sink: one part file
 // per bucket written to (the sink's directory itself when it has no
 // bucket assigner).
-type FileTxn struct {
+type Txn struct {
 	Dir  string
 	Name string
 	// Buckets are the bucket directories (relative to Dir) holding a part
@@ -34,19 +34,19 @@ type partFile struct {
 	w *bufio.Writer
 }
 
-// NewFileSink writes the lines format makes of each record into dir, or,
+// newPartSink returns a sink that writes the lines format makes of each record into dir, or,
 // when bucket is not nil, into the bucket directory under dir that bucket
 // names for the record.
-func NewFileSink[T any](dir string, format func(T) []byte, bucket func(v T, ts int64) string) *FileSink[T] {
-	return &FileSink[T]{dir: dir, format: format, bucket: bucket, seq: map[int]int{}}
+func newPartSink[T any](dir string, format func(T) []byte, bucket func(v T, ts int64) string) *partSink[T] {
+	return &partSink[T]{dir: dir, format: format, bucket: bucket, seq: map[int]int{}}
 }
 
-// FileSink is the two-phase-commit sink of part files: it writes lines to
+// partSink is the two-phase-commit sink of part files: it writes lines to
 // ".inprogress-NAME" while a transaction is open, renames it
 // ".pending-NAME" once pre-committed and NAME once committed; with a
 // bucket assigner, in the record's bucket directory, one part file per
 // bucket and transaction, committed together.
-type FileSink[T any] struct {
+type partSink[T any] struct {
 	dir    string
 	format func(T) []byte
 	bucket func(v T, ts int64) string
@@ -55,7 +55,7 @@ type FileSink[T any] struct {
 }
 
 // BeginTransaction implements the two-phase-commit sink.
-func (s *FileSink[T]) BeginTransaction(subtask int) (*FileTxn, error) {
+func (s *partSink[T]) BeginTransaction(subtask int) (*Txn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, started := s.seq[subtask]
@@ -71,7 +71,7 @@ func (s *FileSink[T]) BeginTransaction(subtask int) (*FileTxn, error) {
 		n = next
 	}
 	s.seq[subtask] = n + 1
-	t := &FileTxn{Dir: s.dir, Name: "part-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(n), files: map[string]*partFile{}}
+	t := &Txn{Dir: s.dir, Name: "part-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(n), files: map[string]*partFile{}}
 	if s.bucket == nil {
 		if _, err := t.open(""); err != nil {
 			return nil, err
@@ -83,7 +83,7 @@ func (s *FileSink[T]) BeginTransaction(subtask int) (*FileTxn, error) {
 // clean removes subtask's in-progress and pending part files anywhere under
 // the sink's directory and returns 1 + the highest number of its committed
 // ones (0 when there are none).
-func (s *FileSink[T]) clean(subtask int) (int, error) {
+func (s *partSink[T]) clean(subtask int) (int, error) {
 	prefix := "part-" + strconv.Itoa(subtask) + "-"
 	next := 0
 	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
@@ -108,7 +108,7 @@ func (s *FileSink[T]) clean(subtask int) (int, error) {
 }
 
 // open creates the transaction's part file in bucket.
-func (t *FileTxn) open(bucket string) (*partFile, error) {
+func (t *Txn) open(bucket string) (*partFile, error) {
 	dir := t.Dir
 	if bucket != "" {
 		if !filepath.IsLocal(filepath.FromSlash(bucket)) {
@@ -131,12 +131,12 @@ func (t *FileTxn) open(bucket string) (*partFile, error) {
 
 // path returns the path of the transaction's file in bucket with prefix
 // ("", ".inprogress-" or ".pending-").
-func (t *FileTxn) path(bucket, prefix string) string {
+func (t *Txn) path(bucket, prefix string) string {
 	return filepath.Join(t.Dir, filepath.FromSlash(bucket), prefix+t.Name)
 }
 
 // Write implements the two-phase-commit sink.
-func (s *FileSink[T]) Write(t *FileTxn, v T, ts int64) error {
+func (s *partSink[T]) Write(t *Txn, v T, ts int64) error {
 	var b string
 	if s.bucket != nil {
 		b = s.bucket(v, ts)
@@ -157,7 +157,7 @@ func (s *FileSink[T]) Write(t *FileTxn, v T, ts int64) error {
 }
 
 // PreCommit implements the two-phase-commit sink.
-func (s *FileSink[T]) PreCommit(t *FileTxn) error {
+func (s *partSink[T]) PreCommit(t *Txn) error {
 	for _, b := range t.Buckets {
 		p := t.files[b]
 		if p == nil {
@@ -182,7 +182,7 @@ func (s *FileSink[T]) PreCommit(t *FileTxn) error {
 }
 
 // Commit implements the two-phase-commit sink.
-func (s *FileSink[T]) Commit(t *FileTxn) error {
+func (s *partSink[T]) Commit(t *Txn) error {
 	for _, b := range t.Buckets {
 		err := os.Rename(t.path(b, ".pending-"), t.path(b, ""))
 		if os.IsNotExist(err) {
@@ -198,7 +198,7 @@ func (s *FileSink[T]) Commit(t *FileTxn) error {
 }
 
 // Abort implements the two-phase-commit sink.
-func (s *FileSink[T]) Abort(t *FileTxn) error {
+func (s *partSink[T]) Abort(t *Txn) error {
 	for _, p := range t.files {
 		p.f.Close()
 	}

@@ -1,9 +1,4 @@
-// Package textio holds the engines of the text connectors (connector/file,
-// connector/socket and their deprecated forms in the root package): a
-// source of the lines of files, a source of the lines of a TCP socket, and
-// the exactly-once part-file sink. It knows no root type, so the root
-// package and the connectors can both use it.
-package textio
+package file
 
 import (
 	"bufio"
@@ -12,18 +7,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/connector"
 )
-
-type stringSplit string
-
-func (s stringSplit) SplitID() string { return string(s) }
 
 func decodePosition(pos []byte) (int64, error) {
 	v, n := binary.Varint(pos)
@@ -33,17 +23,13 @@ func decodePosition(pos []byte) (int64, error) {
 	return v, nil
 }
 
-// NewFileSource reads the given files, one split per file; it resumes a
-// file at the byte offset of the next line.
-func NewFileSource(paths []string) FileSource { return FileSource{paths: paths} }
-
-// Expand turns path into the files to read, as Flink's file source: a
+// expand turns path into the files to read, as Flink's file source: a
 // file is itself; a directory is every file in it (and, recursive, in its
 // subdirectories), skipping hidden names (starting with "." or "_", as
 // Flink's DefaultFileFilter: a file sink's in-progress files); anything
 // else is a glob pattern, which must match at least one file. Paths are
 // sorted, so splits keep their names across runs.
-func Expand(path string, recursive bool) ([]string, error) {
+func expand(path string, recursive bool) ([]string, error) {
 	st, err := os.Stat(path)
 	switch {
 	case err == nil && !st.IsDir():
@@ -93,7 +79,7 @@ func Expand(path string, recursive bool) ([]string, error) {
 	var out []string
 	for _, m := range matches {
 		if st, err := os.Stat(m); err == nil && st.IsDir() {
-			sub, err := Expand(m, recursive)
+			sub, err := expand(m, recursive)
 			if err != nil {
 				return nil, err
 			}
@@ -108,16 +94,24 @@ func Expand(path string, recursive bool) ([]string, error) {
 
 func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
-// FileSource reads text lines, one split per file.
-type FileSource struct{ paths []string }
+// textSource reads text lines, one split per file; it resumes a file at
+// the byte offset of the next line. err, if not nil, fails the job when it
+// is built (connector.Validator).
+type textSource struct {
+	paths []string
+	err   error
+}
+
+// Validate implements connector.Validator.
+func (s textSource) Validate(context.Context) error { return s.err }
 
 type fileSplit string
 
 func (f fileSplit) SplitID() string { return string(f) }
 
 // Splits is one split per file.
-func (s FileSource) Splits(int) ([]runtime.Split, error) {
-	out := make([]runtime.Split, len(s.paths))
+func (s textSource) Splits(int) ([]connector.Split, error) {
+	out := make([]connector.Split, len(s.paths))
 	for i, p := range s.paths {
 		out[i] = fileSplit(p)
 	}
@@ -125,12 +119,12 @@ func (s FileSource) Splits(int) ([]runtime.Split, error) {
 }
 
 // Reader opens a file at its start.
-func (s FileSource) Reader(sp runtime.Split) (runtime.SplitReader[string], error) {
+func (s textSource) Reader(sp connector.Split) (connector.SplitReader[string], error) {
 	return s.ReaderAt(sp, binary.AppendVarint(nil, 0))
 }
 
 // ReaderAt reopens a file at a byte offset (the start of a line).
-func (s FileSource) ReaderAt(sp runtime.Split, pos []byte) (runtime.SplitReader[string], error) {
+func (s textSource) ReaderAt(sp connector.Split, pos []byte) (connector.SplitReader[string], error) {
 	off, err := decodePosition(pos)
 	if err != nil {
 		return nil, err
@@ -165,11 +159,11 @@ func (r *lineReader) scanLines(data []byte, atEOF bool) (int, []byte, error) {
 	return adv, tok, err
 }
 
-// Position implements runtime.PositionedReader: the byte offset of the
+// Position implements connector.PositionedReader: the byte offset of the
 // next line.
 func (r *lineReader) Position() ([]byte, error) { return binary.AppendVarint(nil, r.offset), nil }
 
-func (r *lineReader) Read(ctx context.Context, buf []runtime.Record[string]) ([]runtime.Record[string], error) {
+func (r *lineReader) Read(ctx context.Context, buf []connector.Record[string]) ([]connector.Record[string], error) {
 	n := max(cap(buf)-len(buf), 1)
 	for range n {
 		if !r.sc.Scan() {
@@ -181,12 +175,7 @@ func (r *lineReader) Read(ctx context.Context, buf []runtime.Record[string]) ([]
 			}
 			return buf, io.EOF
 		}
-		buf = append(buf, runtime.Record[string]{Value: r.sc.Text(), TS: runtime.NoTimestamp})
-		if r.c != nil {
-			if _, isConn := r.c.(net.Conn); isConn {
-				break // deliver socket lines as they arrive
-			}
-		}
+		buf = append(buf, connector.Record[string]{Value: r.sc.Text(), TS: connector.NoTimestamp})
 	}
 	return buf, nil
 }
