@@ -20,6 +20,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // growingState keeps, per key, a count and a padded value, so the state
@@ -61,7 +62,7 @@ func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int6
 	t.Helper()
 	st := checkpointStoreAt(t, cps)
 	opts := []weir.Option{weir.WithParallelism(p), weir.WithBufferSize(64),
-		weir.WithStateBackend(weir.PebbleStateBackend(stateDir))}
+		weir.WithStateBackend(pebble.New(stateDir))}
 	if log != nil {
 		opts = append(opts, weir.WithLogger(log))
 	}

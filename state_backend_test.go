@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // parityCount counts per key in a ValueState and keeps, in a MapState, how
@@ -63,14 +64,14 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out, cps, stateDir := t.TempDir(), t.TempDir(), t.TempDir()
 			const n, keys = 20000, 50
-			build := func(p int, pebble, fail bool) (*weir.Environment, *atomic.Bool) {
+			build := func(p int, onPebble, fail bool) (*weir.Environment, *atomic.Bool) {
 				st, err := weir.NewDirCheckpointStore(cps)
 				if err != nil {
 					t.Fatal(err)
 				}
 				opts := []weir.Option{weir.WithParallelism(p), weir.WithBufferSize(64)}
-				if pebble {
-					opts = append(opts, weir.WithStateBackend(weir.PebbleStateBackend(stateDir)))
+				if onPebble {
+					opts = append(opts, weir.WithStateBackend(pebble.New(stateDir)))
 				}
 				env := weir.NewEnvironment(opts...)
 				env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
@@ -151,7 +152,7 @@ func (f *listEcho) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[str
 // while it runs, and removes it at the end.
 func TestPebbleStateBackendUsed(t *testing.T) {
 	stateDir := t.TempDir()
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithStateBackend(weir.PebbleStateBackend(stateDir)))
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithStateBackend(pebble.New(stateDir)))
 	var dbs atomic.Int64
 	src := weir.FromSlice(env, []int64{1, 2, 1, 1, 3})
 	res := weir.Collect(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &listEcho{dir: stateDir, dbs: &dbs}))
@@ -226,7 +227,7 @@ func TestPebbleKeyedCoProcess(t *testing.T) {
 	key := func(s string) string { return s[:1] }
 	h, err := weir.NewTwoInputHarness(func(a, b weir.DataStream[string]) weir.DataStream[string] {
 		return weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(a, key), weir.KeyBy(b, key)), &sumAvgJoin{})
-	}, weir.HarnessEnvOptions(weir.WithStateBackend(weir.PebbleStateBackend(stateDir))))
+	}, weir.HarnessEnvOptions(weir.WithStateBackend(pebble.New(stateDir))))
 	if err != nil {
 		t.Fatal(err)
 	}
