@@ -50,8 +50,10 @@ func (c *parityCount) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[
 // backend with checkpoints to a directory store, fails once after a
 // checkpoint and restores at another parallelism: every running count of
 // every key is committed exactly once, so the Pebble state came back as of
-// the checkpoint. The variants restore a heap checkpoint into Pebble and a
-// Pebble checkpoint into the heap, since both write the same format.
+// the checkpoint. A variant restores a heap checkpoint into Pebble (full
+// snapshots restore into any backend). The other way round, an incremental
+// Pebble checkpoint holds Pebble's files, which the heap backend refuses
+// to read without Pebble (TestHeapRefusesIncrementalPebbleCheckpoint).
 func TestPebbleStateSurvivesFailure(t *testing.T) {
 	for _, c := range []struct {
 		name          string
@@ -59,7 +61,6 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 	}{
 		{"pebble", true, true},
 		{"heap-to-pebble", false, true},
-		{"pebble-to-heap", true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, cps, stateDir := t.TempDir(), t.TempDir(), t.TempDir()
