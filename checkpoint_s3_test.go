@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/s3test"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // s3StoragesFor returns the storage that reaches the test command's S3
@@ -229,7 +230,7 @@ func TestOldFormatRestores(t *testing.T) {
 				for _, backend := range []string{"heap", "pebble"} {
 					opts := []weir.Option{weir.WithParallelism(3), weir.WithStorage(s3)}
 					if backend == "pebble" {
-						opts = append(opts, weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir())))
+						opts = append(opts, weir.WithStateBackend(pebble.New(t.TempDir())))
 					}
 					if c.opts != nil {
 						opts = append(opts, c.opts()...)

@@ -11,62 +11,65 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 )
 
-// Incremental checkpoints of the Pebble state backend, as Flink's RocksDB
-// incremental checkpoints. With the Pebble backend and a durable
-// checkpoint store (a directory or S3: CheckpointStorage,
-// NewCheckpointStore), a keyed operator's snapshot at the barrier is a
-// staged Pebble checkpoint (flush, then hard links into a staging
-// directory: pebblestate.Stage) plus its
-// timers per key group as usual; the store, on the coordinator, uploads
-// the staged SST files that no stored checkpoint has yet as shared files
-// and references the others (store.Writer.ReuseShared). A restore lays the
-// files out again and opens the database, merging several old databases
-// when key groups moved (pebblestate.RestoreImages). Savepoints are
+// Incremental checkpoints of disk state backends, as Flink's RocksDB
+// incremental checkpoints. With a disk backend whose stores are
+// kv.Checkpointers (Pebble) and a durable checkpoint store (a directory or
+// S3: CheckpointStorage, NewCheckpointStore), a keyed operator's snapshot
+// at the barrier is a staged checkpoint of its store (with Pebble: a
+// flush, then hard links into a staging directory: kvstate.Stage) plus
+// its timers per key group as usual; the store, on the coordinator,
+// uploads the staged immutable files that no stored checkpoint has yet as
+// shared files and references the others (store.Writer.ReuseShared). A
+// restore lays the files out again and opens the store, merging several
+// old stores when key groups moved (kvstate.RestoreImages). Savepoints are
 // converted to the canonical per-key-group snapshots when stored, so they
 // never reference shared files.
 
-// pebbleFiles is the runtime.OperatorSnapshot.KeyedFiles of a Pebble
+// dbFiles is the runtime.OperatorSnapshot.KeyedFiles of a disk
 // backend: staged (with canonical) in a snapshot taken at a barrier,
 // image in a checkpoint read from a store.
-type pebbleFiles struct {
-	staged *pebblestate.Staged
+type dbFiles struct {
+	staged *kvstate.Staged
 	// canonical returns the state snapshot (internal/state/FORMAT.md) of
 	// every key group of the staged checkpoint.
 	canonical func() (map[int][]byte, error)
-	image     pebblestate.Image
+	image     kvstate.Image
 }
 
 // incremental reports whether the operator's keyed state is checkpointed
-// incrementally: the Pebble backend in a job with a durable store.
+// incrementally: a disk backend whose store takes checkpoints, in a job
+// with a durable store.
 func (b *keyedBase[K]) incremental() bool {
-	p, ok := b.stateBackend.(pebbleStateBackend)
-	return ok && p.incremental && b.pebble != nil
+	d, ok := b.stateBackend.(diskBackend)
+	return ok && d.incremental && b.disk != nil && b.disk.Incremental()
 }
 
 // keyedStateBackend returns the state backend of the job's keyed
-// operators, marked incremental for the Pebble backend when checkpoints go
-// to a durable store.
+// operators: a disk backend as a diskBackend, marked incremental when
+// checkpoints go to a durable store.
 func (e *Environment) keyedStateBackend() StateBackend {
-	p, ok := e.cfg.stateBackend.(pebbleStateBackend)
-	if !ok || e.checkpoint == nil {
+	if isHeap(e.cfg.stateBackend) {
 		return e.cfg.stateBackend
 	}
-	if _, durable := e.checkpoint.store.(*durableStore); durable {
-		p.incremental, p.staged = true, &e.staged
+	d := diskBackend{StateBackend: e.cfg.stateBackend}
+	if e.checkpoint != nil {
+		if _, durable := e.checkpoint.store.(*durableStore); durable {
+			d.incremental, d.staged = true, &e.staged
+		}
 	}
-	return p
+	return d
 }
 
 // stagedSet holds staged checkpoints whose operators ended.
 type stagedSet struct {
 	mu     sync.Mutex
-	staged []*pebblestate.Staged
+	staged []*kvstate.Staged
 }
 
-func (s *stagedSet) add(st []*pebblestate.Staged) {
+func (s *stagedSet) add(st []*kvstate.Staged) {
 	s.mu.Lock()
 	s.staged = append(s.staged, st...)
 	s.mu.Unlock()
@@ -83,23 +86,23 @@ func (s *stagedSet) discard() {
 	}
 }
 
-// snapshotIncremental stages the Pebble database and snapshots the timers
+// snapshotIncremental stages the store and snapshots the timers
 // per key group (with empty state snapshots).
 func (b *keyedBase[K]) snapshotIncremental(id int64) (runtime.OperatorSnapshot, error) {
-	first, last := b.pebble.KeyGroupRange()
+	first, last := b.disk.KeyGroupRange()
 	kgs, err := keyedsnap.Snapshot(filesBackend{first: first, last: last}, b.timers)
 	if err != nil {
 		return runtime.OperatorSnapshot{}, err
 	}
-	staged, err := b.pebble.Stage(id)
+	staged, err := b.disk.Stage(id)
 	if err != nil {
 		return runtime.OperatorSnapshot{}, err
 	}
-	p, _ := b.stateBackend.(pebbleStateBackend)
+	d, _ := b.stateBackend.(diskBackend)
 	clk := b.clk
 	canonical := func() (map[int][]byte, error) {
 		dir := staged.Dir + ".canonical"
-		db, err := pebblestate.RestoreImages[K]([]pebblestate.Image{staged.Image()}, dir, first, last, clk, p.opts)
+		db, err := kvstate.RestoreImages[K]([]kvstate.Image{staged.Image()}, dir, first, last, clk, kvstate.Options{Store: d.StateBackend})
 		if err != nil {
 			return nil, err
 		}
@@ -112,12 +115,12 @@ func (b *keyedBase[K]) snapshotIncremental(id int64) (runtime.OperatorSnapshot, 
 		}
 		return out, nil
 	}
-	return runtime.OperatorSnapshot{KeyGroups: kgs, KeyedFiles: &pebbleFiles{staged: staged, canonical: canonical}}, nil
+	return runtime.OperatorSnapshot{KeyGroups: kgs, KeyedFiles: &dbFiles{staged: staged, canonical: canonical}}, nil
 }
 
 // filesBackend stands for keyed state kept as files in keyedsnap frames:
 // it snapshots empty state, and its restore skips empty state snapshots
-// (the heap and Pebble backends never write one) and passes the others to
+// (the heap and disk backends never write one) and passes the others to
 // next.
 type filesBackend struct {
 	first, last int
@@ -145,49 +148,19 @@ func (b *keyedBase[K]) restoreBackend() keyedsnap.Backend {
 	return filesBackend{first: first, last: last, next: b.snapBackend()}
 }
 
-// restoredImages returns the checkpointed databases the operator restores
+// restoredImages returns the checkpointed stores the operator restores
 // from.
-func (b *keyedBase[K]) restoredImages() []pebblestate.Image {
+func (b *keyedBase[K]) restoredImages() []kvstate.Image {
 	if b.restored == nil {
 		return nil
 	}
-	var out []pebblestate.Image
+	var out []kvstate.Image
 	for _, f := range b.restored.KeyedFiles {
-		if pf, ok := f.(*pebbleFiles); ok && pf.image.Layout != nil {
+		if pf, ok := f.(*dbFiles); ok && pf.image.Layout != nil {
 			out = append(out, pf.image)
 		}
 	}
 	return out
-}
-
-// restoreImagesToHeap restores the key groups of the heap backend from
-// checkpointed Pebble databases (a job that changed backend), through a
-// temporary Pebble database and the common per-key-group format.
-func (b *keyedBase[K]) restoreImagesToHeap(images []pebblestate.Image, root string) error {
-	if len(images) == 0 {
-		return nil
-	}
-	dir, err := os.MkdirTemp(root, "weir-restore-*")
-	if err != nil {
-		return fmt.Errorf("restoring Pebble checkpoint files into the heap backend: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	first, last := b.backend.KeyGroupRange()
-	db, err := pebblestate.RestoreImages[K](images, filepath.Join(dir, "db"), first, last, b.clk, pebblestate.Options{})
-	if err != nil {
-		return err
-	}
-	defer db.Discard()
-	for kg := first; kg <= last; kg++ {
-		data, err := db.SnapshotKeyGroup(kg)
-		if err != nil {
-			return err
-		}
-		if err := b.backend.RestoreKeyGroup(kg, data); err != nil {
-			return fmt.Errorf("restoring key group %d: %w", kg, err)
-		}
-	}
-	return nil
 }
 
 // saveFiles stores the keyed files of a subtask snapshot in checkpoint w
@@ -196,19 +169,19 @@ func (b *keyedBase[K]) restoreImagesToHeap(images []pebblestate.Image, root stri
 // savepoint (canonical) gets none: the keyed state goes into sn.KeyGroups
 // instead, which saveFiles rewrites.
 func saveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string, sn *OperatorSnapshot) (*store.DBFiles, error) {
-	pf, ok := sn.KeyedFiles.(*pebbleFiles)
+	pf, ok := sn.KeyedFiles.(*dbFiles)
 	if !ok || pf.staged == nil {
 		return nil, fmt.Errorf("snapshot of %s: keyed state files of type %T cannot be stored", base, sn.KeyedFiles)
 	}
 	s := pf.staged
 	if !s.Claim() {
-		return nil, fmt.Errorf("snapshot of %s: the staged Pebble checkpoint %d was discarded", base, s.ID)
+		return nil, fmt.Errorf("snapshot of %s: the staged checkpoint %d of its state was discarded", base, s.ID)
 	}
 	defer s.Release()
 	if kind == store.Savepoint {
 		states, err := pf.canonical()
 		if err != nil {
-			return nil, fmt.Errorf("snapshot of %s: canonical savepoint of the Pebble state: %w", base, err)
+			return nil, fmt.Errorf("snapshot of %s: canonical savepoint of the keyed state: %w", base, err)
 		}
 		kgs := make(map[int][]byte, len(states))
 		for kg, st := range states {
@@ -258,8 +231,8 @@ func saveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string
 // checkpoint m holds as database files: the small private files are read
 // now, the shared ones are placed when the restore lays the database out
 // (copied from the store, streamed).
-func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *store.DBFiles, read func(string) ([]byte, error)) (*pebbleFiles, error) {
-	img := pebblestate.Image{FirstKeyGroup: db.FirstKeyGroup, LastKeyGroup: db.LastKeyGroup, Shared: map[string]string{}}
+func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *store.DBFiles, read func(string) ([]byte, error)) (*dbFiles, error) {
+	img := kvstate.Image{FirstKeyGroup: db.FirstKeyGroup, LastKeyGroup: db.LastKeyGroup, Shared: map[string]string{}}
 	private := map[string][]byte{}
 	for _, f := range db.Files {
 		if f.Shared != "" {
@@ -291,5 +264,5 @@ func (d *durableStore) loadFiles(ctx context.Context, m *store.Manifest, db *sto
 		}
 		return nil
 	}
-	return &pebbleFiles{image: img}, nil
+	return &dbFiles{image: img}, nil
 }

@@ -11,9 +11,18 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/kv"
 )
+
+// pebbleOpener is the Pebble backend (state/pebble), which this package's
+// own tests cannot import: SetPebbleOpenerForTest, called by an init of
+// package weir_test (pebble_hook_test.go), sets it.
+var pebbleOpener kv.Opener
+
+// SetPebbleOpenerForTest sets the kv.Opener of the Pebble benchmarks.
+func SetPebbleOpenerForTest(o kv.Opener) { pebbleOpener = o }
 
 // BenchmarkPebbleCheckpoint compares a full checkpoint (every key group's
 // canonical snapshot, written as one file) with an incremental one (stage
@@ -65,8 +74,8 @@ func BenchmarkPebbleRestore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		img := cp.Operators["op"][0].KeyedFiles.(*pebbleFiles).image
-		be, err := pebblestate.RestoreImages[int64]([]pebblestate.Image{img}, filepath.Join(dirs, strconv.Itoa(i)), 0, pebbleBenchMaxP-1, clock.NewManual(0), pebblestate.Options{})
+		img := cp.Operators["op"][0].KeyedFiles.(*dbFiles).image
+		be, err := kvstate.RestoreImages[int64]([]kvstate.Image{img}, filepath.Join(dirs, strconv.Itoa(i)), 0, pebbleBenchMaxP-1, clock.NewManual(0), kvstate.Options{Store: pebbleOpener})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +93,7 @@ const pebbleBenchKeys, pebbleBenchValue, pebbleBenchMaxP = 128 << 10, 1 << 10, 1
 
 type pebbleBenchState struct {
 	b   *testing.B
-	db  *pebblestate.Backend[int64]
+	db  *kvstate.Backend[int64]
 	v   state.ValueState[[]byte]
 	val []byte
 	s   *store.Local
@@ -94,11 +103,11 @@ type pebbleBenchState struct {
 // newPebbleBenchState writes the benchmark state into a new backend,
 // compacts it and opens an empty directory store.
 func newPebbleBenchState(b *testing.B) *pebbleBenchState {
-	db, err := pebblestate.Open[int64](b.TempDir(), 0, pebbleBenchMaxP-1, clock.NewManual(0), pebblestate.Options{})
+	db, err := kvstate.Open[int64](b.TempDir(), 0, pebbleBenchMaxP-1, clock.NewManual(0), kvstate.Options{Store: pebbleOpener})
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := pebblestate.GetValue[int64, void](db, state.Value[[]byte]("v"))
+	v, err := kvstate.GetValue[int64, void](db, state.Value[[]byte]("v"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -154,7 +163,7 @@ func (ps *pebbleBenchState) checkpoint(full bool) *store.Manifest {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sn := OperatorSnapshot{KeyedFiles: &pebbleFiles{staged: staged}}
+		sn := OperatorSnapshot{KeyedFiles: &dbFiles{staged: staged}}
 		if st.DB, err = saveFiles(ctx, w, store.Checkpoint, "op.0", &sn); err != nil {
 			b.Fatal(err)
 		}

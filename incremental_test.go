@@ -21,6 +21,7 @@ import (
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // growingState keeps, per key, a count and a padded value, so the state
@@ -62,7 +63,7 @@ func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int6
 	t.Helper()
 	st := checkpointStoreAt(t, cps)
 	opts := []weir.Option{weir.WithParallelism(p), weir.WithBufferSize(64),
-		weir.WithStateBackend(weir.PebbleStateBackend(stateDir))}
+		weir.WithStateBackend(pebble.New(stateDir))}
 	if log != nil {
 		opts = append(opts, weir.WithLogger(log))
 	}
@@ -408,4 +409,28 @@ func failOnceWhen(t *testing.T, cps string, after int64, msg string, fire func([
 		panic(msg)
 	}
 	return inj
+}
+
+// TestHeapRefusesIncrementalPebbleCheckpoint restores an incremental
+// Pebble checkpoint into a job on the heap backend: the checkpoint holds
+// Pebble's files, which only the Pebble backend reads, so the job fails
+// with an error that says what to do.
+func TestHeapRefusesIncrementalPebbleCheckpoint(t *testing.T) {
+	cps := t.TempDir()
+	const n, keys = 2000, 20
+	if err := incrementalJob(t, 1, cps, t.TempDir(), t.TempDir(), n, keys, 1, nil, nil).Execute(t.Context(), "pebble"); err != nil {
+		t.Fatal(err)
+	}
+	st := checkpointStoreAt(t, cps)
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	env.EnableCheckpointing(20*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+	// incrementalJob's graph, on the heap.
+	src := pacedGenerate(env, n, 3*n/4, func(i int64) int64 { return i % keys }, st, nil).SetParallelism(1)
+	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &growingState{}).UID("grow")
+	checked := weir.Map(counted, func(s string) string { return s }).UID("inject")
+	weir.FileSink(checked, t.TempDir(), func(s string) []byte { return []byte(s) })
+	err := env.Execute(t.Context(), "heap")
+	if err == nil || !strings.Contains(err.Error(), "heap state backend cannot read") || !strings.Contains(err.Error(), "pebble.New") {
+		t.Fatalf("err %v, want the heap backend's refusal of Pebble's files", err)
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/timer"
 	"github.com/weirstream/weir/state"
 )
@@ -28,11 +28,11 @@ type keyedBase[K comparable] struct {
 	maxP    int
 	backend *istate.Backend[K]
 	timers  *timer.Service[K, void]
-	// stateBackend is the job's choice (nil: heap); with Pebble, pebble
-	// holds the functions' keyed state from Open to Close
+	// stateBackend is the job's choice (nil: heap); with a disk backend,
+	// disk holds the functions' keyed state from Open to Close
 	// (state_backend.go) and backend stays empty.
 	stateBackend StateBackend
-	pebble       *pebblestate.Backend[K]
+	disk         *kvstate.Backend[K]
 	clk          clock.Clock
 	pts          runtime.ProcessingTimeService
 	scheduledAt  int64
@@ -70,10 +70,10 @@ func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error)
 
 // SnapshotStateAsync takes the synchronous part of the snapshot of the
 // keyed state and timers: with the heap backend, a copy-on-write view and
-// a copy of the timers (keyedsnap.SnapshotAsync); with Pebble the whole
+// a copy of the timers (keyedsnap.SnapshotAsync); on disk the whole
 // snapshot (SnapshotState), handed over as it is.
 func (b *keyedBase[K]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
-	if b.pebble != nil {
+	if b.disk != nil {
 		snap, err := b.SnapshotState(id)
 		if err != nil {
 			return nil, err
@@ -92,8 +92,8 @@ func (b *keyedBase[K]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, erro
 
 // snapBackend is the state backend in use: both write the same snapshots.
 func (b *keyedBase[K]) snapBackend() keyedsnap.Backend {
-	if b.pebble != nil {
-		return b.pebble
+	if b.disk != nil {
+		return b.disk
 	}
 	return b.backend
 }
@@ -123,8 +123,8 @@ func (b *keyedBase[K]) setKey(k K) {
 }
 
 func (b *keyedBase[K]) setBackendKey(k K, kg int) {
-	if b.pebble != nil {
-		b.pebble.SetCurrentKey(k, kg)
+	if b.disk != nil {
+		b.disk.SetCurrentKey(k, kg)
 		return
 	}
 	b.backend.SetCurrentKey(k, kg)
@@ -132,8 +132,8 @@ func (b *keyedBase[K]) setBackendKey(k K, kg int) {
 
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
 	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP}, b: b.backend}
-	if b.pebble != nil {
-		return pebbleRuntimeCtx[K]{keyedRuntimeCtx: rc, pb: b.pebble}
+	if b.disk != nil {
+		return diskRuntimeCtx[K]{keyedRuntimeCtx: rc, kb: b.disk}
 	}
 	return rc
 }
@@ -503,8 +503,8 @@ func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.Valu
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if pb := pebbleBackendOf(ctx); pb != nil {
-		return handleOf[state.ValueState[V]](pebblestate.GetValue[K, void, V](pb, d))
+	if pb := diskBackendOf(ctx); pb != nil {
+		return handleOf[state.ValueState[V]](kvstate.GetValue[K, void, V](pb, d))
 	}
 	return istate.GetValue[K, void, V](ctx.keyedBackend(), d)
 }
@@ -514,8 +514,8 @@ func GetListState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ListD
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if pb := pebbleBackendOf(ctx); pb != nil {
-		return handleOf[state.ListState[V]](pebblestate.GetList[K, void, V](pb, d))
+	if pb := diskBackendOf(ctx); pb != nil {
+		return handleOf[state.ListState[V]](kvstate.GetList[K, void, V](pb, d))
 	}
 	return istate.GetList[K, void, V](ctx.keyedBackend(), d)
 }
@@ -525,8 +525,8 @@ func GetMapState[K comparable, UK comparable, UV any](ctx KeyedRuntimeContext[K]
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if pb := pebbleBackendOf(ctx); pb != nil {
-		return handleOf[state.MapState[UK, UV]](pebblestate.GetMap[K, void, UK, UV](pb, d))
+	if pb := diskBackendOf(ctx); pb != nil {
+		return handleOf[state.MapState[UK, UV]](kvstate.GetMap[K, void, UK, UV](pb, d))
 	}
 	return istate.GetMap[K, void, UK, UV](ctx.keyedBackend(), d)
 }
@@ -536,8 +536,8 @@ func GetReducingState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.R
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if pb := pebbleBackendOf(ctx); pb != nil {
-		return handleOf[state.ReducingState[V]](pebblestate.GetReducing[K, void, V](pb, d))
+	if pb := diskBackendOf(ctx); pb != nil {
+		return handleOf[state.ReducingState[V]](kvstate.GetReducing[K, void, V](pb, d))
 	}
 	return istate.GetReducing[K, void, V](ctx.keyedBackend(), d)
 }
@@ -547,8 +547,8 @@ func GetAggregatingState[K comparable, IN, ACC, OUT any](ctx KeyedRuntimeContext
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if pb := pebbleBackendOf(ctx); pb != nil {
-		return handleOf[state.AggregatingState[IN, OUT]](pebblestate.GetAggregating[K, void, IN, ACC, OUT](pb, d))
+	if pb := diskBackendOf(ctx); pb != nil {
+		return handleOf[state.AggregatingState[IN, OUT]](kvstate.GetAggregating[K, void, IN, ACC, OUT](pb, d))
 	}
 	return istate.GetAggregating[K, void, IN, ACC, OUT](ctx.keyedBackend(), d)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 	"github.com/weirstream/weir/window"
 )
 
@@ -96,7 +97,7 @@ var metaConfigs = []metaConfig{
 		return []weir.Option{weir.WithParallelism(2), weir.WithChaining(false)}
 	}},
 	{name: "p=2, Pebble state", opts: func(t *testing.T) []weir.Option {
-		return []weir.Option{weir.WithParallelism(2), weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir()))}
+		return []weir.Option{weir.WithParallelism(2), weir.WithStateBackend(pebble.New(t.TempDir()))}
 	}},
 	{name: "p=2, checkpoints, a failure and a restart", failOnce: true, opts: func(*testing.T) []weir.Option {
 		return []weir.Option{weir.WithParallelism(2), weir.WithBufferSize(16),
@@ -112,7 +113,7 @@ var metaConfigs = []metaConfig{
 		}},
 	{name: "p=3, Pebble, incremental checkpoints, a failure, restored at p=2", failOnce: true, rescaleTo: 2, dirStore: true,
 		opts: func(t *testing.T) []weir.Option {
-			return []weir.Option{weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir()))}
+			return []weir.Option{weir.WithParallelism(3), weir.WithBufferSize(16), weir.WithStateBackend(pebble.New(t.TempDir()))}
 		}},
 }
 

@@ -12,7 +12,7 @@ import (
 // (heap backend), registered timers, and whether the function uses TTL
 // and timers.
 func (b *keyedBase[K]) ReportState(g *runtime.StateGauges) {
-	if b.pebble == nil {
+	if b.disk == nil {
 		entries, noTTL := b.backend.Stats()
 		g.StateEntries.Store(int64(entries))
 		g.StatesWithoutTTL.Store(int64(noTTL))

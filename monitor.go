@@ -374,5 +374,5 @@ func (e *Environment) stateBackendName() string {
 	if e.cfg.stateBackend == nil {
 		return "hashmap"
 	}
-	return "pebble"
+	return e.cfg.stateBackend.Name()
 }

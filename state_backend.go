@@ -1,11 +1,13 @@
 package weir
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
+	"github.com/weirstream/weir/state/kv"
 )
 
 // StateBackend selects where keyed operators keep the user keyed state of
@@ -13,17 +15,35 @@ import (
 // KeyedCoProcess). Select one with WithStateBackend; the default is
 // HeapStateBackend.
 //
+// A backend other than the heap is a disk backend: an opener of ordered
+// key-value stores (package github.com/weirstream/weir/state/kv), one per
+// keyed operator subtask, in a new directory under Dir. Weir lays the
+// typed state out in the store itself (state/kv's FORMAT.md), so a disk
+// backend deals in bytes only. The Pebble backend
+// (github.com/weirstream/weir/state/pebble, pebble.New) is one; anyone can
+// write another with the public types of state/kv.
+//
 // The backend holds only the state that functions register: timers stay
 // in memory, and window, window-join, interval-join and keyed broadcast
 // operators keep their internal state on the heap whatever the backend.
 // Savepoints, and checkpoints in the in-memory store, hold full
-// per-key-group snapshots in the same format for both backends, so a job
-// can be restored with the other backend or at another parallelism; with
-// the Pebble backend and a durable store (a directory or S3:
-// CheckpointStorage, NewCheckpointStore) checkpoints are incremental (see
-// PebbleStateBackend) and restore at any parallelism too.
+// per-key-group snapshots in the same format for all backends, so a job
+// can be restored with another backend or at another parallelism. With a
+// disk backend whose stores are kv.Checkpointers (Pebble) and a durable
+// store (a directory or S3: CheckpointStorage, NewCheckpointStore),
+// checkpoints are incremental and restore at any parallelism too, with the
+// same backend.
 type StateBackend interface {
-	stateBackend()
+	// Name names the backend in the REST API and the job's configuration
+	// ("hashmap" for the heap, "pebble").
+	Name() string
+	// Dir is the directory under which each keyed operator subtask gets
+	// the directory of its store, removed when the subtask ends; "" means
+	// the system's temporary directory.
+	Dir() string
+	// Open opens the store of one subtask (kv.Opener). The heap backend
+	// opens none.
+	Open(dir string, opts kv.Options) (kv.Store, error)
 }
 
 // HeapStateBackend keeps keyed state as Go values in memory
@@ -33,32 +53,16 @@ func HeapStateBackend() StateBackend { return heapStateBackend{} }
 
 type heapStateBackend struct{}
 
-func (heapStateBackend) stateBackend() {}
+func (heapStateBackend) Name() string { return "hashmap" }
+func (heapStateBackend) Dir() string  { return "" }
+func (heapStateBackend) Open(string, kv.Options) (kv.Store, error) {
+	return nil, errors.New("the heap state backend keeps no store")
+}
 
-// PebbleStateBackend keeps keyed state in Pebble databases (an LSM store
-// on disk, internal/state/pebblestate) under dir, one per keyed operator
-// subtask, for state larger than memory. Values are serialized with the
-// descriptors' codecs on every access. Each subtask's database lives in a
-// new directory under dir, removed when the subtask ends; the state
-// survives failures through checkpoints. An empty dir means the system's
-// temporary directory.
-//
-// With a durable checkpoint store, checkpoints are incremental, as
-// Flink's RocksDB incremental checkpoints: at the barrier a subtask
-// flushes and hard-links its database files into a staging directory under
-// dir, and the store uploads only the SST files no stored checkpoint has
-// yet (as shared files, referenced by later checkpoints and deleted by
-// retention once none refers to them). Savepoints stay full, canonical
-// snapshots.
-//
-// TTL works as on the heap except that incremental cleanup
-// (TTLConfig.CleanupEntries, CleanupEveryRecord) is not performed: expired
-// values are dropped when read, as with Flink's RocksDB backend.
-func PebbleStateBackend(dir string) StateBackend { return pebbleStateBackend{dir: dir} }
-
-type pebbleStateBackend struct {
-	dir  string
-	opts pebblestate.Options
+// diskBackend is a disk StateBackend as a job's keyed operators use it
+// (Environment.keyedStateBackend).
+type diskBackend struct {
+	StateBackend
 	// incremental is set for the operators of a job whose checkpoints go
 	// to a durable store (incremental.go); staged then keeps the staged
 	// checkpoints of ended operators until the attempt ends.
@@ -66,30 +70,35 @@ type pebbleStateBackend struct {
 	staged      *stagedSet
 }
 
-func (pebbleStateBackend) stateBackend() {}
-
 // WithStateBackend selects the keyed state backend of the job's keyed
-// process and co-process functions (default HeapStateBackend).
+// process and co-process functions (default HeapStateBackend), e.g.
+// weir.WithStateBackend(pebble.New(dir)).
 func WithStateBackend(b StateBackend) Option {
 	return func(c *config) { c.stateBackend = b }
 }
 
-// pebbleRuntimeCtx is the KeyedRuntimeContext of a function whose keyed
-// operator keeps its state in Pebble.
-type pebbleRuntimeCtx[K comparable] struct {
-	keyedRuntimeCtx[K]
-	pb *pebblestate.Backend[K]
+// isHeap reports whether b keeps the state on the heap.
+func isHeap(b StateBackend) bool {
+	_, heap := b.(heapStateBackend)
+	return b == nil || heap
 }
 
-func (c pebbleRuntimeCtx[K]) pebbleBackend() *pebblestate.Backend[K] { return c.pb }
+// diskRuntimeCtx is the KeyedRuntimeContext of a function whose keyed
+// operator keeps its state in a disk backend's store.
+type diskRuntimeCtx[K comparable] struct {
+	keyedRuntimeCtx[K]
+	kb *kvstate.Backend[K]
+}
 
-// pebbleBackendOf returns the Pebble backend behind ctx, or nil when the
+func (c diskRuntimeCtx[K]) diskBackend() *kvstate.Backend[K] { return c.kb }
+
+// diskBackendOf returns the disk backend behind ctx, or nil when the
 // function's state is on the heap.
-func pebbleBackendOf[K comparable](ctx KeyedRuntimeContext[K]) *pebblestate.Backend[K] {
+func diskBackendOf[K comparable](ctx KeyedRuntimeContext[K]) *kvstate.Backend[K] {
 	if p, ok := ctx.(interface {
-		pebbleBackend() *pebblestate.Backend[K]
+		diskBackend() *kvstate.Backend[K]
 	}); ok {
-		return p.pebbleBackend()
+		return p.diskBackend()
 	}
 	return nil
 }
@@ -103,25 +112,30 @@ func handleOf[S, H any](h H, err error) (S, error) {
 	return any(h).(S), nil
 }
 
-// openStateBackend opens the Pebble database of the operator subtask when
-// the job selected the Pebble backend, restored from the checkpointed
-// databases of an incremental checkpoint if there are any; with the heap
-// backend it restores the heap from such databases.
+// openStateBackend opens the store of the operator subtask when the job
+// selected a disk backend, restored from the checkpointed stores of an
+// incremental checkpoint if there are any; with the heap backend, such
+// stores cannot be read.
 func (b *keyedBase[K]) openStateBackend() error {
-	p, ok := b.stateBackend.(pebbleStateBackend)
-	if b.pebble != nil {
+	if b.disk != nil {
 		return nil
 	}
-	root := p.dir
+	images := b.restoredImages()
+	d, ok := b.stateBackend.(diskBackend)
+	if !ok {
+		if len(images) > 0 {
+			return errors.New("the checkpoint holds the files of a disk state backend's incremental checkpoint, " +
+				"which the heap state backend cannot read: restore with the backend that wrote it " +
+				"(e.g. weir.WithStateBackend(pebble.New(dir))), or from a savepoint")
+		}
+		return nil
+	}
+	root := d.Dir()
 	if root == "" {
 		root = os.TempDir()
 	}
-	images := b.restoredImages()
-	if !ok {
-		return b.restoreImagesToHeap(images, root)
-	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("pebble state backend: %w", err)
+		return fmt.Errorf("%s state backend: %w", d.Name(), err)
 	}
 	name := strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == os.PathSeparator || r < ' ' {
@@ -131,32 +145,31 @@ func (b *keyedBase[K]) openStateBackend() error {
 	}, b.name)
 	dir, err := os.MkdirTemp(root, fmt.Sprintf("%s-%d-*", name, b.subtask))
 	if err != nil {
-		return fmt.Errorf("pebble state backend: %w", err)
+		return fmt.Errorf("%s state backend: %w", d.Name(), err)
 	}
 	first, last := b.backend.KeyGroupRange()
-	// A database failing on one of Pebble's goroutines fails the task
-	// (pebblestate's fault.go), never the process.
-	opts := p.opts
-	opts.OnFault = b.fail
-	pb, err := pebblestate.RestoreImages[K](images, dir, first, last, b.clk, opts)
+	// A store failing on a goroutine of its own fails the task
+	// (kv.Options.OnFault), never the process.
+	kb, err := kvstate.RestoreImages[K](images, dir, first, last, b.clk,
+		kvstate.Options{Store: d.StateBackend, OnFault: b.fail})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return err
 	}
-	b.pebble = pb
+	b.disk = kb
 	return nil
 }
 
-// closeStateBackend closes and removes the subtask's Pebble database.
+// closeStateBackend closes and removes the subtask's store.
 func (b *keyedBase[K]) closeStateBackend() error {
-	if b.pebble == nil {
+	if b.disk == nil {
 		return nil
 	}
-	if p, ok := b.stateBackend.(pebbleStateBackend); ok && p.staged != nil {
+	if d, ok := b.stateBackend.(diskBackend); ok && d.staged != nil {
 		// The coordinator may still store the last staged checkpoint.
-		p.staged.add(b.pebble.TakeStaged())
+		d.staged.add(b.disk.TakeStaged())
 	}
-	err := b.pebble.Discard()
-	b.pebble = nil
+	err := b.disk.Discard()
+	b.disk = nil
 	return err
 }

@@ -1,4 +1,4 @@
-package weir
+package weir_test
 
 import (
 	"context"
@@ -16,19 +16,22 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
+	statekv "github.com/weirstream/weir/state/kv"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // firstSaveStore is an in-memory checkpoint store that closes saved when
 // the first checkpoint is stored.
 type firstSaveStore struct {
-	*MemoryCheckpointStore
+	*weir.MemoryCheckpointStore
 	once  sync.Once
 	saved chan struct{}
 }
 
-func (s *firstSaveStore) Save(ctx context.Context, cp *Checkpoint) error {
+func (s *firstSaveStore) Save(ctx context.Context, cp *weir.Checkpoint) error {
 	err := s.MemoryCheckpointStore.Save(ctx, cp)
 	if err == nil {
 		s.once.Do(func() { close(s.saved) })
@@ -42,33 +45,38 @@ func (s *firstSaveStore) Save(ctx context.Context, cp *Checkpoint) error {
 // flushes its database: Pebble's flush goroutine cannot record the new
 // file, calls Logger.Fatalf and reports a background error. The function
 // ignores what Flush returns: the failure must reach the task by itself.
+// It reaches its store through storeRecorder, a StateBackend wrapping the
+// Pebble backend.
 type faultingCount struct {
 	n     state.ValueState[int64]
-	pb    *pebblestate.Backend[int64]
+	rec   *storeRecorder
+	sub   int
 	half  int64
 	armed *atomic.Bool
 	fired *atomic.Bool
 }
 
-func (c *faultingCount) Open(ctx KeyedRuntimeContext[int64]) (err error) {
-	c.pb = pebbleBackendOf(ctx)
-	c.n, err = GetValueState(ctx, state.Value[int64]("n"))
+func (c *faultingCount) Open(ctx weir.KeyedRuntimeContext[int64]) (err error) {
+	c.sub = ctx.Subtask()
+	c.n, err = weir.GetValueState(ctx, state.Value[int64]("n"))
 	return err
 }
 
-func (c *faultingCount) ProcessElement(i int64, ctx KeyedContext[int64], out Collector[string]) error {
+func (c *faultingCount) ProcessElement(i int64, ctx weir.KeyedContext[int64], out weir.Collector[string]) error {
 	n, _ := c.n.Value()
 	c.n.Update(n + 1)
 	out.Collect(fmt.Sprintf("%d:%d", ctx.CurrentKey(), n+1))
 	if i >= c.half && c.fired.CompareAndSwap(false, true) {
 		c.armed.Store(true)
-		_ = c.pb.Flush()
+		_ = c.rec.store(c.sub).Flush()
 		c.armed.Store(false)
 	}
 	return nil
 }
 
-func (c *faultingCount) OnTimer(int64, OnTimerContext[int64], Collector[string]) error { return nil }
+func (c *faultingCount) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[string]) error {
+	return nil
+}
 
 // TestPebbleFatalErrorFailsTheJob makes the Pebble database of a running
 // keyed job fail on Pebble's own flush goroutine, after a checkpoint
@@ -90,23 +98,24 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 				}
 				return nil
 			}))
-			st := &firstSaveStore{MemoryCheckpointStore: NewMemoryCheckpointStore(), saved: make(chan struct{})}
+			rec := &storeRecorder{StateBackend: pebble.New(t.TempDir(), pebble.WithFS(fs)), stores: map[int]statekv.Store{}}
+			st := &firstSaveStore{MemoryCheckpointStore: weir.NewMemoryCheckpointStore(), saved: make(chan struct{})}
 			var logs lockedBuffer
-			env := NewEnvironment(WithParallelism(2), WithBufferSize(64),
-				WithStateBackend(pebbleStateBackend{dir: t.TempDir(), opts: pebblestate.Options{FS: fs}}),
-				WithRestartStrategy(FixedDelayRestart(restarts, time.Millisecond)),
-				WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			env.EnableCheckpointing(time.Millisecond, WithCheckpointStore(st))
-			src := Generate(env, n, 0, func(i int64) int64 {
+			out := t.TempDir()
+			env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(64),
+				weir.WithStateBackend(rec),
+				weir.WithRestartStrategy(weir.FixedDelayRestart(restarts, time.Millisecond)),
+				weir.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st))
+			src := weir.Generate(env, n, 0, func(i int64) int64 {
 				if i == n/2 {
 					<-st.saved // a checkpoint to restart from
 				}
 				return i
-			}, NoWatermarks[int64]()).SetParallelism(1)
-			fn := &faultingCount{half: n / 2, armed: &armed, fired: &fired}
-			counted := Process(KeyBy(src, func(i int64) int64 { return i % keys }), fn).Name("count").UID("count")
-			sink := newLinesSink()
-			AddTwoPhaseCommitSink[string, *linesTxn](counted, sink)
+			}, weir.NoWatermarks[int64]()).SetParallelism(1)
+			fn := &faultingCount{rec: rec, half: n / 2, armed: &armed, fired: &fired}
+			counted := weir.Process(weir.KeyBy(src, func(i int64) int64 { return i % keys }), fn).Name("count").UID("count")
+			file.Sink(counted, out, func(s string) []byte { return []byte(s) })
 			err := env.Execute(t.Context(), "pebble-fault")
 			if !fired.Load() {
 				t.Fatalf("the failure was never injected (err %v)", err)
@@ -124,7 +133,10 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 			if !strings.Contains(logs.String(), "restoring from checkpoint") {
 				t.Fatalf("the job did not restart from a checkpoint:\n%s", logs.String())
 			}
-			lines := sink.lines()
+			lines, err := file.ReadCommittedLines(out)
+			if err != nil {
+				t.Fatal(err)
+			}
 			slices.Sort(lines)
 			var want []string
 			for k := range int64(keys) {
@@ -138,6 +150,31 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeRecorder is a StateBackend that keeps the store each subtask of
+// operator "count" opened last.
+type storeRecorder struct {
+	weir.StateBackend
+	mu     sync.Mutex
+	stores map[int]statekv.Store
+}
+
+func (r *storeRecorder) Open(dir string, opts statekv.Options) (statekv.Store, error) {
+	s, err := r.StateBackend.Open(dir, opts)
+	var sub int
+	if _, serr := fmt.Sscanf(filepath.Base(dir), "count-%d-", &sub); err == nil && serr == nil {
+		r.mu.Lock()
+		r.stores[sub] = s
+		r.mu.Unlock()
+	}
+	return s, err
+}
+
+func (r *storeRecorder) store(sub int) statekv.Store {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stores[sub]
 }
 
 // lockedBuffer is a log destination for several goroutines.

@@ -15,6 +15,7 @@ import (
 	acc2 "github.com/weirstream/weir/internal/upgradetest/v2/acc"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/weirtest"
+	"github.com/weirstream/weir/state/pebble"
 	"github.com/weirstream/weir/window"
 )
 
@@ -415,7 +416,7 @@ func TestUpgrades(t *testing.T) {
 		make func(t *testing.T) weir.StateBackend
 	}{
 		{"heap", func(*testing.T) weir.StateBackend { return weir.HeapStateBackend() }},
-		{"pebble", func(t *testing.T) weir.StateBackend { return weir.PebbleStateBackend(t.TempDir()) }},
+		{"pebble", func(t *testing.T) weir.StateBackend { return pebble.New(t.TempDir()) }},
 	}
 	for i, c := range upgradeCases() {
 		// Alternate the pairs over the cases: every pair is covered

@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir/savepoint"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/weirtest"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // ev is an input record of the test job.
@@ -210,7 +211,7 @@ func sorted(s []string) []string {
 func TestReadJobSavepoint(t *testing.T) {
 	t.Run("heap", func(t *testing.T) { testReadJobSavepoint(t) })
 	t.Run("pebble", func(t *testing.T) {
-		testReadJobSavepoint(t, weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir())))
+		testReadJobSavepoint(t, weir.WithStateBackend(pebble.New(t.TempDir())))
 	})
 }
 
@@ -744,7 +745,7 @@ func TestReadJobBroadcastState(t *testing.T) {
 // savepoint.
 func TestIncrementalCheckpointRefused(t *testing.T) {
 	dir := t.TempDir()
-	env := weir.NewEnvironment(weir.WithStateBackend(weir.PebbleStateBackend(t.TempDir())))
+	env := weir.NewEnvironment(weir.WithStateBackend(pebble.New(t.TempDir())))
 	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointStorage(dir))
 	src := &gatedSource{n: 1000, limit: 500, reached: make(chan struct{})}
 	job(env, src)

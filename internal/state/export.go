@@ -8,7 +8,7 @@ import (
 )
 
 // This file exports the framing of key-group snapshots (FORMAT.md) so that
-// another keyed-state backend (internal/state/pebblestate) can write and
+// another keyed-state backend (internal/state/kvstate) can write and
 // read the same bytes as Backend.SnapshotKeyGroup and RestoreKeyGroup, and
 // each backend can restore the other's snapshots.
 

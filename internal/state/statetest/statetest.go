@@ -4,7 +4,7 @@
 // manual clock, per-key-group snapshots restored into backends with other
 // key-group ranges) and checks the semantics every backend must share. The
 // heap backend (internal/state) and the Pebble backend
-// (internal/state/pebblestate) both run it.
+// (internal/state/kvstate) both run it.
 //
 // The suite uses string keys; a backend is adapted to it by a Factory whose
 // functions return the backend's handles as the public interfaces.

@@ -1,4 +1,4 @@
-package pebblestate
+package kvstate
 
 import (
 	"errors"
@@ -7,17 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/state/kv"
 )
 
 // Job checkpoints are incremental in two steps, as Flink's RocksDB
 // incremental snapshots: at the barrier, on the task goroutine, Stage
-// flushes the memtable and takes Pebble's checkpoint of the database into
-// a staging directory next to it (hard links to the immutable SST and blob
-// files, a fresh copy of MANIFEST and OPTIONS), which is cheap; later,
+// takes the store's checkpoint (kv.Checkpointer) into a staging directory
+// next to it (with Pebble: a flush, then hard links to the immutable SST
+// and blob files and a fresh copy of MANIFEST and OPTIONS), which is cheap; later,
 // off the task goroutine, the checkpoint store uploads the staged files
 // that no stored checkpoint has yet and removes the staging directory
 // (Claim, Release). Every immutable file has a shared name, unique for
@@ -89,7 +89,7 @@ func (s *Staged) Release() error {
 	s.state = stagedGone
 	s.mu.Unlock()
 	if err := os.RemoveAll(s.Dir); err != nil {
-		return fmt.Errorf("pebblestate: removing the staged checkpoint %d: %w", s.ID, err)
+		return fmt.Errorf("kvstate: removing the staged checkpoint %d: %w", s.ID, err)
 	}
 	return nil
 }
@@ -137,44 +137,33 @@ func (s *Staged) Image() Image {
 	return img
 }
 
-// Stage flushes the memtable and stages checkpoint id of the database (see
+// Stage stages checkpoint id of the store, a kv.Checkpointer (see
 // Staged). Staged checkpoints of earlier ids that no uploader claimed are
 // discarded. It must be called on the goroutine that uses the backend.
 func (b *Backend[K]) Stage(id int64) (*Staged, error) {
 	s, err := b.stage(id)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestate: staging checkpoint %d of %s: %w", id, b.dir, err)
+		return nil, fmt.Errorf("kvstate: staging checkpoint %d of %s: %w", id, b.dir, err)
 	}
 	return s, nil
 }
 
 func (b *Backend[K]) stage(id int64) (*Staged, error) {
 	b.discardStaged()
-	if err := b.flush(); err != nil {
-		return nil, err
+	cp, ok := b.db.(kv.Checkpointer)
+	if !ok {
+		return nil, errors.New("the store takes no checkpoints (kv.Checkpointer)")
 	}
 	dir := fmt.Sprintf("%s.chk-%d-%s", filepath.Clean(b.dir), id, randomName())
-	if err := b.db.Checkpoint(dir); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &Staged{ID: id, Dir: dir, FirstKeyGroup: b.first, LastKeyGroup: b.last, KeyType: b.keyID()}
-	entries, err := os.ReadDir(dir)
+	files, err := cp.Checkpoint(dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, err
-		}
-		f := StagedFile{Name: e.Name(), Size: info.Size()}
-		if immutable(f.Name) {
+	s := &Staged{ID: id, Dir: dir, FirstKeyGroup: b.first, LastKeyGroup: b.last, KeyType: b.keyID()}
+	for _, kf := range files {
+		f := StagedFile{Name: kf.Name, Size: kf.Size}
+		if kf.Immutable {
 			sh, ok := b.uploaded[f.Name]
 			if !ok {
 				sh = b.instance + "-" + f.Name
@@ -192,6 +181,13 @@ func (b *Backend[K]) stage(id int64) (*Staged, error) {
 	}
 	b.staged = append(b.staged, s)
 	return s, nil
+}
+
+// Incremental reports whether the backend's store takes checkpoints
+// (kv.Checkpointer), so that Stage works.
+func (b *Backend[K]) Incremental() bool {
+	_, ok := b.db.(kv.Checkpointer)
+	return ok
 }
 
 // TakeStaged returns the staged checkpoints that the backend would
@@ -239,9 +235,9 @@ type Image struct {
 // other subtasks now own, and one at a lower one merges.
 func RestoreImages[K comparable](images []Image, dbDir string, first, last int, clk clock.Clock, opts Options) (*Backend[K], error) {
 	if entries, err := os.ReadDir(dbDir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("pebblestate: restore into %s: directory not empty", dbDir)
+		return nil, fmt.Errorf("kvstate: restore into %s: directory not empty", dbDir)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("pebblestate: %w", err)
+		return nil, fmt.Errorf("kvstate: %w", err)
 	}
 	var use []Image
 	base, most := -1, 0
@@ -252,7 +248,7 @@ func RestoreImages[K comparable](images []Image, dbDir string, first, last int, 
 		}
 		for _, u := range use {
 			if max(u.FirstKeyGroup, lo) <= min(u.LastKeyGroup, hi) {
-				return nil, fmt.Errorf("pebblestate: restore of [%d, %d]: the checkpointed databases of [%d, %d] and [%d, %d] overlap",
+				return nil, fmt.Errorf("kvstate: restore of [%d, %d]: the checkpointed databases of [%d, %d] and [%d, %d] overlap",
 					first, last, u.FirstKeyGroup, u.LastKeyGroup, img.FirstKeyGroup, img.LastKeyGroup)
 			}
 		}
@@ -265,10 +261,10 @@ func RestoreImages[K comparable](images []Image, dbDir string, first, last int, 
 		return Open[K](dbDir, first, last, clk, opts)
 	}
 	if err := os.MkdirAll(dbDir, 0o755); err != nil {
-		return nil, fmt.Errorf("pebblestate: %w", err)
+		return nil, fmt.Errorf("kvstate: %w", err)
 	}
 	if err := use[base].Layout(dbDir); err != nil {
-		return nil, fmt.Errorf("pebblestate: laying out the checkpointed database of key groups [%d, %d] in %s: %w",
+		return nil, fmt.Errorf("kvstate: laying out the checkpointed database of key groups [%d, %d] in %s: %w",
 			use[base].FirstKeyGroup, use[base].LastKeyGroup, dbDir, err)
 	}
 	b, err := Open[K](dbDir, first, last, clk, opts)
@@ -296,17 +292,10 @@ func RestoreImages[K comparable](images []Image, dbDir string, first, last int, 
 		}()
 		if err != nil {
 			_ = b.Discard()
-			return nil, fmt.Errorf("pebblestate: restore of [%d, %d]: %w", first, last, err)
+			return nil, fmt.Errorf("kvstate: restore of [%d, %d]: %w", first, last, err)
 		}
 	}
 	return b, nil
-}
-
-// immutable reports whether the database file name is one Pebble never
-// changes after writing it (an SST or blob file), which checkpoints can
-// therefore share.
-func immutable(name string) bool {
-	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
 }
 
 // copyFile copies src to dst, through a temporary file that is synced

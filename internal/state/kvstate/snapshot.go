@@ -1,4 +1,4 @@
-package pebblestate
+package kvstate
 
 import (
 	"bytes"
@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/state/kv"
 )
 
 // Full snapshots use the heap backend's per-key-group format
@@ -36,7 +35,7 @@ func corruptf(format string, args ...any) error {
 // struct{}; otherwise the snapshot fails until the state is registered.
 func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 	if kg < b.first || kg > b.last {
-		return nil, fmt.Errorf("pebblestate: snapshot of key group %d outside the backend's range [%d, %d]", kg, b.first, b.last)
+		return nil, fmt.Errorf("kvstate: snapshot of key group %d outside the backend's range [%d, %d]", kg, b.first, b.last)
 	}
 	var states []istate.KeyGroupState
 	for name, m := range b.meta {
@@ -48,7 +47,7 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 		}
 		payload, count, err := b.snapshotState(kg, m, skipNS)
 		if err != nil {
-			return nil, fmt.Errorf("pebblestate: snapshot of key group %d: state %q: %w", kg, name, err)
+			return nil, fmt.Errorf("kvstate: snapshot of key group %d: state %q: %w", kg, name, err)
 		}
 		if count > 0 {
 			states = append(states, istate.KeyGroupState{Name: name, Kind: m.kind, TTL: m.ts, Names: m.names, Types: m.types, Count: count, Payload: payload})
@@ -64,7 +63,7 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 		}
 		h, payload, err := decodePendingHeader(raw)
 		if err != nil {
-			return nil, fmt.Errorf("pebblestate: pending state %q: %w", name, err)
+			return nil, fmt.Errorf("kvstate: pending state %q: %w", name, err)
 		}
 		states = append(states, istate.KeyGroupState{Name: name, Kind: h.kind, TTL: h.ts, Names: h.names, Types: h.types, Count: h.count, Payload: payload})
 	}
@@ -78,7 +77,7 @@ func (b *Backend[K]) SnapshotKeyGroup(kg int) ([]byte, error) {
 // snapshot payload and returns it with the number of entries.
 func (b *Backend[K]) snapshotState(kg int, m *stateMeta, skipNS func([]byte) ([]byte, error)) ([]byte, int, error) {
 	p := appendPrefix(nil, kg, m.id)
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: upperBound(p)})
+	it, err := b.db.NewIter(p, upperBound(p))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -99,7 +98,7 @@ func (b *Backend[K]) snapshotState(kg int, m *stateMeta, skipNS func([]byte) ([]
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		rest := it.Key()[len(p):]
-		v, err := it.ValueAndErr()
+		v, err := it.Value()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -161,16 +160,11 @@ func (b *Backend[K]) skipKey(src []byte) ([]byte, error) {
 }
 
 func (b *Backend[K]) rawGet(key []byte) ([]byte, bool, error) {
-	v, closer, err := b.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
+	v, found, err := b.db.Get(nil, key)
 	if err != nil {
-		return nil, false, fmt.Errorf("pebblestate: %w", err)
+		return nil, false, fmt.Errorf("kvstate: %w", err)
 	}
-	out := slices.Clone(v)
-	_ = closer.Close()
-	return out, true, nil
+	return v, found, nil
 }
 
 func pendingKey(kg int, name string) []byte {
@@ -234,7 +228,7 @@ func decodePendingHeader(v []byte) (*pendingInfo, []byte, error) {
 // round. Errors for malformed data wrap internal/state's ErrCorrupt.
 func (b *Backend[K]) RestoreKeyGroup(kg int, data []byte) error {
 	if err := b.restoreKeyGroup(kg, data); err != nil {
-		return fmt.Errorf("pebblestate: restore of key group %d: %w", kg, err)
+		return fmt.Errorf("kvstate: restore of key group %d: %w", kg, err)
 	}
 	return nil
 }
@@ -276,11 +270,11 @@ func (b *Backend[K]) restoreKeyGroup(kg int, data []byte) error {
 			return fmt.Errorf("state %q: snapshot as %s state of %v (TTL %v) disagrees with another key group's, %s state of %v (TTL %v)",
 				s.Name, istate.KindName(s.Kind), s.Types, s.TTL, istate.KindName(p.kind), p.types, p.ts)
 		}
-		if err := batch.Set(pendingKey(kg, s.Name), encodePending(s), nil); err != nil {
+		if err := batch.Set(pendingKey(kg, s.Name), encodePending(s)); err != nil {
 			return err
 		}
 	}
-	if err := batch.Commit(writeOpts); err != nil {
+	if err := batch.Commit(); err != nil {
 		return err
 	}
 	for _, s := range states {
@@ -309,7 +303,7 @@ const maxZeroSizeCount = 1 << 24
 // copied as encoded (codecs only find where each ends), or, with tx (the
 // entries were stored under older schemas), rewritten into the current
 // encoding.
-func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, tx *transcoders, payload []byte, count int, ts bool) error {
+func (b *Backend[K]) decodeInto(batch kv.Batch, kg int, r *registration, tx *transcoders, payload []byte, count int, ts bool) error {
 	prefix := appendPrefix(nil, kg, r.id)
 	seen := make(map[string]struct{}, min(count, 1<<16))
 	src := payload
@@ -358,7 +352,7 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, tx
 			if val, err = value(val[:0]); err != nil {
 				return fmt.Errorf("entry %d: %w", i, err)
 			}
-			if err := batch.Set(key, val, nil); err != nil {
+			if err := batch.Set(key, val); err != nil {
 				return err
 			}
 		case istate.KindList:
@@ -375,7 +369,7 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, tx
 					return fmt.Errorf("entry %d: list element %d: %w", i, j, err)
 				}
 			}
-			if err := batch.Set(key, appendChunk(val[:0], int(n), body), nil); err != nil {
+			if err := batch.Set(key, appendChunk(val[:0], int(n), body)); err != nil {
 				return err
 			}
 		case istate.KindMap:
@@ -406,7 +400,7 @@ func (b *Backend[K]) decodeInto(batch *pebble.Batch, kg int, r *registration, tx
 					return fmt.Errorf("entry %d: map entry %d: %w", i, j, err)
 				}
 				mk := append(slices.Clip(key), uk...)
-				if err := batch.Set(mk, val, nil); err != nil {
+				if err := batch.Set(mk, val); err != nil {
 					return err
 				}
 			}
@@ -445,11 +439,11 @@ func (b *Backend[K]) convertPending(r *registration, p *pendingInfo) error {
 		if err := b.decodeInto(batch, kg, r, tx, payload, h.count, h.ts); err != nil {
 			return fmt.Errorf("state %q: restore of key group %d: %w", r.name, kg, err)
 		}
-		if err := batch.Delete(pk, nil); err != nil {
+		if err := batch.Delete(pk); err != nil {
 			return err
 		}
 	}
-	if err := batch.Commit(writeOpts); err != nil {
+	if err := batch.Commit(); err != nil {
 		return err
 	}
 	delete(b.pending, r.name)

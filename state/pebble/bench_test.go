@@ -1,11 +1,11 @@
-package pebblestate_test
+package pebble_test
 
 import (
 	"testing"
 
 	"github.com/weirstream/weir/internal/clock"
 	istate "github.com/weirstream/weir/internal/state"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state"
 )
 
@@ -38,7 +38,7 @@ func BenchmarkCountHeap(b *testing.B) {
 // BenchmarkCountPebble is the value-state count on the Pebble backend.
 func BenchmarkCountPebble(b *testing.B) {
 	be := openTest[int64](b, 0, 127, clock.NewManual(0))
-	v, err := pebblestate.GetValue[int64, struct{}](be, state.Value[int64]("count"))
+	v, err := kvstate.GetValue[int64, struct{}](be, state.Value[int64]("count"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func BenchmarkCountPebble(b *testing.B) {
 // group, per op.
 func BenchmarkSnapshotPebble(b *testing.B) {
 	be := openTest[int64](b, 0, 127, clock.NewManual(0))
-	v, err := pebblestate.GetValue[int64, struct{}](be, state.Value[int64]("count"))
+	v, err := kvstate.GetValue[int64, struct{}](be, state.Value[int64]("count"))
 	if err != nil {
 		b.Fatal(err)
 	}

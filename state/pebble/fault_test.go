@@ -1,4 +1,4 @@
-package pebblestate_test
+package pebble_test
 
 import (
 	"crypto/rand"
@@ -13,15 +13,16 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // faultRig is a backend whose faults are collected, with a value state of
 // incompressible 1 KiB values.
 type faultRig struct {
 	t      *testing.T
-	b      *pebblestate.Backend[int64]
+	b      *kvstate.Backend[int64]
 	v      state.ValueState[[]byte]
 	faults chan error
 	calls  atomic.Int32
@@ -29,13 +30,13 @@ type faultRig struct {
 
 func newFaultRig(t *testing.T, fs vfs.FS) *faultRig {
 	r := &faultRig{t: t, faults: make(chan error, 1)}
-	opts := pebblestate.Options{FS: fs, OnFault: func(err error) {
+	opts := kvstate.Options{Store: pebble.New("", pebble.WithFS(fs)), OnFault: func(err error) {
 		if r.calls.Add(1) == 1 {
 			r.faults <- err
 		}
 	}}
-	r.b = must[*pebblestate.Backend[int64]](t)(pebblestate.Open[int64](filepath.Join(t.TempDir(), "db"), 0, 127, clock.NewManual(0), opts))
-	r.v = must[*pebblestate.Value[int64, struct{}, []byte]](t)(pebblestate.GetValue[int64, struct{}](r.b, state.Value[[]byte]("v")))
+	r.b = must[*kvstate.Backend[int64]](t)(kvstate.Open[int64](filepath.Join(t.TempDir(), "db"), 0, 127, clock.NewManual(0), opts))
+	r.v = must[*kvstate.Value[int64, struct{}, []byte]](t)(kvstate.GetValue[int64, struct{}](r.b, state.Value[[]byte]("v")))
 	return r
 }
 

@@ -1,11 +1,11 @@
-package pebblestate
+package kvstate
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/weirstream/weir/state/kv"
 )
 
 // mergeFrom copies the entries of the database in dir (a laid-out
@@ -14,39 +14,44 @@ import (
 // the backend's by state name. States of one name must have the same
 // kind, stored types and TTL timestamps in both.
 func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
-	po := &pebble.Options{DisableWAL: true, FS: b.fs}
-	f := newFault(nil)
-	f.configure(po, dir)
-	db, err := pebble.Open(dir, po)
+	db, err := b.opener.Open(dir, kv.Options{})
 	if err != nil {
-		return fmt.Errorf("pebblestate: merging %s: %w", what, err)
+		return fmt.Errorf("kvstate: merging %s: %w", what, err)
 	}
 	defer func() {
-		_ = db.Close()
-		if ferr := f.get(); err == nil && ferr != nil {
-			err = fmt.Errorf("pebblestate: merging %s: %w", what, ferr)
+		if f, ok := db.(kv.Faulter); ok {
+			if ferr := f.Err(); err == nil && ferr != nil {
+				err = fmt.Errorf("kvstate: merging %s: %w", what, ferr)
+			}
 		}
+		_ = db.Close()
 	}()
-	fail := func(err error) error { return fmt.Errorf("pebblestate: merging %s: %w", what, err) }
-	kt, closer, err := db.Get(metaKey(metaKeyType, ""))
+	fail := func(err error) error { return fmt.Errorf("kvstate: merging %s: %w", what, err) }
+	kt, found, err := db.Get(nil, metaKey(metaKeyType, ""))
 	if err != nil {
 		return fail(err)
 	}
-	same := b.sameKeyType(string(kt))
-	_ = closer.Close()
-	if !same {
+	if !found {
+		return fail(errors.New("the checkpoint has no key type"))
+	}
+	if !b.sameKeyType(string(kt)) {
 		return fail(errors.New("the checkpoint has keys of another type"))
 	}
 	// Map the checkpoint's state ids to the backend's, by name.
 	ids := map[uint16]uint16{pendingID: pendingID}
 	lo := metaKey(metaState, "")
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it, err := db.NewIter(lo, upperBound(lo))
 	if err != nil {
 		return fail(err)
 	}
 	var metas []*stateMeta
 	for ok := it.First(); ok; ok = it.Next() {
-		m, err := decodeMeta(string(it.Key()[len(lo):]), it.Value())
+		v, err := it.Value()
+		if err != nil {
+			_ = it.Close()
+			return fail(err)
+		}
+		m, err := decodeMeta(string(it.Key()[len(lo):]), v)
 		if err != nil {
 			_ = it.Close()
 			return fail(err)
@@ -64,7 +69,7 @@ func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
 			}
 			own = &stateMeta{name: m.name, id: b.nextID, kind: m.kind, types: m.types, ts: m.ts}
 			b.nextID++
-			if err := b.db.Set(metaKey(metaState, m.name), own.encode(), writeOpts); err != nil {
+			if err := b.db.Set(metaKey(metaState, m.name), own.encode()); err != nil {
 				return fail(err)
 			}
 			b.meta[m.name] = own
@@ -76,7 +81,7 @@ func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
 	// Copy the entries of the range.
 	start := []byte{byte(b.first >> 8), byte(b.first)}
 	end := []byte{byte((b.last + 1) >> 8), byte(b.last + 1)}
-	it, err = db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err = db.NewIter(start, end)
 	if err != nil {
 		return fail(err)
 	}
@@ -94,12 +99,12 @@ func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
 		if !known {
 			return fail(fmt.Errorf("entry of unknown state id %d", old))
 		}
-		v, err := it.ValueAndErr()
+		v, err := it.Value()
 		if err != nil {
 			return fail(err)
 		}
 		key = append(append(key[:0], k[0], k[1], byte(nid>>8), byte(nid)), k[4:]...)
-		if err := batch.Set(key, v, nil); err != nil {
+		if err := batch.Set(key, v); err != nil {
 			return fail(err)
 		}
 		if nid == pendingID {
@@ -115,7 +120,7 @@ func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
 			}
 		}
 		if batch.Len() > 4<<20 {
-			if err := batch.Commit(writeOpts); err != nil {
+			if err := batch.Commit(); err != nil {
 				return fail(err)
 			}
 			batch.Close()
@@ -125,7 +130,7 @@ func (b *Backend[K]) mergeFrom(dir string, what string) (err error) {
 	if err := it.Error(); err != nil {
 		return fail(err)
 	}
-	if err := batch.Commit(writeOpts); err != nil {
+	if err := batch.Commit(); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package pebblestate_test
+package pebble_test
 
 import (
 	"fmt"
@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/state/statetest"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // TestStageAndRestoreImages stages checkpoints of two backends, checks
@@ -21,8 +22,8 @@ func TestStageAndRestoreImages(t *testing.T) {
 	root := t.TempDir()
 	clk := clock.NewManual(0)
 	mid := statetest.KeyGroups / 2
-	write := func(b *pebblestate.Backend[string], from, to int) {
-		v := must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")))
+	write := func(b *kvstate.Backend[string], from, to int) {
+		v := must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")))
 		first, last := b.KeyGroupRange()
 		for i := from; i < to; i++ {
 			k := fmt.Sprint("k", i)
@@ -32,9 +33,9 @@ func TestStageAndRestoreImages(t *testing.T) {
 			}
 		}
 	}
-	check := func(b *pebblestate.Backend[string], n int) {
+	check := func(b *kvstate.Backend[string], n int) {
 		t.Helper()
-		v := must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")))
+		v := must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")))
 		first, last := b.KeyGroupRange()
 		for i := range n {
 			k := fmt.Sprint("k", i)
@@ -48,7 +49,7 @@ func TestStageAndRestoreImages(t *testing.T) {
 			}
 		}
 	}
-	shared := func(s *pebblestate.Staged) map[string]string {
+	shared := func(s *kvstate.Staged) map[string]string {
 		m := map[string]string{}
 		for _, f := range s.Files {
 			if f.Shared != "" {
@@ -57,11 +58,11 @@ func TestStageAndRestoreImages(t *testing.T) {
 		}
 		return m
 	}
-	var images []pebblestate.Image
+	var images []kvstate.Image
 	for i, rng := range [][2]int{{0, mid - 1}, {mid, statetest.KeyGroups - 1}} {
-		b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, fmt.Sprint("db", i)), rng[0], rng[1], clk, pebblestate.Options{}))
+		b := must[*kvstate.Backend[string]](t)(kvstate.Open[string](filepath.Join(root, fmt.Sprint("db", i)), rng[0], rng[1], clk, kvstate.Options{Store: pebble.New("")}))
 		write(b, 0, 2000)
-		s1 := must[*pebblestate.Staged](t)(b.Stage(1))
+		s1 := must[*kvstate.Staged](t)(b.Stage(1))
 		if len(shared(s1)) == 0 {
 			t.Fatalf("staged checkpoint has no immutable files: %+v", s1.Files)
 		}
@@ -71,7 +72,7 @@ func TestStageAndRestoreImages(t *testing.T) {
 		if err := b.Compact(); err != nil {
 			t.Fatal(err)
 		}
-		s2 := must[*pebblestate.Staged](t)(b.Stage(2))
+		s2 := must[*kvstate.Staged](t)(b.Stage(2))
 		if _, err := os.Stat(s1.Dir); !os.IsNotExist(err) || s1.Claim() {
 			t.Fatalf("unclaimed staged checkpoint 1 still there (%v)", err)
 		}
@@ -102,7 +103,7 @@ func TestStageAndRestoreImages(t *testing.T) {
 		if err := b.Discard(); err != nil {
 			t.Fatal(err)
 		}
-		images = append(images, pebblestate.Image{FirstKeyGroup: img.FirstKeyGroup, LastKeyGroup: img.LastKeyGroup, Shared: img.Shared,
+		images = append(images, kvstate.Image{FirstKeyGroup: img.FirstKeyGroup, LastKeyGroup: img.LastKeyGroup, Shared: img.Shared,
 			Layout: func(dir string) error {
 				es, err := os.ReadDir(cp)
 				if err != nil {
@@ -117,9 +118,9 @@ func TestStageAndRestoreImages(t *testing.T) {
 			}})
 	}
 	// Same range: one image; the restored backend keeps the shared names.
-	same := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string](images, filepath.Join(root, "same"), 0, mid-1, clk, pebblestate.Options{}))
+	same := must[*kvstate.Backend[string]](t)(kvstate.RestoreImages[string](images, filepath.Join(root, "same"), 0, mid-1, clk, kvstate.Options{Store: pebble.New("")}))
 	check(same, 2100)
-	s := must[*pebblestate.Staged](t)(same.Stage(3))
+	s := must[*kvstate.Staged](t)(same.Stage(3))
 	for name, sh := range images[0].Shared {
 		if got := shared(s)[name]; got != "" && got != sh {
 			t.Fatalf("restored file %s staged as %s, was %s", name, got, sh)
@@ -144,13 +145,13 @@ func TestStageAndRestoreImages(t *testing.T) {
 	}
 	// Narrower (scale up) and merged (scale down).
 	for _, rng := range [][2]int{{mid / 2, mid - 1}, {mid / 2, statetest.KeyGroups - 1}, {0, statetest.KeyGroups - 1}} {
-		b := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string](images, filepath.Join(root, fmt.Sprint("r", rng[0], "-", rng[1])), rng[0], rng[1], clk, pebblestate.Options{}))
+		b := must[*kvstate.Backend[string]](t)(kvstate.RestoreImages[string](images, filepath.Join(root, fmt.Sprint("r", rng[0], "-", rng[1])), rng[0], rng[1], clk, kvstate.Options{Store: pebble.New("")}))
 		check(b, 2100)
 		if err := b.Discard(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{images[0], images[0]}, filepath.Join(root, "bad"), 0, mid-1, clk, pebblestate.Options{}); err == nil {
+	if _, err := kvstate.RestoreImages[string]([]kvstate.Image{images[0], images[0]}, filepath.Join(root, "bad"), 0, mid-1, clk, kvstate.Options{Store: pebble.New("")}); err == nil {
 		t.Fatal("restored from overlapping images")
 	}
 }

@@ -1,4 +1,4 @@
-package pebblestate_test
+package pebble_test
 
 import (
 	"fmt"
@@ -10,9 +10,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/state/statetest"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 // model is the expected state of TestRapidModel: per key, a value, a list
@@ -25,22 +26,22 @@ type model struct {
 
 // rapidBackend is the backend under test with its handles.
 type rapidBackend struct {
-	b *pebblestate.Backend[string]
-	v *pebblestate.Value[string, struct{}, int64]
-	l *pebblestate.List[string, struct{}, string]
-	m *pebblestate.Map[string, struct{}, string, int64]
+	b *kvstate.Backend[string]
+	v *kvstate.Value[string, struct{}, int64]
+	l *kvstate.List[string, struct{}, string]
+	m *kvstate.Map[string, struct{}, string, int64]
 }
 
-func openRapid(t *rapid.T, b *pebblestate.Backend[string]) *rapidBackend {
+func openRapid(t *rapid.T, b *kvstate.Backend[string]) *rapidBackend {
 	r := &rapidBackend{b: b}
 	var err error
-	if r.v, err = pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")); err != nil {
+	if r.v, err = kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")); err != nil {
 		t.Fatal(err)
 	}
-	if r.l, err = pebblestate.GetList[string, struct{}](b, state.List[string]("l")); err != nil {
+	if r.l, err = kvstate.GetList[string, struct{}](b, state.List[string]("l")); err != nil {
 		t.Fatal(err)
 	}
-	if r.m, err = pebblestate.GetMap[string, struct{}](b, state.Map[string, int64]("m")); err != nil {
+	if r.m, err = kvstate.GetMap[string, struct{}](b, state.Map[string, int64]("m")); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -56,7 +57,7 @@ func TestRapidModel(t *testing.T) {
 		clk := clock.NewManual(0)
 		n := 0
 		newDir := func() string { n++; return filepath.Join(dir, fmt.Sprint("db", n)) }
-		b, err := pebblestate.Open[string](newDir(), 0, statetest.KeyGroups-1, clk, pebblestate.Options{})
+		b, err := kvstate.Open[string](newDir(), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestRapidModel(t *testing.T) {
 					}
 					snaps[kg] = s
 				}
-				nb, err := pebblestate.Open[string](newDir(), 0, statetest.KeyGroups-1, clk, pebblestate.Options{})
+				nb, err := kvstate.Open[string](newDir(), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -192,13 +193,13 @@ func TestRapidModel(t *testing.T) {
 					t.Fatal("claim of a fresh staged checkpoint failed")
 				}
 				defer func() { _ = s.Release() }()
-				images := []pebblestate.Image{s.Image()}
+				images := []kvstate.Image{s.Image()}
 				if rapid.Bool().Draw(t, "rescale") {
 					// Scale out to two backends, then back in.
 					images = nil
 					mid := statetest.KeyGroups / 2
 					for _, rng := range [][2]int{{0, mid - 1}, {mid, statetest.KeyGroups - 1}} {
-						hb, err := pebblestate.RestoreImages[string]([]pebblestate.Image{s.Image()}, newDir(), rng[0], rng[1], clk, pebblestate.Options{})
+						hb, err := kvstate.RestoreImages[string]([]kvstate.Image{s.Image()}, newDir(), rng[0], rng[1], clk, kvstate.Options{Store: pebble.New("")})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -214,7 +215,7 @@ func TestRapidModel(t *testing.T) {
 						images = append(images, hs.Image())
 					}
 				}
-				nb, err := pebblestate.RestoreImages[string](images, newDir(), 0, statetest.KeyGroups-1, clk, pebblestate.Options{})
+				nb, err := kvstate.RestoreImages[string](images, newDir(), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package pebblestate
+package pebble
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cockroachdb/pebble/v2"
+	cpebble "github.com/cockroachdb/pebble/v2"
 )
 
 // A database fails in one of three ways, two of them on Pebble's own
@@ -24,8 +24,8 @@ import (
 //   - Pebble finds its own state inconsistent or cannot write its
 //     MANIFEST: Logger.Fatalf, which Pebble expects never to return.
 //
-// Each records the first such error as the database's fault (Backend.Err)
-// and calls Options.OnFault, which fails the owning task (the runtime's
+// Each records the first such error as the database's fault (store.Err)
+// and calls kv.Options.OnFault, which fails the owning task (the runtime's
 // Task.Fail): the task stops at its next step, its operator's Close
 // discards the database, and the job restarts from its last completed
 // checkpoint as after any task failure, or fails with the error when no
@@ -84,14 +84,14 @@ func (f *fault) get() error {
 }
 
 // configure routes the failures of a database opened with po to f.
-func (f *fault) configure(po *pebble.Options, dir string) {
+func (f *fault) configure(po *cpebble.Options, dir string) {
 	po.Logger = faultLogger{f: f, dir: dir}
-	po.EventListener = &pebble.EventListener{
+	po.EventListener = &cpebble.EventListener{
 		BackgroundError: func(err error) {
-			f.record(fmt.Errorf("pebblestate: database %s failed in the background: %w", dir, err))
+			f.record(fmt.Errorf("pebble: database %s failed in the background: %w", dir, err))
 		},
-		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			f.record(fmt.Errorf("pebblestate: database %s is damaged: %w", dir, errors.New(info.String())))
+		DataCorruption: func(info cpebble.DataCorruptionInfo) {
+			f.record(fmt.Errorf("pebble: database %s is damaged: %w", dir, errors.New(info.String())))
 		},
 	}
 }
@@ -105,41 +105,8 @@ type faultLogger struct {
 
 func (faultLogger) Infof(string, ...any) {}
 
-func (faultLogger) Errorf(format string, a ...any) { log.Printf("pebblestate: "+format, a...) }
+func (faultLogger) Errorf(format string, a ...any) { log.Printf("pebble: "+format, a...) }
 
 func (l faultLogger) Fatalf(format string, a ...any) {
-	l.f.record(fmt.Errorf("pebblestate: fatal error of database %s: %s", l.dir, fmt.Sprintf(format, a...)))
+	l.f.record(fmt.Errorf("pebble: fatal error of database %s: %s", l.dir, fmt.Sprintf(format, a...)))
 }
-
-// flush writes the memtable to SST files and waits for it, or for the
-// database's fault: Pebble retries a failed flush for good, so
-// pebble.DB.Flush would never return.
-func (b *Backend[K]) flush() error {
-	if err := b.Err(); err != nil {
-		return err
-	}
-	flushed, err := b.db.AsyncFlush()
-	if err != nil {
-		return err
-	}
-	select {
-	case <-flushed:
-	case <-b.fault.done:
-	}
-	return b.Err()
-}
-
-// check panics with the database's fault, if it has one: a state handle
-// never reads or writes a failed database (and a write never waits in one
-// of Pebble's write stalls, which end only when a flush or compaction
-// succeeds). The operator turns the panic into the task's failure.
-func (b *Backend[K]) check() {
-	if b.fault.failed.Load() {
-		panic(b.fault.get())
-	}
-}
-
-// Err returns the database's fault: the first fatal or background error
-// Pebble reported (see Options.OnFault), or nil. A backend with a fault
-// must not be used for state any more; Discard it.
-func (b *Backend[K]) Err() error { return b.fault.get() }

@@ -1,14 +1,16 @@
-// Package pebblestate is a keyed-state backend on a Pebble LSM store
-// (github.com/cockroachdb/pebble/v2), for keyed state larger than memory.
-// It offers the same state primitives, with the same semantics, as the heap
-// backend (internal/state): the handles implement the interfaces of the
-// public state package.
+// Package kvstate is Weir's keyed-state backend on an ordered key-value
+// store (a kv.Store of package github.com/weirstream/weir/state/kv), for
+// keyed state larger than memory. It offers the same state primitives,
+// with the same semantics, as the heap backend (internal/state): the
+// handles implement the interfaces of the public state package. The store
+// sees bytes only; the Pebble store is in package state/pebble, and any
+// other kv.Opener works the same way.
 //
 // One Backend holds the keyed state of one operator in one subtask, for a
-// contiguous range of key groups, in one Pebble database in a directory.
-// Every entry is a Pebble key that starts with its key group (two bytes,
-// big endian), so a key group is a contiguous key range. The on-disk
-// layout is in FORMAT.md.
+// contiguous range of key groups, in one store in a directory. Every
+// entry is a key that starts with its key group (two bytes, big endian),
+// so a key group is a contiguous key range. The layout is in
+// state/kv/FORMAT.md.
 //
 // Snapshots come in two forms:
 //
@@ -17,12 +19,13 @@
 //     byte, so either backend restores the other's snapshots and key groups
 //     can move between subtasks (rescaling);
 //   - Stage / RestoreImages are the two halves of the Weir runtime's
-//     incremental job checkpoints: Stage takes Pebble's checkpoint at the
-//     barrier and names every immutable file for sharing, so the checkpoint
-//     store, which uploads it later, stores an SST file once for all the
-//     checkpoints that have it; RestoreImages lays out one old database,
-//     dropping the key groups outside the new range, and merges in those
-//     of others (a restore at another parallelism). See staged.go.
+//     incremental job checkpoints, for stores that are kv.Checkpointers:
+//     Stage takes the store's checkpoint at the barrier and names every
+//     immutable file for sharing, so the checkpoint store, which uploads it
+//     later, stores such a file once for all the checkpoints that have it;
+//     RestoreImages lays out one old store, dropping the key groups outside
+//     the new range, and merges in those of others (a restore at another
+//     parallelism). See staged.go.
 //
 // Values are serialized on every write and deserialized on every read with
 // the descriptor's codec (state.WithCodec) or internal/state's
@@ -34,14 +37,13 @@
 // stay on disk and in snapshots, and expire after a restore by the same
 // rule.
 //
-// The state interfaces return no errors: an error of Pebble or of a codec
-// while a handle reads or writes panics with that error (operators turn the
-// panic into a task failure). A Backend and its handles belong to one
-// goroutine.
-package pebblestate
+// The state interfaces return no errors: an error of the store or of a
+// codec while a handle reads or writes panics with that error (operators
+// turn the panic into a task failure). A Backend and its handles belong to
+// one goroutine.
+package kvstate
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -52,50 +54,33 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/weirstream/weir/internal/clock"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/kv"
 )
 
 // MaxKeyGroup is the largest key group the backend stores; the key-group
 // prefix 0xFFFF is reserved for the backend's metadata.
 const MaxKeyGroup = 0xFFFE
 
-// Options configures a Backend. The zero value is valid.
+// Options configures a Backend.
 type Options struct {
-	// MemTableSize is the size of Pebble's memtable in bytes; 0 means
-	// DefaultMemTableSize.
-	MemTableSize uint64
-	// CacheSize is the size of Pebble's block cache in bytes; 0 means
-	// DefaultCacheSize.
-	CacheSize int64
-	// OnFault, if set, is called once with the database's fault: the
-	// first fatal error, background error (a failed flush or compaction)
-	// or damaged file Pebble reports, often on a goroutine of its own
-	// (see fault.go). It must not block or use the backend; the owner
-	// should stop using the backend and Discard it (the runtime fails the
-	// owning task).
+	// Store opens the backend's store (and, for RestoreImages, the stores
+	// of the checkpointed databases it merges). Required.
+	Store kv.Opener
+	// OnFault, if set, is called once with the store's fault (see
+	// kv.Options.OnFault). It must not block or use the backend; the
+	// owner should stop using the backend and Discard it (the runtime
+	// fails the owning task).
 	OnFault func(error)
-	// FS is the file system of the database; nil means the operating
-	// system's. Tests inject failures through it (Pebble's vfs/errorfs).
-	FS vfs.FS
 }
 
-// Defaults of Options. Pebble's own (4 MiB memtable, 8 MiB cache) make a
-// keyed count over 100k keys flush and read SST blocks constantly.
-const (
-	DefaultMemTableSize = 32 << 20
-	DefaultCacheSize    = 64 << 20
-)
-
 // Backend holds the keyed state of one operator in one subtask, for key
-// groups first..last (inclusive), in a Pebble database.
+// groups first..last (inclusive), in one kv.Store.
 type Backend[K comparable] struct {
-	db          *pebble.DB
+	db          kv.Store
+	opener      kv.Opener
 	dir         string
 	first, last int
 	clk         clock.Clock
@@ -118,58 +103,35 @@ type Backend[K comparable] struct {
 	instance string            // random name prefix of the shared files this DB writes
 	uploaded map[string]string // local immutable file name -> shared file name
 	staged   []*Staged         // staged checkpoints not yet discarded (staged.go)
-
-	fault *fault // the database's first fatal or background error (fault.go)
-	fs    vfs.FS // Options.FS
 }
 
-var writeOpts = pebble.NoSync
-
-// Open opens the backend's Pebble database in dir, creating dir and the
-// database if needed, for the key groups first..last inclusive. clk is the
-// processing-time source of state TTL.
+// Open opens the backend's store in dir with opts.Store, creating dir and
+// the store if needed, for the key groups first..last inclusive. clk is
+// the processing-time source of state TTL.
 //
-// An existing database keeps its state (a restart from the same directory,
+// An existing store keeps its state (a restart from the same directory,
 // or RestoreImages): its key type must be K, and entries of key groups
 // outside first..last are deleted. Close the backend to release the
-// database.
+// store.
 func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Options) (*Backend[K], error) {
 	if first < 0 || last < first || last > MaxKeyGroup {
-		return nil, fmt.Errorf("pebblestate: invalid key-group range [%d, %d]", first, last)
+		return nil, fmt.Errorf("kvstate: invalid key-group range [%d, %d]", first, last)
 	}
 	if clk == nil {
-		return nil, errors.New("pebblestate: nil clock")
+		return nil, errors.New("kvstate: nil clock")
+	}
+	if opts.Store == nil {
+		return nil, errors.New("kvstate: no store")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pebblestate: %w", err)
+		return nil, fmt.Errorf("kvstate: %w", err)
 	}
-	if opts.MemTableSize == 0 {
-		opts.MemTableSize = DefaultMemTableSize
-	}
-	if opts.CacheSize == 0 {
-		opts.CacheSize = DefaultCacheSize
-	}
-	po := &pebble.Options{
-		DisableWAL:   true, // checkpoints flush first; state is rebuilt from checkpoints
-		MemTableSize: opts.MemTableSize,
-		FS:           opts.FS,
-	}
-	f := newFault(opts.OnFault)
-	f.configure(po, dir)
-	// Bloom filters on every level: point reads of state skip the SST
-	// files that do not hold the key.
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	c := pebble.NewCache(opts.CacheSize)
-	defer c.Unref()
-	po.Cache = c
-	db, err := pebble.Open(dir, po)
+	db, err := opts.Store.Open(dir, kv.Options{OnFault: opts.OnFault})
 	if err != nil {
-		return nil, fmt.Errorf("pebblestate: opening %s: %w", dir, err)
+		return nil, err
 	}
 	b := &Backend[K]{
-		db: db, dir: dir, first: first, last: last, clk: clk,
+		db: db, opener: opts.Store, dir: dir, first: first, last: last, clk: clk,
 		kc:       istate.DefaultCodec[K](),
 		keyType:  reflect.TypeFor[K]().String(),
 		kg:       first,
@@ -179,8 +141,6 @@ func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Optio
 		pending:  make(map[string]*pendingInfo),
 		instance: randomName(),
 		uploaded: make(map[string]string),
-		fault:    f,
-		fs:       opts.FS,
 	}
 	if err := b.load(); err != nil {
 		_ = db.Close()
@@ -195,7 +155,7 @@ func Open[K comparable](dir string, first, last int, clk clock.Clock, opts Optio
 
 // deleteRange deletes the keys in [lo, hi) if there are any.
 func (b *Backend[K]) deleteRange(lo, hi []byte) error {
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := b.db.NewIter(lo, hi)
 	if err != nil {
 		return err
 	}
@@ -206,19 +166,21 @@ func (b *Backend[K]) deleteRange(lo, hi []byte) error {
 	if !any {
 		return nil
 	}
-	return b.db.DeleteRange(lo, hi, writeOpts)
+	return b.db.DeleteRange(lo, hi)
 }
 
-// Close flushes the memtable (the backend writes no write-ahead log) and
-// closes the database. The backend and its handles must not be used
-// afterwards; the files stay in the directory, and Open finds the state
-// again.
+// Close flushes the store and closes it. The backend and its handles must
+// not be used afterwards; the files stay in the directory, and Open finds
+// the state again.
 func (b *Backend[K]) Close() error {
 	b.discardStaged()
 	if b.db == nil {
 		return nil
 	}
-	err := b.flush()
+	var err error
+	if b.Err() == nil {
+		err = b.db.Flush()
+	}
 	if cerr := b.db.Close(); err == nil {
 		err = cerr
 	}
@@ -226,7 +188,7 @@ func (b *Backend[K]) Close() error {
 	return err
 }
 
-// Discard closes the database without flushing it and removes its
+// Discard closes the store without flushing it and removes its
 // directory: the end of an operator whose state lives on in checkpoints.
 func (b *Backend[K]) Discard() error {
 	b.discardStaged()
@@ -266,11 +228,11 @@ func (b *Backend[K]) SetKeyCodec(c state.Codec[K]) {
 // backend's range or the key cannot be encoded.
 func (b *Backend[K]) SetCurrentKey(key K, keyGroup int) {
 	if keyGroup < b.first || keyGroup > b.last {
-		panic(fmt.Sprintf("pebblestate: key group %d outside the backend's range [%d, %d]", keyGroup, b.first, b.last))
+		panic(fmt.Sprintf("kvstate: key group %d outside the backend's range [%d, %d]", keyGroup, b.first, b.last))
 	}
 	buf, err := b.kc.Append(b.keyBuf[:0], key)
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: encoding key: %w", err))
+		panic(fmt.Errorf("kvstate: encoding key: %w", err))
 	}
 	b.key, b.kg, b.keyBuf, b.keySet = key, keyGroup, buf, true
 }
@@ -282,33 +244,25 @@ func (b *Backend[K]) CurrentKey() K { return b.key }
 // CurrentKeyGroup returns the key group of the current key.
 func (b *Backend[K]) CurrentKeyGroup() int { return b.kg }
 
-// Flush writes the memtable to SST files on disk.
-func (b *Backend[K]) Flush() error { return b.flush() }
+// Flush makes every write so far part of the store's files.
+func (b *Backend[K]) Flush() error { return b.db.Flush() }
 
-// Compact flushes the memtable and compacts the whole database, so that
-// its files are as few as they can be.
+// Compact compacts the store if it is a kv.Compacter, and flushes it
+// otherwise.
 func (b *Backend[K]) Compact() error {
-	if err := b.flush(); err != nil {
-		return err
+	if c, ok := b.db.(kv.Compacter); ok {
+		return c.Compact()
 	}
-	// A manual compaction waits for its retries, which never succeed once
-	// the database has a fault: the fault cancels it.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-b.fault.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if err := b.db.Compact(ctx, []byte{0}, []byte{0xFF, 0xFF, 0xFF}, false); err != nil {
-		if ferr := b.Err(); ferr != nil {
-			return ferr
-		}
-		return err
+	return b.db.Flush()
+}
+
+// Err returns the store's fault (kv.Faulter), or nil. A backend with a
+// fault must not be used for state any more; Discard it.
+func (b *Backend[K]) Err() error {
+	if f, ok := b.db.(kv.Faulter); ok {
+		return f.Err()
 	}
-	return b.Err()
+	return nil
 }
 
 // --- keys ---
@@ -407,32 +361,36 @@ type pendingInfo struct {
 // load reads the metadata of an existing database, deletes the key groups
 // outside the backend's range and finds pending restored states.
 func (b *Backend[K]) load() error {
-	kt, closer, err := b.db.Get(metaKey(metaKeyType, ""))
+	kt, found, err := b.db.Get(nil, metaKey(metaKeyType, ""))
 	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		if err := b.db.Set(metaKey(metaKeyType, ""), []byte(b.keyID()), writeOpts); err != nil {
-			return fmt.Errorf("pebblestate: %w", err)
-		}
 	case err != nil:
-		return fmt.Errorf("pebblestate: %w", err)
+		return fmt.Errorf("kvstate: %w", err)
+	case !found:
+		if err := b.db.Set(metaKey(metaKeyType, ""), []byte(b.keyID())); err != nil {
+			return fmt.Errorf("kvstate: %w", err)
+		}
 	default:
 		got := string(kt)
-		_ = closer.Close()
 		if !b.sameKeyType(got) {
-			return fmt.Errorf("pebblestate: the database in %s has keys of type %s, the backend of type %s", b.dir, got, b.keyID())
+			return fmt.Errorf("kvstate: the database in %s has keys of type %s, the backend of type %s", b.dir, got, b.keyID())
 		}
 	}
 	lo := metaKey(metaState, "")
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it, err := b.db.NewIter(lo, upperBound(lo))
 	if err != nil {
-		return fmt.Errorf("pebblestate: %w", err)
+		return fmt.Errorf("kvstate: %w", err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		name := string(it.Key()[len(lo):])
-		m, err := decodeMeta(name, it.Value())
+		v, err := it.Value()
 		if err != nil {
 			_ = it.Close()
-			return fmt.Errorf("pebblestate: %w", err)
+			return fmt.Errorf("kvstate: %w", err)
+		}
+		m, err := decodeMeta(name, v)
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("kvstate: %w", err)
 		}
 		b.meta[name] = m
 		if m.id >= b.nextID {
@@ -440,35 +398,40 @@ func (b *Backend[K]) load() error {
 		}
 	}
 	if err := it.Close(); err != nil {
-		return fmt.Errorf("pebblestate: %w", err)
+		return fmt.Errorf("kvstate: %w", err)
 	}
 	// Drop the key groups outside the range (a restore at another
 	// parallelism).
 	// Only where there are such entries: a range tombstone may make
-	// Pebble rewrite files that checkpoints share.
+	// an LSM store rewrite files that checkpoints share.
 	if b.first > 0 {
 		if err := b.deleteRange([]byte{0, 0}, []byte{byte(b.first >> 8), byte(b.first)}); err != nil {
-			return fmt.Errorf("pebblestate: %w", err)
+			return fmt.Errorf("kvstate: %w", err)
 		}
 	}
 	if b.last < MaxKeyGroup {
 		if err := b.deleteRange([]byte{byte((b.last + 1) >> 8), byte(b.last + 1)}, []byte{metaPrefix0, metaPrefix1}); err != nil {
-			return fmt.Errorf("pebblestate: %w", err)
+			return fmt.Errorf("kvstate: %w", err)
 		}
 	}
 	// Find pending restored states.
 	for kg := b.first; kg <= b.last; kg++ {
 		p := appendPrefix(nil, kg, pendingID)
-		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: upperBound(p)})
+		it, err := b.db.NewIter(p, upperBound(p))
 		if err != nil {
-			return fmt.Errorf("pebblestate: %w", err)
+			return fmt.Errorf("kvstate: %w", err)
 		}
 		for ok := it.First(); ok; ok = it.Next() {
 			name := string(it.Key()[len(p):])
-			h, _, err := decodePendingHeader(it.Value())
+			v, err := it.Value()
 			if err != nil {
 				_ = it.Close()
-				return fmt.Errorf("pebblestate: pending state %q: %w", name, err)
+				return fmt.Errorf("kvstate: %w", err)
+			}
+			h, _, err := decodePendingHeader(v)
+			if err != nil {
+				_ = it.Close()
+				return fmt.Errorf("kvstate: pending state %q: %w", name, err)
 			}
 			if q := b.pending[name]; q != nil {
 				q.count += h.count
@@ -477,7 +440,7 @@ func (b *Backend[K]) load() error {
 			}
 		}
 		if err := it.Close(); err != nil {
-			return fmt.Errorf("pebblestate: %w", err)
+			return fmt.Errorf("kvstate: %w", err)
 		}
 	}
 	return nil
@@ -584,7 +547,7 @@ func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, st
 		}
 	} else {
 		if b.nextID == 0xFFFF {
-			return nil, errors.New("pebblestate: too many states")
+			return nil, errors.New("kvstate: too many states")
 		}
 		m = &stateMeta{name: name, id: b.nextID, kind: kind, types: stored.schemas}
 		b.nextID++
@@ -596,8 +559,8 @@ func (b *Backend[K]) register(name string, kind byte, goTypes []reflect.Type, st
 			return nil, err
 		}
 	}
-	if err := b.db.Set(metaKey(metaState, name), m.encode(), writeOpts); err != nil {
-		return nil, fmt.Errorf("pebblestate: %w", err)
+	if err := b.db.Set(metaKey(metaState, name), m.encode()); err != nil {
+		return nil, fmt.Errorf("kvstate: %w", err)
 	}
 	b.meta[name] = m
 	b.states[name] = r
@@ -617,9 +580,9 @@ func (b *Backend[K]) hasEntries(id uint16) bool {
 
 func (b *Backend[K]) groupHasEntries(kg int, id uint16) bool {
 	p := appendPrefix(nil, kg, id)
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: upperBound(p)})
+	it, err := b.db.NewIter(p, upperBound(p))
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: %w", err))
+		panic(fmt.Errorf("kvstate: %w", err))
 	}
 	ok := it.First()
 	_ = it.Close()

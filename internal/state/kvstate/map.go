@@ -1,4 +1,4 @@
-package pebblestate
+package kvstate
 
 import (
 	"encoding/binary"
@@ -7,14 +7,12 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
 )
 
 // Map is a MapState handle of a Backend for namespace type N. Each map
-// entry is its own Pebble key (the key of the current key and namespace
+// entry is its own key in the store (the key of the current key and namespace
 // followed by the encoded map key), so Get, Put and Remove touch one entry
 // and the map is never read whole. With TTL each entry has its own
 // timestamp, as in Flink.
@@ -67,7 +65,7 @@ func GetMap[K, N comparable, UK comparable, UV any](b *Backend[K], d state.MapDe
 func (s *Map[K, N, UK, UV]) entryKey(k UK) []byte {
 	key, err := s.kc.Append(s.dbKey(), k)
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: encoding map key: %w", s.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: encoding map key: %w", s.r.name, err))
 	}
 	s.kbuf = key
 	return key
@@ -78,12 +76,12 @@ func (s *Map[K, N, UK, UV]) decodeValue(raw []byte) (UV, int64) {
 	var err error
 	if s.r.ts {
 		if ts, raw, err = istate.ReadVarint(raw); err != nil {
-			panic(fmt.Errorf("pebblestate: state %q: timestamp: %w", s.r.name, err))
+			panic(fmt.Errorf("kvstate: state %q: timestamp: %w", s.r.name, err))
 		}
 	}
 	v, _, err := s.vc.Decode(raw)
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: decoding: %w", s.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: decoding: %w", s.r.name, err))
 	}
 	return v, ts
 }
@@ -95,7 +93,7 @@ func (s *Map[K, N, UK, UV]) encodeValue(v UV, ts int64) []byte {
 	}
 	w, err := s.vc.Append(w, v)
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: encoding: %w", s.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: encoding: %w", s.r.name, err))
 	}
 	s.wbuf = w
 	return w
@@ -141,16 +139,15 @@ func (s *Map[K, N, UK, UV]) PutAll(m map[UK]UV) {
 		return
 	}
 	now := s.now()
-	s.b.check()
 	batch := s.b.db.NewBatch()
 	defer batch.Close()
 	for k, v := range m {
-		if err := batch.Set(s.entryKey(k), s.encodeValue(v, now), nil); err != nil {
-			panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+		if err := batch.Set(s.entryKey(k), s.encodeValue(v, now)); err != nil {
+			panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 		}
 	}
-	if err := batch.Commit(writeOpts); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+	if err := batch.Commit(); err != nil {
+		panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 	}
 }
 
@@ -165,32 +162,31 @@ func (s *Map[K, N, UK, UV]) Contains(k UK) bool {
 }
 
 // iterate calls f with every stored entry of the current key and
-// namespace: its Pebble key, map key and raw value, in key order. The
+// namespace: its key in the store, map key and raw value, in key order. The
 // iterator sees the state as of the call; f may modify it.
 func (s *Map[K, N, UK, UV]) iterate(f func(key []byte, k UK, raw []byte) bool) {
 	lo := slices.Clone(s.dbKey())
-	s.b.check()
-	it, err := s.b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it, err := s.b.db.NewIter(lo, upperBound(lo))
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		key := it.Key()
 		k, rest, err := s.kc.Decode(key[len(lo):])
 		if err != nil || len(rest) != 0 {
-			panic(fmt.Errorf("pebblestate: state %q: decoding map key: %v (%d bytes left)", s.r.name, err, len(rest)))
+			panic(fmt.Errorf("kvstate: state %q: decoding map key: %v (%d bytes left)", s.r.name, err, len(rest)))
 		}
-		raw, err := it.ValueAndErr()
+		raw, err := it.Value()
 		if err != nil {
-			panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+			panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 		}
 		if !f(key, k, raw) {
 			return
 		}
 	}
 	if err := it.Error(); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 	}
 }
 
@@ -255,16 +251,15 @@ func (s *Map[K, N, UK, UV]) IsEmpty() bool {
 
 // Clear removes all entries of the current key and namespace.
 func (s *Map[K, N, UK, UV]) Clear() {
-	s.b.check()
 	batch := s.b.db.NewBatch()
 	defer batch.Close()
 	s.iterate(func(key []byte, _ UK, _ []byte) bool {
-		if err := batch.Delete(key, nil); err != nil {
-			panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+		if err := batch.Delete(key); err != nil {
+			panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 		}
 		return true
 	})
-	if err := batch.Commit(writeOpts); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+	if err := batch.Commit(); err != nil {
+		panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 	}
 }

@@ -1,4 +1,4 @@
-package pebblestate_test
+package pebble_test
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	istate "github.com/weirstream/weir/internal/state"
-	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/state/statetest"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebble"
 )
 
 func must[T any](t testing.TB) func(T, error) T {
@@ -39,9 +40,9 @@ func TestSameBytesAsHeap(t *testing.T) {
 	hv := must[*istate.Value[string, struct{}, int64]](t)(istate.GetValue[string, struct{}](heap, state.Value[int64]("v", ttl)))
 	hl := must[*istate.List[string, struct{}, string]](t)(istate.GetList[string, struct{}](heap, state.List[string]("l")))
 	hm := must[*istate.Map[string, struct{}, string, float64]](t)(istate.GetMap[string, struct{}](heap, state.Map[string, float64]("m", ttl)))
-	pv := must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](peb, state.Value[int64]("v", ttl)))
-	pl := must[*pebblestate.List[string, struct{}, string]](t)(pebblestate.GetList[string, struct{}](peb, state.List[string]("l")))
-	pm := must[*pebblestate.Map[string, struct{}, string, float64]](t)(pebblestate.GetMap[string, struct{}](peb, state.Map[string, float64]("m", ttl)))
+	pv := must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](peb, state.Value[int64]("v", ttl)))
+	pl := must[*kvstate.List[string, struct{}, string]](t)(kvstate.GetList[string, struct{}](peb, state.List[string]("l")))
+	pm := must[*kvstate.Map[string, struct{}, string, float64]](t)(kvstate.GetMap[string, struct{}](peb, state.Map[string, float64]("m", ttl)))
 	key := "k"
 	kg := statetest.KeyGroupOf(key)
 	heap.SetCurrentKey(key, kg)
@@ -113,12 +114,12 @@ func TestCrossBackendRestore(t *testing.T) {
 			}
 		}
 	}
-	type pv = *pebblestate.Value[string, struct{}, int64]
-	type pm = *pebblestate.Map[string, struct{}, int64, string]
-	lv := must[pv](t)(pebblestate.GetValue[string, struct{}](lo, state.Value[int64]("v")))
-	lm := must[pm](t)(pebblestate.GetMap[string, struct{}](lo, state.Map[int64, string]("m")))
-	hiv := must[pv](t)(pebblestate.GetValue[string, struct{}](hi, state.Value[int64]("v")))
-	him := must[pm](t)(pebblestate.GetMap[string, struct{}](hi, state.Map[int64, string]("m")))
+	type pv = *kvstate.Value[string, struct{}, int64]
+	type pm = *kvstate.Map[string, struct{}, int64, string]
+	lv := must[pv](t)(kvstate.GetValue[string, struct{}](lo, state.Value[int64]("v")))
+	lm := must[pm](t)(kvstate.GetMap[string, struct{}](lo, state.Map[int64, string]("m")))
+	hiv := must[pv](t)(kvstate.GetValue[string, struct{}](hi, state.Value[int64]("v")))
+	him := must[pm](t)(kvstate.GetMap[string, struct{}](hi, state.Map[int64, string]("m")))
 	check("pebble", func(kg int) (func(string, int), func() (int64, bool), func() map[int64]string) {
 		b, v, m := lo, lv, lm
 		if kg > 3 {
@@ -158,8 +159,8 @@ func collect[K comparable, V any](seq func(func(K, V) bool)) map[K]V {
 func TestReopen(t *testing.T) {
 	dir := t.TempDir()
 	clk := clock.NewManual(0)
-	b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](dir, 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
-	v := must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")))
+	b := must[*kvstate.Backend[string]](t)(kvstate.Open[string](dir, 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")}))
+	v := must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")))
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	for i, k := range keys {
 		b.SetCurrentKey(k, statetest.KeyGroupOf(k))
@@ -168,15 +169,15 @@ func TestReopen(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pebblestate.Open[int64](dir, 0, statetest.KeyGroups-1, clk, pebblestate.Options{}); err == nil {
+	if _, err := kvstate.Open[int64](dir, 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")}); err == nil {
 		t.Fatal("opened a database of string keys with int64 keys")
 	}
-	b = must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](dir, 0, 3, clk, pebblestate.Options{}))
+	b = must[*kvstate.Backend[string]](t)(kvstate.Open[string](dir, 0, 3, clk, kvstate.Options{Store: pebble.New("")}))
 	defer b.Close()
-	if _, err := pebblestate.GetList[string, struct{}](b, state.List[int64]("v")); err == nil {
+	if _, err := kvstate.GetList[string, struct{}](b, state.List[int64]("v")); err == nil {
 		t.Fatal("a stored value state registered as a list state")
 	}
-	v = must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")))
+	v = must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")))
 	inRange := 0
 	for i, k := range keys {
 		kg := statetest.KeyGroupOf(k)
@@ -202,9 +203,9 @@ func TestReopen(t *testing.T) {
 // stageClaimed stages checkpoint id of b and claims it, as the uploader of
 // a job checkpoint does, so that it stays until released (at the latest
 // when the test ends).
-func stageClaimed(t *testing.T, b *pebblestate.Backend[string], id int64) *pebblestate.Staged {
+func stageClaimed(t *testing.T, b *kvstate.Backend[string], id int64) *kvstate.Staged {
 	t.Helper()
-	s := must[*pebblestate.Staged](t)(b.Stage(id))
+	s := must[*kvstate.Staged](t)(b.Stage(id))
 	if !s.Claim() {
 		t.Fatalf("claim of staged checkpoint %d failed", id)
 	}
@@ -215,7 +216,7 @@ func stageClaimed(t *testing.T, b *pebblestate.Backend[string], id int64) *pebbl
 // sharedFiles returns the immutable files of s by name, and checks that
 // s.Files describes the staging directory: the same names and sizes, and a
 // shared name exactly for the SST and blob files.
-func sharedFiles(t *testing.T, s *pebblestate.Staged) map[string]pebblestate.StagedFile {
+func sharedFiles(t *testing.T, s *kvstate.Staged) map[string]kvstate.StagedFile {
 	t.Helper()
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {
@@ -225,7 +226,7 @@ func sharedFiles(t *testing.T, s *pebblestate.Staged) map[string]pebblestate.Sta
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	out := map[string]pebblestate.StagedFile{}
+	out := map[string]kvstate.StagedFile{}
 	var listed []string
 	for _, f := range s.Files {
 		listed = append(listed, f.Name)
@@ -270,9 +271,9 @@ func noLeftovers(t *testing.T, root string) {
 func TestIncrementalCheckpoint(t *testing.T) {
 	root := t.TempDir()
 	clk := clock.NewManual(0)
-	b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, "db"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
+	b := must[*kvstate.Backend[string]](t)(kvstate.Open[string](filepath.Join(root, "db"), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")}))
 	defer b.Close()
-	v := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[string]("v")))
+	v := must[*kvstate.Value[string, struct{}, string]](t)(kvstate.GetValue[string, struct{}](b, state.Value[string]("v")))
 	const n = 20000
 	val := string(bytes.Repeat([]byte("x"), 100))
 	for round := range 3 { // three flushes: several SST files
@@ -308,7 +309,7 @@ func TestIncrementalCheckpoint(t *testing.T) {
 	v.Update("new")
 	s2 := stageClaimed(t, b, 2)
 	sh2 := sharedFiles(t, s2)
-	var added []pebblestate.StagedFile
+	var added []kvstate.StagedFile
 	for name, f := range sh2 {
 		if old, ok := sh1[name]; ok && (old.Shared != f.Shared || old.Size != f.Size) {
 			t.Fatalf("file %s: shared as %+v, then as %+v", name, old, f)
@@ -331,15 +332,15 @@ func TestIncrementalCheckpoint(t *testing.T) {
 
 	// Restore both; checkpoint 1 lacks the change.
 	for _, c := range []struct {
-		s      *pebblestate.Staged
+		s      *kvstate.Staged
 		hasNew bool
 	}{{s1, false}, {s2, true}} {
 		img := c.s.Image()
 		if img.FirstKeyGroup != 0 || img.LastKeyGroup != statetest.KeyGroups-1 || len(img.Shared) != len(sharedFiles(t, c.s)) {
 			t.Fatalf("image of checkpoint %d: [%d, %d], %d shared files", c.s.ID, img.FirstKeyGroup, img.LastKeyGroup, len(img.Shared))
 		}
-		r := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string]([]pebblestate.Image{img}, filepath.Join(root, fmt.Sprint("restored", c.s.ID)), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
-		rv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](r, state.Value[string]("v")))
+		r := must[*kvstate.Backend[string]](t)(kvstate.RestoreImages[string]([]kvstate.Image{img}, filepath.Join(root, fmt.Sprint("restored", c.s.ID)), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")}))
+		rv := must[*kvstate.Value[string, struct{}, string]](t)(kvstate.GetValue[string, struct{}](r, state.Value[string]("v")))
 		for _, i := range []int{0, 1, 2, n / 2, n - 1} {
 			k := fmt.Sprint(i)
 			r.SetCurrentKey(k, statetest.KeyGroupOf(k))
@@ -385,9 +386,9 @@ func TestIncrementalCheckpoint(t *testing.T) {
 		}
 	}
 	// Restore into a smaller range: the other key groups are gone.
-	r := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string]([]pebblestate.Image{s2.Image()}, filepath.Join(root, "half"), 0, 3, clk, pebblestate.Options{}))
+	r := must[*kvstate.Backend[string]](t)(kvstate.RestoreImages[string]([]kvstate.Image{s2.Image()}, filepath.Join(root, "half"), 0, 3, clk, kvstate.Options{Store: pebble.New("")}))
 	defer r.Close()
-	rv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](r, state.Value[string]("v")))
+	rv := must[*kvstate.Value[string, struct{}, string]](t)(kvstate.GetValue[string, struct{}](r, state.Value[string]("v")))
 	seen := 0
 	for i := range 100 {
 		k := fmt.Sprint(i)
@@ -407,8 +408,8 @@ func TestIncrementalCheckpoint(t *testing.T) {
 	if img := narrow.Image(); img.FirstKeyGroup != 0 || img.LastKeyGroup != 3 {
 		t.Fatalf("image of the narrower backend: [%d, %d]", img.FirstKeyGroup, img.LastKeyGroup)
 	}
-	wide := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string]([]pebblestate.Image{narrow.Image()}, filepath.Join(root, "wide"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}))
-	wv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](wide, state.Value[string]("v")))
+	wide := must[*kvstate.Backend[string]](t)(kvstate.RestoreImages[string]([]kvstate.Image{narrow.Image()}, filepath.Join(root, "wide"), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")}))
+	wv := must[*kvstate.Value[string, struct{}, string]](t)(kvstate.GetValue[string, struct{}](wide, state.Value[string]("v")))
 	for i := range 100 {
 		k := fmt.Sprint(i)
 		kg := statetest.KeyGroupOf(k)
@@ -427,7 +428,7 @@ func TestIncrementalCheckpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(occupied, "stray"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{s2.Image()}, occupied, 0, 3, clk, pebblestate.Options{}); err == nil {
+	if _, err := kvstate.RestoreImages[string]([]kvstate.Image{s2.Image()}, occupied, 0, 3, clk, kvstate.Options{Store: pebble.New("")}); err == nil {
 		t.Fatal("restored into a non-empty directory")
 	}
 	// A checkpoint whose files are gone does not restore.
@@ -436,11 +437,11 @@ func TestIncrementalCheckpoint(t *testing.T) {
 	if err := gone.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{img}, filepath.Join(root, "none"), 0, 3, clk, pebblestate.Options{}); err == nil {
+	if _, err := kvstate.RestoreImages[string]([]kvstate.Image{img}, filepath.Join(root, "none"), 0, 3, clk, kvstate.Options{Store: pebble.New("")}); err == nil {
 		t.Fatal("restored a checkpoint that does not exist")
 	}
 	// Released checkpoints leave nothing behind.
-	for _, s := range []*pebblestate.Staged{s1, s2, narrow} {
+	for _, s := range []*kvstate.Staged{s1, s2, narrow} {
 		if err := s.Release(); err != nil {
 			t.Fatal(err)
 		}
@@ -456,16 +457,16 @@ func TestIncrementalCheckpoint(t *testing.T) {
 func TestUnsupportedTTLChange(t *testing.T) {
 	root := t.TempDir()
 	clk := clock.NewManual(0)
-	b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, "db"), 0, 0, clk, pebblestate.Options{}))
-	v := must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v", state.WithTTL(state.TTL(time.Second)))))
+	b := must[*kvstate.Backend[string]](t)(kvstate.Open[string](filepath.Join(root, "db"), 0, 0, clk, kvstate.Options{Store: pebble.New("")}))
+	v := must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v", state.WithTTL(state.TTL(time.Second)))))
 	b.SetCurrentKey("a", 0)
 	v.Update(1)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b = must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, "db"), 0, 0, clk, pebblestate.Options{}))
+	b = must[*kvstate.Backend[string]](t)(kvstate.Open[string](filepath.Join(root, "db"), 0, 0, clk, kvstate.Options{Store: pebble.New("")}))
 	defer b.Close()
-	if _, err := pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")); err == nil {
+	if _, err := kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")); err == nil {
 		t.Fatal("a state stored with TTL was registered without")
 	}
 	if _, err := b.SnapshotKeyGroup(0); err != nil {
@@ -477,7 +478,7 @@ func TestUnsupportedTTLChange(t *testing.T) {
 func TestCorruptRestoreWrapsErrCorrupt(t *testing.T) {
 	clk := clock.NewManual(0)
 	b := openTest[string](t, 0, 0, clk)
-	v := must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")))
+	v := must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")))
 	b.SetCurrentKey("a", 0)
 	v.Update(1)
 	s := must[[]byte](t)(b.SnapshotKeyGroup(0))
@@ -492,21 +493,21 @@ func TestCorruptRestoreWrapsErrCorrupt(t *testing.T) {
 // and rejects ranges beyond it.
 func TestKeyGroupBounds(t *testing.T) {
 	clk := clock.NewManual(0)
-	b := openTest[int64](t, pebblestate.MaxKeyGroup-1, pebblestate.MaxKeyGroup, clk)
-	v := must[*pebblestate.Value[int64, struct{}, int64]](t)(pebblestate.GetValue[int64, struct{}](b, state.Value[int64]("v")))
-	b.SetCurrentKey(1, pebblestate.MaxKeyGroup)
+	b := openTest[int64](t, kvstate.MaxKeyGroup-1, kvstate.MaxKeyGroup, clk)
+	v := must[*kvstate.Value[int64, struct{}, int64]](t)(kvstate.GetValue[int64, struct{}](b, state.Value[int64]("v")))
+	b.SetCurrentKey(1, kvstate.MaxKeyGroup)
 	v.Update(3)
-	s := must[[]byte](t)(b.SnapshotKeyGroup(pebblestate.MaxKeyGroup))
-	b2 := openTest[int64](t, 0, pebblestate.MaxKeyGroup, clk)
-	if err := b2.RestoreKeyGroup(pebblestate.MaxKeyGroup, s); err != nil {
+	s := must[[]byte](t)(b.SnapshotKeyGroup(kvstate.MaxKeyGroup))
+	b2 := openTest[int64](t, 0, kvstate.MaxKeyGroup, clk)
+	if err := b2.RestoreKeyGroup(kvstate.MaxKeyGroup, s); err != nil {
 		t.Fatal(err)
 	}
-	v2 := must[*pebblestate.Value[int64, struct{}, int64]](t)(pebblestate.GetValue[int64, struct{}](b2, state.Value[int64]("v")))
-	b2.SetCurrentKey(1, pebblestate.MaxKeyGroup)
+	v2 := must[*kvstate.Value[int64, struct{}, int64]](t)(kvstate.GetValue[int64, struct{}](b2, state.Value[int64]("v")))
+	b2.SetCurrentKey(1, kvstate.MaxKeyGroup)
 	if got, ok := v2.Value(); !ok || got != 3 {
 		t.Fatalf("value in the last key group = %d, %v", got, ok)
 	}
-	if _, err := pebblestate.Open[int64](t.TempDir(), 0, pebblestate.MaxKeyGroup+1, clk, pebblestate.Options{}); err == nil {
+	if _, err := kvstate.Open[int64](t.TempDir(), 0, kvstate.MaxKeyGroup+1, clk, kvstate.Options{Store: pebble.New("")}); err == nil {
 		t.Fatal("opened a backend beyond the last key group")
 	}
 }
@@ -526,21 +527,21 @@ func TestRestoreImagesMerged(t *testing.T) {
 		keys[i] = fmt.Sprint("k", i)
 	}
 	type handles struct {
-		v *pebblestate.Value[string, struct{}, int64]
-		l *pebblestate.List[string, struct{}, string]
-		m *pebblestate.Map[string, struct{}, string, int64]
+		v *kvstate.Value[string, struct{}, int64]
+		l *kvstate.List[string, struct{}, string]
+		m *kvstate.Map[string, struct{}, string, int64]
 	}
-	get := func(b *pebblestate.Backend[string], reverse bool) handles {
+	get := func(b *kvstate.Backend[string], reverse bool) handles {
 		var h handles
 		reg := []func(){
 			func() {
-				h.v = must[*pebblestate.Value[string, struct{}, int64]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[int64]("v")))
+				h.v = must[*kvstate.Value[string, struct{}, int64]](t)(kvstate.GetValue[string, struct{}](b, state.Value[int64]("v")))
 			},
 			func() {
-				h.l = must[*pebblestate.List[string, struct{}, string]](t)(pebblestate.GetList[string, struct{}](b, state.List[string]("l")))
+				h.l = must[*kvstate.List[string, struct{}, string]](t)(kvstate.GetList[string, struct{}](b, state.List[string]("l")))
 			},
 			func() {
-				h.m = must[*pebblestate.Map[string, struct{}, string, int64]](t)(pebblestate.GetMap[string, struct{}](b, state.Map[string, int64]("m")))
+				h.m = must[*kvstate.Map[string, struct{}, string, int64]](t)(kvstate.GetMap[string, struct{}](b, state.Map[string, int64]("m")))
 			},
 		}
 		if reverse { // another registration order: other state ids
@@ -557,16 +558,16 @@ func TestRestoreImagesMerged(t *testing.T) {
 			pendingKey = k
 		}
 	}
-	var staged []*pebblestate.Staged
-	var images []pebblestate.Image
+	var staged []*kvstate.Staged
+	var images []kvstate.Image
 	laidOut := make([]int, 2) // Layout calls per image
 	for i, rng := range [][2]int{{0, mid - 1}, {mid, statetest.KeyGroups - 1}} {
-		b := must[*pebblestate.Backend[string]](t)(pebblestate.Open[string](filepath.Join(root, fmt.Sprint("db", i)), rng[0], rng[1], clk, pebblestate.Options{}))
+		b := must[*kvstate.Backend[string]](t)(kvstate.Open[string](filepath.Join(root, fmt.Sprint("db", i)), rng[0], rng[1], clk, kvstate.Options{Store: pebble.New("")}))
 		h := get(b, i == 1)
 		if i == 1 {
 			// A restored, not yet registered state travels along too.
 			other := openTest[string](t, 0, statetest.KeyGroups-1, clk)
-			pv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](other, state.Value[string]("pending")))
+			pv := must[*kvstate.Value[string, struct{}, string]](t)(kvstate.GetValue[string, struct{}](other, state.Value[string]("pending")))
 			other.SetCurrentKey(pendingKey, statetest.KeyGroupOf(pendingKey))
 			pv.Update("p")
 			kg := statetest.KeyGroupOf(pendingKey)
@@ -602,7 +603,7 @@ func TestRestoreImagesMerged(t *testing.T) {
 	check := func(name string, first, last int, wantLaidOut []int) {
 		t.Helper()
 		clear(laidOut)
-		b := must[*pebblestate.Backend[string]](t)(pebblestate.RestoreImages[string](images, filepath.Join(root, name), first, last, clk, pebblestate.Options{}))
+		b := must[*kvstate.Backend[string]](t)(kvstate.RestoreImages[string](images, filepath.Join(root, name), first, last, clk, kvstate.Options{Store: pebble.New("")}))
 		defer b.Close()
 		if !slices.Equal(laidOut, wantLaidOut) {
 			t.Fatalf("%s: images laid out %v times, want %v", name, laidOut, wantLaidOut)
@@ -629,7 +630,7 @@ func TestRestoreImagesMerged(t *testing.T) {
 		if seen == 0 {
 			t.Fatalf("%s: no key in range", name)
 		}
-		pv := must[*pebblestate.Value[string, struct{}, string]](t)(pebblestate.GetValue[string, struct{}](b, state.Value[string]("pending")))
+		pv := must[*kvstate.Value[string, struct{}, string]](t)(kvstate.GetValue[string, struct{}](b, state.Value[string]("pending")))
 		b.SetCurrentKey(pendingKey, statetest.KeyGroupOf(pendingKey))
 		if got, ok := pv.Value(); !ok || got != "p" {
 			t.Fatalf("%s: pending restored state = %q, %v", name, got, ok)
@@ -641,7 +642,7 @@ func TestRestoreImagesMerged(t *testing.T) {
 	// Two key groups of the first image are merged into the second.
 	check("uneven", mid-2, statetest.KeyGroups-1, []int{1, 1})
 	// Overlapping images are refused.
-	if _, err := pebblestate.RestoreImages[string]([]pebblestate.Image{images[1], images[1]}, filepath.Join(root, "bad"), 0, statetest.KeyGroups-1, clk, pebblestate.Options{}); err == nil {
+	if _, err := kvstate.RestoreImages[string]([]kvstate.Image{images[1], images[1]}, filepath.Join(root, "bad"), 0, statetest.KeyGroups-1, clk, kvstate.Options{Store: pebble.New("")}); err == nil {
 		t.Fatal("merged an image with itself")
 	}
 	for _, s := range staged {

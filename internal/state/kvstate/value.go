@@ -1,12 +1,9 @@
-package pebblestate
+package kvstate
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"reflect"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
@@ -38,7 +35,7 @@ func newHandle[K, N comparable](b *Backend[K], r *registration) handle[K, N] {
 func (h *handle[K, N]) SetNamespace(ns N) {
 	buf, err := h.nc.Append(h.nsBuf[:0], ns)
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: encoding namespace: %w", err))
+		panic(fmt.Errorf("kvstate: encoding namespace: %w", err))
 	}
 	h.ns, h.nsBuf = ns, buf
 }
@@ -51,7 +48,7 @@ func (h *handle[K, N]) Namespace() N { return h.ns }
 func (h *handle[K, N]) dbKey() []byte {
 	b := h.b
 	if !b.keySet {
-		panic("pebblestate: state accessed before SetCurrentKey")
+		panic("kvstate: state accessed before SetCurrentKey")
 	}
 	k := appendPrefix(h.kbuf[:0], b.kg, h.r.id)
 	k = append(k, b.keyBuf...)
@@ -62,30 +59,26 @@ func (h *handle[K, N]) dbKey() []byte {
 // get returns a copy of the value stored under key (valid until the next
 // get), or false.
 func (h *handle[K, N]) get(key []byte) ([]byte, bool) {
-	h.b.check()
-	v, closer, err := h.b.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
+	v, found, err := h.b.db.Get(h.vbuf[:0], key)
+	if err != nil {
+		panic(fmt.Errorf("kvstate: state %q: %w", h.r.name, err))
+	}
+	if !found {
 		return nil, false
 	}
-	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", h.r.name, err))
-	}
-	h.vbuf = append(h.vbuf[:0], v...)
-	_ = closer.Close()
-	return h.vbuf, true
+	h.vbuf = v
+	return v, true
 }
 
 func (h *handle[K, N]) set(key, v []byte) {
-	h.b.check()
-	if err := h.b.db.Set(key, v, writeOpts); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", h.r.name, err))
+	if err := h.b.db.Set(key, v); err != nil {
+		panic(fmt.Errorf("kvstate: state %q: %w", h.r.name, err))
 	}
 }
 
 func (h *handle[K, N]) del(key []byte) {
-	h.b.check()
-	if err := h.b.db.Delete(key, writeOpts); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", h.r.name, err))
+	if err := h.b.db.Delete(key); err != nil {
+		panic(fmt.Errorf("kvstate: state %q: %w", h.r.name, err))
 	}
 }
 
@@ -124,11 +117,11 @@ func (h *cellHandle[K, N, S]) load(key []byte) (v S, ts int64, found bool) {
 	var err error
 	if h.r.ts {
 		if ts, raw, err = istate.ReadVarint(raw); err != nil {
-			panic(fmt.Errorf("pebblestate: state %q: timestamp: %w", h.r.name, err))
+			panic(fmt.Errorf("kvstate: state %q: timestamp: %w", h.r.name, err))
 		}
 	}
 	if v, _, err = h.c.Decode(raw); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: decoding: %w", h.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: decoding: %w", h.r.name, err))
 	}
 	return v, ts, true
 }
@@ -141,7 +134,7 @@ func (h *cellHandle[K, N, S]) store(key []byte, v S, ts int64) {
 	}
 	w, err := h.c.Append(w, v)
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: encoding: %w", h.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: encoding: %w", h.r.name, err))
 	}
 	h.wbuf = w
 	h.set(key, w)

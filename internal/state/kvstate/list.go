@@ -1,4 +1,4 @@
-package pebblestate
+package kvstate
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ import (
 //
 // A list is stored under one key as a sequence of chunks, each
 // uvarint(n) uvarint(len) and len bytes of n elements ([ts] element); Add
-// and AddAll append a chunk with Pebble's merge operator (concatenation),
+// and AddAll append a chunk with the store's Merge (concatenation),
 // without reading the list. With TTL, each element has its own timestamp
 // and a read drops the expired elements as the heap backend's List does.
 type List[K, N comparable, V any] struct {
@@ -52,7 +52,7 @@ func (s *List[K, N, V]) chunk(vs []V, now int64) []byte {
 			body = binary.AppendVarint(body, now)
 		}
 		if body, err = s.c.Append(body, v); err != nil {
-			panic(fmt.Errorf("pebblestate: state %q: encoding: %w", s.r.name, err))
+			panic(fmt.Errorf("kvstate: state %q: encoding: %w", s.r.name, err))
 		}
 	}
 	return appendChunk(s.wbuf[:0], len(vs), body)
@@ -93,7 +93,7 @@ func (s *List[K, N, V]) load(key []byte) (vals []V, ts []int64) {
 		return nil
 	})
 	if err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: decoding: %w", s.r.name, err))
+		panic(fmt.Errorf("kvstate: state %q: decoding: %w", s.r.name, err))
 	}
 	return vals, ts
 }
@@ -157,7 +157,7 @@ func (s *List[K, N, V]) view() []V {
 			}
 			body = binary.AppendVarint(body, t)
 			if body, err = s.c.Append(body, v); err != nil {
-				panic(fmt.Errorf("pebblestate: state %q: encoding: %w", s.r.name, err))
+				panic(fmt.Errorf("kvstate: state %q: encoding: %w", s.r.name, err))
 			}
 		}
 		s.set(key, appendChunk(nil, len(keep), body))
@@ -214,8 +214,7 @@ func (s *List[K, N, V]) Update(vs []V) {
 }
 
 func (s *List[K, N, V]) merge(key, chunk []byte) {
-	s.b.check()
-	if err := s.b.db.Merge(key, chunk, writeOpts); err != nil {
-		panic(fmt.Errorf("pebblestate: state %q: %w", s.r.name, err))
+	if err := s.b.db.Merge(key, chunk); err != nil {
+		panic(fmt.Errorf("kvstate: state %q: %w", s.r.name, err))
 	}
 }
