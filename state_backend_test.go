@@ -12,8 +12,8 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/state/pebble"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // parityCount counts per key in a ValueState and keeps, in a MapState, how

@@ -3,13 +3,10 @@ package weir
 import (
 	"context"
 	"fmt"
+
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/internal/textio"
 	"github.com/weirstream/weir/internal/twophase"
-	"math"
-	"os"
-	"sync"
 )
 
 // TwoPhaseCommitSink is connector.TwoPhaseCommitSink: a sink that writes

@@ -14,8 +14,8 @@ import (
 	acc1 "github.com/weirstream/weir/internal/upgradetest/v1/acc"
 	acc2 "github.com/weirstream/weir/internal/upgradetest/v2/acc"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/state/pebble"
+	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 

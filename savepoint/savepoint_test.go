@@ -18,8 +18,8 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/savepoint"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/state/pebble"
+	"github.com/weirstream/weir/weirtest"
 )
 
 // ev is an input record of the test job.
