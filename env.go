@@ -107,8 +107,7 @@ type config struct {
 	logger         *slog.Logger
 	restart        RestartStrategy
 	savepoint      *savepointRestore // RestoreFromSavepoint
-	restAddr       string            // WithRESTAddress (or WithControlAddress)
-	restToken      string            // WithRESTToken
+	plugins        []Plugin          // WithPlugin
 	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 	s3             *S3Options        // WithS3
@@ -242,6 +241,7 @@ func NewEnvironment(opts ...Option) *Environment {
 		e.fail(fmt.Errorf("clock is nil"))
 		e.cfg.clock = clock.System{}
 	}
+	e.checkPlugins()
 	return e
 }
 
@@ -761,7 +761,6 @@ type JobHandle struct {
 	// savepointPath is the path of the savepoint the job was stopped
 	// with; guarded by mu.
 	savepointPath string
-	rest          string // the REST server's address, if any
 	// cluster, for a cluster member (WithKafkaCluster), holds the tasks
 	// it owns; plan is then nil and each task has its own.
 	cluster *cluster.Owned
