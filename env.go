@@ -949,7 +949,10 @@ type OperatorMetrics struct {
 	// Gauges are the values the operator publishes itself, such as a Kafka
 	// source's consumer lag per partition (name "kafka_consumer_lag",
 	// labels topic and partition).
-	Gauges         []Gauge
+	Gauges []Gauge
+	// UserMetrics are the metrics the operator's functions registered
+	// (RuntimeContext.Metrics), sorted by name.
+	UserMetrics    []UserMetric
 	OperatorGauges // idleness, state, timers, source splits (metrics.go)
 }
 
@@ -1033,6 +1036,7 @@ func (tp taskPlan) metrics() []TaskMetrics {
 				}
 			}
 			om.OperatorGauges = operatorGauges(o)
+			om.UserMetrics = userMetrics(o.User)
 			tm.Operators = append(tm.Operators, om)
 		}
 		tm.TaskIO = taskIO(t)

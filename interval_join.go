@@ -263,7 +263,7 @@ func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, ou
 		lateL: bc.Side(cfg.lateLeft), lateR: bc.Side(cfg.lateRight), sides: bc.Sides,
 		fullScan: cfg.fullScan, restored: bc.Restored,
 	}
-	o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+	o.rc = newRuntimeCtx(bc)
 	if cfg.lateLeft == "" {
 		o.lateL = nil
 	}
