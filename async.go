@@ -309,7 +309,7 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	return oneInput(ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
 		o := &asyncOp[IN, OUT]{opBase: base(bc), fn: cloneFunction(fn), restored: bc.Restored,
 			par: bc.Parallelism, codec: istate.DefaultCodec[IN]()}
-		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		o.rc = newRuntimeCtx(bc)
 		cfg := asyncio.Config[IN, OUT]{
 			Ordered: ordered, Capacity: capacity, Timeout: timeout.Milliseconds(), Retry: rs,
 			Invoke: func(ctx context.Context, in IN, f *asyncio.Future[IN, OUT]) { o.fn.AsyncInvoke(ctx, in, f) },

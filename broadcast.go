@@ -378,7 +378,7 @@ func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn Br
 		}
 		o := &broadcastOp[IN, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out, store: st}
 		o.col.out = out
-		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		o.rc = newRuntimeCtx(bc)
 		o.ro = bcastReadOnly{&o.opContext, o.store}
 		o.rw = bcastSide{&o.opContext, o.store}
 		return o, o, nil

@@ -85,8 +85,7 @@ type config struct {
 	logger         *slog.Logger
 	restart        RestartStrategy
 	savepoint      *savepointRestore // RestoreFromSavepoint
-	restAddr       string            // WithRESTAddress (or WithControlAddress)
-	restToken      string            // WithRESTToken
+	plugins        []Plugin          // WithPlugin
 	keySample      int               // WithKeySampling
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 	storages       []Storage         // WithStorage
@@ -223,6 +222,7 @@ func NewEnvironment(opts ...Option) *Environment {
 	if hc, ok := e.cfg.clock.(hooks.HarnessClock); ok {
 		hc.BindHarness(harnessEnv{env: e})
 	}
+	e.checkPlugins()
 	return e
 }
 
@@ -746,7 +746,6 @@ type JobHandle struct {
 	// savepointPath is the path of the savepoint the job was stopped
 	// with; guarded by mu.
 	savepointPath string
-	rest          string // the REST server's address, if any
 	// cluster, for a cluster member (WithCluster), holds the tasks
 	// it owns; plan is then nil and each task has its own.
 	cluster *clusterjob.Owned
@@ -936,7 +935,10 @@ type OperatorMetrics struct {
 	// Gauges are the values the operator publishes itself, such as a Kafka
 	// source's consumer lag per partition (name "kafka_consumer_lag",
 	// labels topic and partition).
-	Gauges         []Gauge
+	Gauges []Gauge
+	// UserMetrics are the metrics the operator's functions registered
+	// (RuntimeContext.Metrics), sorted by name.
+	UserMetrics    []UserMetric
 	OperatorGauges // idleness, state, timers, source splits (metrics.go)
 }
 
@@ -1020,6 +1022,7 @@ func (tp taskPlan) metrics() []TaskMetrics {
 				}
 			}
 			om.OperatorGauges = operatorGauges(o)
+			om.UserMetrics = userMetrics(o.User)
 			tm.Operators = append(tm.Operators, om)
 		}
 		tm.TaskIO = taskIO(t)

@@ -143,6 +143,9 @@ type RuntimeContext interface {
 	Subtask() int
 	Parallelism() int
 	MaxParallelism() int
+	// Metrics returns the operator's metric group in this subtask, to
+	// register user metrics (Flink's getMetricGroup()).
+	Metrics() *MetricGroup
 }
 
 // KeyedRuntimeContext is the RuntimeContext of a keyed function; it gives
@@ -189,12 +192,14 @@ func cloneFunction[F any](f F) F {
 type runtimeCtx struct {
 	name                 string
 	subtask, par, maxPar int
+	metrics              *MetricGroup
 }
 
-func (r runtimeCtx) OperatorName() string { return r.name }
-func (r runtimeCtx) Subtask() int         { return r.subtask }
-func (r runtimeCtx) Parallelism() int     { return r.par }
-func (r runtimeCtx) MaxParallelism() int  { return r.maxPar }
+func (r runtimeCtx) OperatorName() string  { return r.name }
+func (r runtimeCtx) Subtask() int          { return r.subtask }
+func (r runtimeCtx) Parallelism() int      { return r.par }
+func (r runtimeCtx) MaxParallelism() int   { return r.maxPar }
+func (r runtimeCtx) Metrics() *MetricGroup { return r.metrics }
 
 type keyedRuntimeCtx[K comparable] struct {
 	runtimeCtx

@@ -217,7 +217,7 @@ func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, ou
 	cfg intervalJoinConfig) *intervalJoinOp[K, L, R, OUT] {
 	o := &intervalJoinOp[K, L, R, OUT]{
 		opBase: base(bc), out: out, fn: fn, user: user, restored: bc.Restored,
-		rc: runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism},
+		rc: newRuntimeCtx(bc),
 	}
 	ec := intervaljoin.Config[K, L, R]{
 		Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),

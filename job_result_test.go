@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/rest"
 )
 
@@ -120,6 +122,24 @@ func restStatus(t *testing.T, base, id string) (state, status, savepoint string)
 	return body.State, body.Status, body.Savepoint
 }
 
+// testREST is a plugin serving internal/rest for one job: the public
+// package rest imports this one, so this package's own tests cannot use
+// it.
+type testREST struct{ addr, bound string }
+
+func (p *testREST) PluginName() string { return "test REST server" }
+func (p *testREST) Check() error       { return nil }
+
+func (p *testREST) Attach(job hooks.Job, _, _ *slog.Logger) (func(), error) {
+	s, err := rest.Listen(p.addr, rest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s.Register(job)
+	p.bound = s.Addr()
+	return func() { s.Close(5 * time.Second) }, nil
+}
+
 // endedRESTStatus serves the ended job h on a new REST server (the job's
 // own stops with the job) and returns what it reports.
 func endedRESTStatus(t *testing.T, h *JobHandle) (state, status, savepoint string) {
@@ -129,7 +149,7 @@ func endedRESTStatus(t *testing.T, h *JobHandle) (state, status, savepoint strin
 		t.Fatal(err)
 	}
 	defer s.Close(5 * time.Second)
-	s.Register(restJob{h})
+	s.Register(pluginJob{h})
 	return restStatus(t, "http://"+s.Addr(), h.ID())
 }
 
@@ -225,12 +245,13 @@ func TestJobResultCancelFromGo(t *testing.T) {
 }
 
 func TestJobResultStopFromREST(t *testing.T) {
-	env, seen := resultJob(t, -1, WithRESTAddress("127.0.0.1:0"))
+	srv := &testREST{addr: "127.0.0.1:0"}
+	env, seen := resultJob(t, -1, WithPlugin(srv))
 	h, err := env.ExecuteAsync(t.Context(), "stopped")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + h.RESTAddress()
+	base := "http://" + srv.bound
 	waitSeen(t, h, seen)
 	if state, status, _ := restStatus(t, base, h.ID()); state != "RUNNING" || status != "RUNNING" {
 		t.Fatalf("REST of a running job: state %q, status %q", state, status)
@@ -250,13 +271,14 @@ func TestJobResultStopFromREST(t *testing.T) {
 }
 
 func TestJobResultCancelFromREST(t *testing.T) {
-	env, seen := resultJob(t, -1, WithRESTAddress("127.0.0.1:0"))
+	srv := &testREST{addr: "127.0.0.1:0"}
+	env, seen := resultJob(t, -1, WithPlugin(srv))
 	h, err := env.ExecuteAsync(t.Context(), "cancelled")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitSeen(t, h, seen)
-	if code := post(t, http.MethodPatch, "http://"+h.RESTAddress()+"/jobs/"+h.ID()+"?mode=cancel", ""); code != http.StatusAccepted {
+	if code := post(t, http.MethodPatch, "http://"+srv.bound+"/jobs/"+h.ID()+"?mode=cancel", ""); code != http.StatusAccepted {
 		t.Fatalf("PATCH /jobs/:id: %d", code)
 	}
 	checkResult(t, h, JobCanceled, "")
@@ -274,7 +296,7 @@ func TestExecuteStoppedThroughREST(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	env, seen := resultJob(t, -1, WithRESTAddress(addr))
+	env, seen := resultJob(t, -1, WithPlugin(&testREST{addr: addr}))
 	done := make(chan error, 1)
 	go func() { done <- env.Execute(t.Context(), "stopped") }()
 	deadline := time.Now().Add(20 * time.Second)

@@ -40,13 +40,15 @@ type keyedBase[K comparable] struct {
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
 	restored     *runtime.Restored
-	registered   int64       // timers registered, for metrics (metrics_ops.go)
-	fail         func(error) // fails the task from any goroutine (BuildContext.Fail)
+	registered   int64        // timers registered, for metrics (metrics_ops.go)
+	fail         func(error)  // fails the task from any goroutine (BuildContext.Fail)
+	metrics      *MetricGroup // the functions' user metrics (metrics_user.go)
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
 	return keyedBase[K]{
 		opContext:   newOpContext(bc),
+		metrics:     metricGroupOf(bc),
 		hash:        hash,
 		maxP:        bc.MaxParallelism,
 		backend:     istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
@@ -131,7 +133,7 @@ func (b *keyedBase[K]) setBackendKey(k K, kg int) {
 }
 
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
-	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP}, b: b.backend}
+	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP, metrics: b.metrics}, b: b.backend}
 	if b.disk != nil {
 		return diskRuntimeCtx[K]{keyedRuntimeCtx: rc, kb: b.disk}
 	}
@@ -420,7 +422,7 @@ func CoProcess[A, B, OUT any](cs ConnectedStreams[A, B], fn CoProcessFunction[A,
 	return twoInput(cs.first, cs.second, "CoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
 		o := &coProcessOp[A, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out}
 		o.col.out = out
-		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		o.rc = newRuntimeCtx(bc)
 		return o, o, nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/rest"
 )
 
 // captured is a slog handler that keeps every record, with the attributes
@@ -214,7 +215,8 @@ func TestCancellationIsNotAFailure(t *testing.T) {
 // job once (they repeated it: job="ctl job" job="ctl job").
 func TestControlEndpointLogsJobOnce(t *testing.T) {
 	logs := &captured{}
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(logs.logger()), weir.WithControlAddress("127.0.0.1:0"))
+	srv := rest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(logs.logger()), weir.WithPlugin(srv))
 	env.EnableCheckpointing(time.Hour)
 	src := weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 	weir.Discard(src)
@@ -222,7 +224,7 @@ func TestControlEndpointLogsJobOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post("http://"+h.ControlAddress()+"/jobs/ctl%20job/savepoints", "application/json",
+	resp, err := http.Post("http://"+srv.Addr()+"/jobs/ctl%20job/savepoints", "application/json",
 		strings.NewReader(fmt.Sprintf(`{"dir": %q}`, t.TempDir())))
 	if err != nil {
 		t.Fatal(err)

@@ -220,6 +220,9 @@ func (h *JobHandle) snapshot() *monitor.Snapshot {
 			for _, g := range om.Gauges {
 				mo.Gauges = append(mo.Gauges, monitor.Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
 			}
+			for _, u := range om.UserMetrics {
+				mo.User = append(mo.User, monitorUserMetric(u))
+			}
 			if j := om.Join; j != nil {
 				mo.Join = &monitor.JoinSample{Lower: j.Lower, Upper: j.Upper, Probes: j.Probes, Matched: j.Matched, MirroredMatched: j.MirroredMatched}
 			}

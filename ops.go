@@ -378,7 +378,7 @@ func ProcessStream[IN, OUT any](ds DataStream[IN], fn ProcessFunction[IN, OUT]) 
 	return oneInput(ds, "Process", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
 		o := &processOp[IN, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out}
 		o.col.out = out
-		o.rc = runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}
+		o.rc = newRuntimeCtx(bc)
 		return o, o, nil
 	})
 }

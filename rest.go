@@ -2,82 +2,93 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
-	"github.com/weirstream/weir/internal/rest"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
-// WithRESTAddress makes ExecuteAsync (and Execute) serve the job's HTTP
-// server on addr ("127.0.0.1:0" picks a free port; JobHandle.RESTAddress
-// tells which) until the job ends: Flink's REST API (v1 paths and JSON
-// field names: /overview, /config, /jobs/overview, /jobs/:jobid,
-// /jobs/:jobid/plan, /jobs/:jobid/vertices/:vertexid with .../watermarks,
-// .../backpressure and .../flamegraph, /jobs/:jobid/checkpoints and
-// .../checkpoints/details/:id, /jobs/:jobid/exceptions, the metrics
-// queries, savepoints, stop with savepoint and cancel), Prometheus
-// metrics at /metrics, /debug/pprof, Weir's own resources under /weir/
-// (snapshots, history, doctor findings, input capture) and the web
-// dashboard at /. The job's id in the paths is a 32-hex-digit id
-// (JobHandle.ID); its name works too.
-//
-// Default off. Bind it to a loopback address unless you give a token
-// (WithRESTToken): on any other address Execute refuses to start without
-// one. With a token, write actions and profiles need the header
-// "Authorization: Bearer TOKEN"; monitoring is open.
-func WithRESTAddress(addr string) Option { return func(c *config) { c.restAddr = addr } }
-
-// WithRESTToken sets the token the REST server requires for write actions
-// (savepoints, stop, cancel, input capture) and profiles.
-func WithRESTToken(token string) Option { return func(c *config) { c.restToken = token } }
-
-// WithControlAddress is the older name of WithRESTAddress: the control
-// endpoint (`weir savepoint --address`) is part of the REST server.
-func WithControlAddress(addr string) Option { return WithRESTAddress(addr) }
-
-// RESTAddress returns the address of the job's REST server, or "" without
-// WithRESTAddress.
-func (h *JobHandle) RESTAddress() string { return h.rest }
-
-// ControlAddress returns the address of the job's control endpoint: its
-// REST server (RESTAddress).
-func (h *JobHandle) ControlAddress() string { return h.rest }
-
-// startREST serves the REST API for h if configured; the returned
-// function stops it.
-func (e *Environment) startREST(h *JobHandle, log *slog.Logger) (func(), error) {
-	if e.cfg.restAddr == "" {
-		return func() {}, nil
-	}
-	s, err := rest.Listen(e.cfg.restAddr, rest.Options{Token: e.cfg.restToken, Logger: e.cfg.logger, Version: "weir"}) // its entries name the job themselves
-	if err != nil {
-		return nil, fmt.Errorf("weir: %w", err)
-	}
-	s.Register(restJob{h})
-	h.rest = s.Addr()
-	log.Info("REST server listening", "address", h.rest, "dashboard", "http://"+h.rest+"/")
-	return func() {
-		if err := s.Close(10 * time.Second); err != nil {
-			log.Warn("REST server did not stop cleanly", "err", err)
-		}
-	}, nil
+// Plugin is something attached to each job an Environment runs, for as
+// long as the job runs: the REST API, Prometheus and dashboard server of
+// package github.com/weirstream/weir/rest (rest.New) is one. Only
+// Weir's plugin packages implement it (their values also implement an
+// internal interface the environment uses); plug one with WithPlugin.
+type Plugin interface {
+	// PluginName names the plugin in errors and logs.
+	PluginName() string
 }
 
-// restJob adapts a JobHandle to the REST server.
-type restJob struct{ h *JobHandle }
+// WithPlugin attaches p to every job the environment runs: p starts with
+// the job (ExecuteAsync, Execute, RunService) and stops once the job has
+// ended. For instance
+//
+//	srv := rest.New("127.0.0.1:8081")
+//	env := weir.NewEnvironment(weir.WithPlugin(srv))
+//
+// serves the job's REST API, Prometheus metrics and dashboard;
+// srv.Addr() tells the address once the job started. A plugin that is
+// nil or not one of Weir's, or whose settings cannot work, fails the
+// job when it is built.
+func WithPlugin(p Plugin) Option { return func(c *config) { c.plugins = append(c.plugins, p) } }
 
-func (j restJob) Snapshot() *monitorSnapshot { return j.h.snapshot() }
+// checkPlugins reports the plugins that cannot be attached.
+func (e *Environment) checkPlugins() {
+	for _, p := range e.cfg.plugins {
+		if isNil(p) {
+			e.fail(errors.New("WithPlugin: the plugin is nil"))
+			continue
+		}
+		jp, ok := p.(hooks.JobPlugin)
+		if !ok {
+			e.fail(fmt.Errorf("WithPlugin: %s (%T) is not a Weir plugin: use one of Weir's plugin packages, such as rest.New", p.PluginName(), p))
+			continue
+		}
+		if err := jp.Check(); err != nil {
+			e.fail(fmt.Errorf("WithPlugin(%s): %w", p.PluginName(), err))
+		}
+	}
+}
 
-func (j restJob) Savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+// startREST attaches the environment's plugins (WithPlugin: the REST
+// server, ...) to h; the returned function stops them, last attached
+// first.
+func (e *Environment) startREST(h *JobHandle, log *slog.Logger) (func(), error) {
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	for _, p := range e.cfg.plugins {
+		jp, ok := p.(hooks.JobPlugin)
+		if !ok {
+			continue // refused by checkPlugins
+		}
+		stop, err := jp.Attach(pluginJob{h}, e.cfg.logger, log)
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("weir: %s: %w", p.PluginName(), err)
+		}
+		stops = append(stops, stop)
+	}
+	return stopAll, nil
+}
+
+// pluginJob adapts a JobHandle to hooks.Job.
+type pluginJob struct{ h *JobHandle }
+
+func (j pluginJob) Snapshot() *monitorSnapshot { return j.h.snapshot() }
+
+func (j pluginJob) Savepoint(ctx context.Context, dir string, stop bool) (string, error) {
 	if stop {
 		return j.h.StopWithSavepoint(ctx, dir)
 	}
 	return j.h.TriggerSavepoint(ctx, dir)
 }
 
-func (j restJob) Cancel() { j.h.Cancel() }
+func (j pluginJob) Cancel() { j.h.Cancel() }
 
-func (j restJob) Record(ctx context.Context, vertex string, subtask int, limit int) ([]byte, error) {
+func (j pluginJob) Record(ctx context.Context, vertex string, subtask int, limit int) ([]byte, error) {
 	return j.h.record(ctx, vertex, subtask, limit)
 }

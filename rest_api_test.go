@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/rest"
 )
 
 // restEvent is an event of the REST tests' jobs.
@@ -24,7 +25,8 @@ type restEvent struct {
 // server, with checkpoints every 50 ms.
 func startJoinJob(t *testing.T, opts ...weir.Option) (*weir.JobHandle, string) {
 	t.Helper()
-	env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithRESTAddress("127.0.0.1:0"),
+	srv := rest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithPlugin(srv),
 		weir.WithAutoWatermarkInterval(10 * time.Millisecond), weir.WithKeySampling(16)}, opts...)...)
 	env.EnableCheckpointing(50*time.Millisecond, weir.DefaultSavepointDir(t.TempDir()))
 	strategy := weir.ForBoundedOutOfOrderness[restEvent](0).WithTimestampAssigner(func(e restEvent, _ int64) int64 { return e.TS })
@@ -42,7 +44,7 @@ func startJoinJob(t *testing.T, opts ...weir.Option) (*weir.JobHandle, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Cancel(); h.Wait() })
-	return h, "http://" + h.RESTAddress()
+	return h, "http://" + srv.Addr()
 }
 
 func httpJSON(t *testing.T, method, url, body string, v any) int {

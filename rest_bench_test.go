@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/rest"
 )
 
 // BenchmarkChainedPipelineObserved is BenchmarkChainedPipeline with the
@@ -15,7 +16,8 @@ import (
 // 100 ms), for BENCHMARKS.md's before/after comparison of the metrics'
 // cost.
 func BenchmarkChainedPipelineObserved(b *testing.B) {
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithRESTAddress("127.0.0.1:0"))
+	srv := rest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	src := weir.Generate(env, int64(b.N), 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 	m := weir.Map(src, func(v int64) int64 { return v * 3 })
 	f := weir.Filter(m, func(v int64) bool { return v&1 == 0 })
@@ -35,7 +37,7 @@ func BenchmarkChainedPipelineObserved(b *testing.B) {
 				return
 			case <-t.C:
 				for _, p := range []string{"/metrics", "/weir/jobs/" + h.ID() + "/snapshot"} {
-					if resp, err := http.Get("http://" + h.RESTAddress() + p); err == nil {
+					if resp, err := http.Get("http://" + srv.Addr() + p); err == nil {
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
 					}

@@ -471,7 +471,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 				o.user = cloneFunction(spec.user)
 			}
 			backend := istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock)
-			o.rc = keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism}, b: backend}
+			o.rc = keyedRuntimeCtx[K]{runtimeCtx: newRuntimeCtx(bc), b: backend}
 			var forbid error
 			if merging {
 				forbid = errMergingWindowState

@@ -15,7 +15,7 @@ import (
 
 const doctorUsage = `usage: weir doctor --url http://HOST:PORT [--job JOB] [--samples N] [--every D] [--token T] [--json]
 
-Reads a running job's REST API (a job started with weir.WithRESTAddress)
+Reads a running job's REST API (a job started with weir.WithPlugin(rest.New(ADDR)))
 over a short observation window, --samples snapshots --every apart
 (default 10 snapshots, 1s apart), and prints findings for the five
 failures of the field guide to two-stream jobs, each with its evidence,

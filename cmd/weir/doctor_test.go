@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/examples/troubles/trouble"
 	"github.com/weirstream/weir/internal/doctor"
 	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/rest"
 )
 
 // The doctor's end-to-end tests: each runs the small job of
@@ -20,7 +21,7 @@ import (
 
 // runJob starts the job of examples/troubles that shows failure (or, for
 // "", the job env holds) behind a REST server.
-func runJob(t *testing.T, env *weir.Environment, failure string) (*weir.JobHandle, *doctor.Client) {
+func runJob(t *testing.T, env *weir.Environment, srv rest.Server, failure string) (*weir.JobHandle, *doctor.Client) {
 	t.Helper()
 	if failure != "" {
 		if err := trouble.Build(env, failure, trouble.Options{}); err != nil {
@@ -32,12 +33,14 @@ func runJob(t *testing.T, env *weir.Environment, failure string) (*weir.JobHandl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Cancel(); h.Wait() })
-	return h, &doctor.Client{Base: "http://" + h.RESTAddress()}
+	return h, &doctor.Client{Base: "http://" + srv.Addr()}
 }
 
-func newEnv(opts ...weir.Option) *weir.Environment {
-	return weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithRESTAddress("127.0.0.1:0"),
-		weir.WithAutoWatermarkInterval(20 * time.Millisecond), weir.WithKeySampling(8)}, opts...)...)
+// newEnv returns an environment with a REST server on a free port.
+func newEnv(opts ...weir.Option) (*weir.Environment, rest.Server) {
+	srv := rest.New("127.0.0.1:0")
+	return weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithPlugin(srv),
+		weir.WithAutoWatermarkInterval(20 * time.Millisecond), weir.WithKeySampling(8)}, opts...)...), srv
 }
 
 // waitFor polls the job's snapshot until cond holds (at most 60 s).
@@ -96,8 +99,8 @@ func reported(t *testing.T, out, kind string, words ...string) {
 }
 
 func TestDoctorWatermarkGap(t *testing.T) {
-	env := newEnv()
-	h, c := runJob(t, env, "watermark-gap")
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "watermark-gap")
 	waitFor(t, h, c, "a watermark gap at the join", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		if v == nil || len(v.Subtasks) == 0 {
@@ -111,9 +114,9 @@ func TestDoctorWatermarkGap(t *testing.T) {
 }
 
 func TestDoctorAlignment(t *testing.T) {
-	env := newEnv(weir.WithParallelism(1), weir.WithBufferSize(128))
+	env, srv := newEnv(weir.WithParallelism(1), weir.WithBufferSize(128))
 	env.EnableCheckpointing(200 * time.Millisecond)
-	h, c := runJob(t, env, "alignment")
+	h, c := runJob(t, env, srv, "alignment")
 	waitFor(t, h, c, "a checkpoint aligning for more than 1.5 s at the join", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		if v == nil {
@@ -133,8 +136,8 @@ func TestDoctorAlignment(t *testing.T) {
 }
 
 func TestDoctorStateGrowth(t *testing.T) {
-	env := newEnv()
-	h, c := runJob(t, env, "state-growth")
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "state-growth")
 	waitFor(t, h, c, "state to pile up", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "holder")
 		return v != nil && len(v.Subtasks) == 2 && v.Subtasks[0].Operators[0].StateEntries > 500
@@ -144,8 +147,8 @@ func TestDoctorStateGrowth(t *testing.T) {
 }
 
 func TestDoctorHotKey(t *testing.T) {
-	env := newEnv()
-	h, c := runJob(t, env, "hot-key")
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "hot-key")
 	waitFor(t, h, c, "a few thousand keyed records", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "per-customer")
 		return v != nil && len(v.KeySkew) > 0 && v.KeySkew[0].Sampled > 500
@@ -155,8 +158,8 @@ func TestDoctorHotKey(t *testing.T) {
 }
 
 func TestDoctorInvertedBounds(t *testing.T) {
-	env := newEnv()
-	h, c := runJob(t, env, "inverted-bounds")
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "inverted-bounds")
 	waitFor(t, h, c, "a few hundred sampled probes", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		var probes int64
@@ -172,9 +175,9 @@ func TestDoctorInvertedBounds(t *testing.T) {
 }
 
 func TestDoctorHealthy(t *testing.T) {
-	env := newEnv()
+	env, srv := newEnv()
 	env.EnableCheckpointing(200 * time.Millisecond)
-	h, c := runJob(t, env, "healthy")
+	h, c := runJob(t, env, srv, "healthy")
 	waitFor(t, h, c, "a completed checkpoint and sampled probes", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "join")
 		var probes int64

@@ -25,6 +25,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/nexmark/queries"
+	"github.com/weirstream/weir/rest"
 )
 
 const nexmarkUsage = `usage: weir nexmark [flags]
@@ -336,8 +337,10 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		defer os.RemoveAll(opts.OutputDir)
 	}
 	envOpts := []weir.Option{weir.WithParallelism(o.parallelism)}
+	var srv rest.Server
 	if o.rest != "" {
-		envOpts = append(envOpts, weir.WithRESTAddress(o.rest))
+		srv = rest.New(o.rest)
+		envOpts = append(envOpts, weir.WithPlugin(srv))
 	}
 	if o.keySample >= 0 {
 		envOpts = append(envOpts, weir.WithKeySampling(o.keySample))
@@ -391,7 +394,7 @@ func runNexmark(ctx context.Context, q queries.Query, o nexmarkOptions, ne *nexm
 		return nexmarkRun{}, err
 	}
 	if o.rest != "" && o.scrape > 0 {
-		stopScrape := scrape(h, o.scrape)
+		stopScrape := scrape(h, srv.Addr(), o.scrape)
 		defer stopScrape()
 	}
 	if progress != nil {
@@ -640,10 +643,10 @@ func printTable(w io.Writer, runs []nexmarkRun) {
 
 // scrape reads the job's Prometheus metrics and snapshot every d until the
 // returned function is called, as a monitor would.
-func scrape(h *weir.JobHandle, d time.Duration) func() {
+func scrape(h *weir.JobHandle, addr string, d time.Duration) func() {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
-	base := "http://" + h.RESTAddress()
+	base := "http://" + addr
 	go func() {
 		defer close(stopped)
 		t := time.NewTicker(d)

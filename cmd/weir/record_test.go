@@ -44,24 +44,24 @@ func recordAndReplay(t *testing.T, c string, vertex string, wantOp string) strin
 // behind a keyBy, and replays each offline: the engine must give the same
 // watermarks and statuses the live operator got.
 func TestRecordReplay(t *testing.T) {
-	env := newEnv()
+	env, srv := newEnv()
 	if err := trouble.Build(env, "healthy", trouble.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	h, c := runJob(t, env, "")
+	h, c := runJob(t, env, srv, "")
 	_ = h
 	scn := recordAndReplay(t, c.Base, "join -> Discard", "op watermarks inputs=2 channels=2")
 	if !strings.Contains(scn, "2.1 rec ") || !strings.Contains(scn, "proc ") {
 		t.Fatalf("the capture lacks the second input's second channel or processing time:\n%.2000s", scn)
 	}
 
-	env = newEnv()
+	env, srv = newEnv()
 	strategy := weir.ForBoundedOutOfOrderness[trouble.Event](10 * time.Millisecond).
 		WithTimestampAssigner(func(e trouble.Event, _ int64) int64 { return e.TS })
 	src := weir.Generate(env, -1, 5_000, func(i int64) trouble.Event { return trouble.Event{Key: i % 7, TS: i} }, strategy).Name("events")
 	keyed := weir.KeyBy(src, func(e trouble.Event) int64 { return e.Key }).Stream()
 	weir.Discard(weir.Map(keyed, func(e trouble.Event) int64 { return e.Key }).Name("per-key"))
-	_, c = runJob(t, env, "")
+	_, c = runJob(t, env, srv, "")
 	scn = recordAndReplay(t, c.Base, "per-key -> Discard", "op watermarks inputs=1 channels=2")
 	if !strings.Contains(scn, "1.0 rec 3 ") {
 		t.Fatalf("records lack their keys:\n%.1000s", scn)

@@ -30,7 +30,7 @@ const savepointUsage = `usage: weir savepoint --address HOST:PORT [--dir LOCATIO
        weir savepoint inspect [--json] [--s3-endpoint URL] [--s3-region R] LOCATION
 
 The first form asks the control endpoint of a running job (started with
-weir.WithRESTAddress, or its older name weir.WithControlAddress) for a
+weir.WithPlugin(rest.New(ADDR))) for a
 savepoint of JOB into LOCATION: a directory on the job's machine (a path,
 relative to the current directory, or file:///dir) or s3://bucket/prefix,
 which the job reaches as its weir.WithStorage(s3.New(...)) says (without --dir: the job's

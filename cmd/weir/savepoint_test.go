@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/checkpoint/store/s3store"
 	"github.com/weirstream/weir/internal/s3test"
+	"github.com/weirstream/weir/rest"
 	"github.com/weirstream/weir/state"
 )
 
@@ -41,7 +42,8 @@ func (c *counter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int6
 // and drives it with `weir savepoint`: a savepoint, its inspection, bad
 // input, then a stop with a savepoint.
 func TestSavepointCommand(t *testing.T) {
-	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithControlAddress("127.0.0.1:0"))
+	srv := rest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv))
 	env.EnableCheckpointing(time.Hour)
 	src := weir.Generate(env, -1, 5000, func(i int64) int64 { return i % 10 }, weir.NoWatermarks[int64]()).SetParallelism(1)
 	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &counter{}).UID("counter")
@@ -51,7 +53,7 @@ func TestSavepointCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { h.Cancel(); h.Wait() }()
-	addr := h.ControlAddress()
+	addr := srv.Addr()
 	if addr == "" {
 		t.Fatal("no control address")
 	}

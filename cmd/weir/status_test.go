@@ -9,6 +9,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/internal/rest"
+	weirrest "github.com/weirstream/weir/rest"
 )
 
 // endedJob is a rest.Job that has ended with the given statuses.
@@ -29,17 +30,18 @@ func status(args ...string) (int, string, string) {
 
 func TestStatusCommand(t *testing.T) {
 	// A running job, through its own REST server.
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithRESTAddress("127.0.0.1:0"))
+	srv := weirrest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	weir.Discard(weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()))
 	h, err := env.ExecuteAsync(t.Context(), "running")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { h.Cancel(); h.Wait() }()
-	if code, out, errs := status("--address", h.RESTAddress(), "running"); code != 0 || out != "RUNNING\n" {
+	if code, out, errs := status("--address", srv.Addr(), "running"); code != 0 || out != "RUNNING\n" {
 		t.Fatalf("running job: code %d, out %q, err %q", code, out, errs)
 	}
-	if code, _, _ := status("--address", h.RESTAddress(), "nosuchjob"); code != 2 {
+	if code, _, _ := status("--address", srv.Addr(), "nosuchjob"); code != 2 {
 		t.Fatalf("no such job: code %d", code)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/rest"
 )
 
 // tenRecords is a one-partition topic with values "0".."9" at offsets 0-9
@@ -144,7 +145,8 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 	mk(a, 2)
 	cl := manual(t, addr)
 	produce(t, cl, rec(a, 0, "a0", 1), rec(a, 1, "a1", 2))
-	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithRESTAddress("127.0.0.1:0"))
+	srv := rest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv))
 	env.EnableCheckpointing(50 * time.Millisecond)
 	group := prefix + "-group"
 	src := kafka.NewSource(kafka.String(), kafka.WithBrokers(addr), kafka.WithTopicPattern(regexp.MustCompile("^"+prefix+"-")),
@@ -202,7 +204,7 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 		return maps.Equal(splits, want)
 	})
 	// Prometheus: the lag and each partition's records, labelled.
-	resp, err := http.Get("http://" + h.RESTAddress() + "/metrics")
+	resp, err := http.Get("http://" + srv.Addr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/examples/troubles/trouble"
+	"github.com/weirstream/weir/rest"
 )
 
 func main() {
@@ -30,7 +31,8 @@ func main() {
 	addr := flag.String("rest", "127.0.0.1:8081", "the REST server's address")
 	rate := flag.Float64("rate", 0, "records per second per source (0: the failure's default)")
 	flag.Parse()
-	opts := []weir.Option{weir.WithRESTAddress(*addr), weir.WithParallelism(2)}
+	srv := rest.New(*addr)
+	opts := []weir.Option{weir.WithPlugin(srv), weir.WithParallelism(2)}
 	if *failure == "alignment" {
 		opts = append(opts, weir.WithParallelism(1), weir.WithBufferSize(128))
 	}
@@ -49,7 +51,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "troubles:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("job %s (%s) running; dashboard at http://%s/ — Ctrl-C to stop\n", h.Name(), h.ID(), h.RESTAddress())
+	fmt.Printf("job %s (%s) running; dashboard at http://%s/ — Ctrl-C to stop\n", h.Name(), h.ID(), srv.Addr())
 	if err := h.Wait(); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "troubles:", err)
 		os.Exit(1)

@@ -28,6 +28,7 @@ import (
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/kafkacluster"
+	"github.com/weirstream/weir/rest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -66,8 +67,8 @@ type jobSpec struct {
 	// to listen to target before it starts (TestClusterFailoverHosts: the
 	// broker's address inside a network namespace).
 	Forward string
-	// REST serves the instance's REST API on a free loopback port.
-	REST bool
+	// REST, if set, serves the instance's REST API.
+	REST rest.Server `json:"-"`
 	// Q5 runs q5Job over that many events instead (Single: in the
 	// single-process engine at Parallelism).
 	Q5          int64
@@ -104,8 +105,8 @@ func buildJob(s jobSpec, opts ...kafkacluster.Option) *weir.Environment {
 	eopts := []weir.Option{weir.WithParallelism(1),
 		weir.WithCluster(kafkacluster.New(s.Broker, append([]kafkacluster.Option{kafkacluster.SessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...)),
 		weir.WithLogger(jobLogger())}
-	if s.REST {
-		eopts = append(eopts, weir.WithRESTAddress("127.0.0.1:0"))
+	if s.REST != nil {
+		eopts = append(eopts, weir.WithPlugin(s.REST))
 	}
 	env := weir.NewEnvironment(eopts...)
 	env.EnableCheckpointing(200*time.Millisecond, weir.CheckpointStorage(s.Checkpoints))

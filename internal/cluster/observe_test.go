@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/rest"
 )
 
 func getJSON(t *testing.T, url string, v any) {
@@ -53,7 +54,7 @@ func TestClusterObservability(t *testing.T) {
 	cl, adm := clients(t, broker)
 	const parts = 4
 	s := jobSpec{Broker: broker, Job: unique(t, "job"), In: unique(t, "in"), Out: unique(t, "out"),
-		Checkpoints: t.TempDir(), SessionMS: 6000, Join: true, REST: true}
+		Checkpoints: t.TempDir(), SessionMS: 6000, Join: true}
 	createTopic(t, adm, s.In, parts)
 	createTopic(t, adm, s.Out, 1)
 	evs, want := produceEnded(t, cl, s.In, rand.New(rand.NewPCG(7, 8)), parts, 400, 10)
@@ -61,7 +62,10 @@ func TestClusterObservability(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var handles []*weir.JobHandle
+	var servers []rest.Server // each instance's REST server
 	for i := 0; i < 2; i++ {
+		s.REST = rest.New("127.0.0.1:0")
+		servers = append(servers, s.REST)
 		h, err := buildJob(s).ExecuteAsync(ctx, s.Job)
 		if err != nil {
 			t.Fatal(err)
@@ -83,9 +87,9 @@ func TestClusterObservability(t *testing.T) {
 	// checkpoints (positions at rest).
 	views := func() []*monitor.Cluster {
 		var cs []*monitor.Cluster
-		for _, h := range handles {
+		for i, h := range handles {
 			var c monitor.Cluster
-			getJSON(t, "http://"+h.RESTAddress()+"/jobs/"+h.ID()+"/cluster", &c)
+			getJSON(t, "http://"+servers[i].Addr()+"/jobs/"+h.ID()+"/cluster", &c)
 			cs = append(cs, &c)
 		}
 		return cs
@@ -176,7 +180,7 @@ func TestClusterObservability(t *testing.T) {
 		var job struct {
 			Vertices []struct{ ID, Name string } `json:"vertices"`
 		}
-		base := "http://" + h.RESTAddress()
+		base := "http://" + servers[i].Addr()
 		getJSON(t, base+"/jobs/"+h.ID(), &job)
 		var subtasks []string
 		for _, v := range job.Vertices {

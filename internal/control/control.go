@@ -1,7 +1,7 @@
 // Package control is the client side of Weir's job control endpoint: the
 // synchronous savepoint request that `weir savepoint` sends to a job's
-// REST server (internal/rest serves it, weir.WithRESTAddress or its older
-// name weir.WithControlAddress), and the types of its bodies.
+// REST server (internal/rest serves it, plugged with
+// weir.WithPlugin(rest.New(addr))), and the types of its bodies.
 //
 //	GET  /jobs                        {"jobs": [{"id": "...", "status": "RUNNING", "name": "..."}]}
 //	POST /jobs/{name}/savepoints      {"dir": "/savepoints", "stop": false}

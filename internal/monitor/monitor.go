@@ -196,6 +196,39 @@ type OpMetric struct {
 	Gauges          []Gauge            `json:"gauges,omitempty"`
 	Join            *JoinSample        `json:"join,omitempty"`
 	Extra           map[string]float64 `json:"extra,omitempty"`
+	// User holds the metrics the operator's functions registered
+	// (weir.MetricGroup), sorted by name.
+	User []UserMetric `json:"user-metrics,omitempty"`
+}
+
+// UserMetric is a metric a user function registered.
+type UserMetric struct {
+	Name string `json:"name"`
+	// Kind is "counter", "gauge" or "histogram".
+	Kind string `json:"kind"`
+	// Value is a counter's count, a gauge's value (0 if it is not a
+	// finite number) or a histogram's count.
+	Value float64 `json:"value"`
+	// Histogram holds a histogram's statistics.
+	Histogram *HistogramStats `json:"histogram,omitempty"`
+}
+
+// HistogramStats are a histogram's statistics: Count and Sum over all
+// updates, the others over its window of the latest ones.
+type HistogramStats struct {
+	Count  int64   `json:"count"`
+	Sum    float64 `json:"sum"`
+	Min    int64   `json:"min"`
+	Max    int64   `json:"max"`
+	Mean   float64 `json:"mean"`
+	StdDev float64 `json:"stddev"`
+	P50    float64 `json:"p50"`
+	P75    float64 `json:"p75"`
+	P90    float64 `json:"p90"`
+	P95    float64 `json:"p95"`
+	P98    float64 `json:"p98"`
+	P99    float64 `json:"p99"`
+	P999   float64 `json:"p999"`
 }
 
 // Split is one source split of a subtask.

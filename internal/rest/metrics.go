@@ -81,6 +81,9 @@ func subtaskMetricMap(snap *monitor.Snapshot, v *monitor.Vertex, st monitor.Subt
 		for _, g := range op.Gauges {
 			m[p+g.Scope()+g.Name] = fmtFloat(g.Value)
 		}
+		for _, u := range op.User {
+			userMetricIDs(m, p+u.Name, u)
+		}
 		if j := op.Join; j != nil {
 			m[p+"sampledProbes"] = fmtInt(j.Probes)
 			m[p+"sampledMatches"] = fmtInt(j.Matched)
@@ -259,4 +262,30 @@ func (s *Server) aggregatedMetrics(w http.ResponseWriter, r *http.Request, e *en
 		out = append(out, res)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// userMetricIDs adds a user metric's ids under prefix p: its name, or for
+// a histogram its name with Flink's suffixes (_count, _min, ..., _p999).
+func userMetricIDs(m map[string]string, p string, u monitor.UserMetric) {
+	h := u.Histogram
+	if h == nil {
+		if u.Kind == "counter" {
+			m[p] = fmtInt(int64(u.Value))
+		} else {
+			m[p] = fmtFloat(u.Value)
+		}
+		return
+	}
+	m[p+"_count"] = fmtInt(h.Count)
+	m[p+"_min"] = fmtInt(h.Min)
+	m[p+"_max"] = fmtInt(h.Max)
+	m[p+"_mean"] = fmtFloat(h.Mean)
+	m[p+"_stddev"] = fmtFloat(h.StdDev)
+	m[p+"_median"] = fmtFloat(h.P50)
+	m[p+"_p75"] = fmtFloat(h.P75)
+	m[p+"_p90"] = fmtFloat(h.P90)
+	m[p+"_p95"] = fmtFloat(h.P95)
+	m[p+"_p98"] = fmtFloat(h.P98)
+	m[p+"_p99"] = fmtFloat(h.P99)
+	m[p+"_p999"] = fmtFloat(h.P999)
 }

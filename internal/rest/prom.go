@@ -151,6 +151,9 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 					name, labels, values := gaugeMetric(g)
 					e.emit(name, "A gauge the operator publishes ("+g.Name+").", gauge, g.Value, append(append([]string(nil), opLabels...), labels...), append(ol, values...)...)
 				}
+				for _, u := range op.User {
+					collectUser(e, u, ol)
+				}
 				if j := op.Join; j != nil {
 					e.emit("weir_join_sampled_probes_total", "Interval-join probes sampled.", counter, float64(j.Probes), opLabels, ol...)
 					e.emit("weir_join_sampled_matches_total", "Sampled probes that found a partner.", counter, float64(j.Matched), opLabels, ol...)
@@ -212,6 +215,32 @@ func collectCluster(e *emitter, job string, c *monitor.Cluster) {
 		for _, in := range t.Inputs {
 			e.emit("weir_cluster_task_committed_offset", "The next offset to read of the task's input partition in its last committed checkpoint.", gauge, float64(in.Offset), clusterInputLabels, job, t.ID, in.Topic, strconv.Itoa(int(in.Partition)))
 		}
+	}
+}
+
+// collectUser emits a user metric (weir.MetricGroup) with the operator's
+// labels ol: a counter as weir_user_counter_<name>_total, a gauge as
+// weir_user_gauge_<name>, a histogram as the summary
+// weir_user_histogram_<name>. The kind in the name keeps the families of
+// different kinds apart, and the weir_user_ prefix apart from Weir's own.
+func collectUser(e *emitter, u monitor.UserMetric, ol []string) {
+	name := strings.ToLower(metricName.ReplaceAllString(u.Name, "_"))
+	switch {
+	case u.Histogram != nil:
+		h := u.Histogram
+		full := "weir_user_histogram_" + name
+		key := full + "|summary"
+		d, ok := e.descs[key]
+		if !ok {
+			d = prometheus.NewDesc(full, "User histogram "+u.Name+" (quantiles over its latest 1024 updates).", opLabels, nil)
+			e.descs[key] = d
+		}
+		q := map[float64]float64{0.5: h.P50, 0.75: h.P75, 0.9: h.P90, 0.95: h.P95, 0.98: h.P98, 0.99: h.P99, 0.999: h.P999}
+		e.ch <- prometheus.MustNewConstSummary(d, uint64(h.Count), h.Sum, q, ol...)
+	case u.Kind == "counter":
+		e.emit("weir_user_counter_"+name+"_total", "User counter "+u.Name+".", counter, u.Value, opLabels, ol...)
+	default:
+		e.emit("weir_user_gauge_"+name, "User gauge "+u.Name+".", gauge, u.Value, opLabels, ol...)
 	}
 }
 

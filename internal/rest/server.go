@@ -110,7 +110,7 @@ func Loopback(addr string) bool {
 // Listen starts a server on addr ("127.0.0.1:0" picks a free port).
 func Listen(addr string, opts Options) (*Server, error) {
 	if !Loopback(addr) && opts.Token == "" {
-		return nil, fmt.Errorf("rest: %s is not a loopback address: give a token for write actions and profiles (weir.RESTToken)", addr)
+		return nil, fmt.Errorf("rest: %s is not a loopback address: give a token for write actions and profiles (rest.WithToken)", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -148,12 +148,21 @@ func Listen(addr string, opts Options) (*Server, error) {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Register makes j reachable under its ID (and, for the legacy control
-// routes and `weir` commands, its name) and takes a first sample.
-func (s *Server) Register(j Job) {
+// routes and `weir` commands, its name), takes a first sample and
+// returns the ID.
+func (s *Server) Register(j Job) string {
 	snap := j.Snapshot()
 	e := &entry{job: j, id: snap.Job.ID, name: snap.Job.Name, hist: []*monitor.Snapshot{snap}}
 	s.mu.Lock()
 	s.jobs[e.id] = e
+	s.mu.Unlock()
+	return e.id
+}
+
+// Unregister removes the job registered under id.
+func (s *Server) Unregister(id string) {
+	s.mu.Lock()
+	delete(s.jobs, id)
 	s.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/usermetric"
 )
 
 // NodeKind tells how many inputs a node has.
@@ -108,6 +109,9 @@ type BuildContext struct {
 	// outside the task's steps, such as a state backend's database failing
 	// on a goroutine of its own. It never blocks. Nil outside a plan.
 	Fail func(err error)
+	// UserMetrics holds the metrics the operator's user functions
+	// register (weir.MetricGroup); nil outside a plan.
+	UserMetrics *usermetric.Group
 	// Cluster is set when the plan runs one task of a cluster stage
 	// (Subtask and Parallelism are then the task's index and count).
 	Cluster *ClusterTask
@@ -466,6 +470,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			Fail:     func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
 			Cluster:  cfg.Task,
 			Activity: t.Activity(), Alignment: plan.alignment,
+			UserMetrics: usermetric.NewGroup(n.Name),
 		}
 		b, err := n.Build(bc)
 		if err != nil {
@@ -502,6 +507,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 		if g, ok := b.Life.(GaugeReporter); ok {
 			om.Gauges = g.Gauges
 		}
+		om.User = bc.UserMetrics
 		t.watchOperator(om, n, b)
 		t.Metrics.Operators = append(t.Metrics.Operators, om)
 		// Chained inputs.

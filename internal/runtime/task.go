@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/usermetric"
 )
 
 type atomicCounter = atomic.Int64
@@ -80,6 +81,9 @@ type OperatorMetrics struct {
 	Splits func() []SplitMetrics
 	// Join reads an interval join's probe sample (nil for other operators).
 	Join func() JoinSample
+	// User holds the metrics the operator's user functions registered
+	// (BuildContext.UserMetrics).
+	User *usermetric.Group
 }
 
 // LateDropCounter is implemented by operators that drop late records

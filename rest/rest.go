@@ -1,0 +1,148 @@
+// Package rest is Weir's HTTP server for a job process, as a plugin of
+// the root package: Flink's REST API (v1 paths and JSON field names:
+// /overview, /config, /jobs/overview, /jobs/:jobid, /jobs/:jobid/plan,
+// /jobs/:jobid/vertices/:vertexid with .../watermarks, .../backpressure
+// and .../flamegraph, /jobs/:jobid/checkpoints and
+// .../checkpoints/details/:id, /jobs/:jobid/exceptions, the metrics
+// queries, savepoints, stop with savepoint and cancel), Prometheus
+// metrics at /metrics, /debug/pprof, Weir's own resources under /weir/
+// (snapshots, history, doctor findings, input capture) and the web
+// dashboard at /. The job's id in the paths is a 32-hex-digit id
+// (weir.JobHandle.ID); its name works too.
+//
+// Plug a server into an environment with weir.WithPlugin:
+//
+//	srv := rest.New("127.0.0.1:8081")
+//	env := weir.NewEnvironment(weir.WithPlugin(srv))
+//	h, err := env.ExecuteAsync(ctx, "job")
+//	// ... the REST API is at http://srv.Addr()/
+//
+// The server listens from the start of the first job it is plugged into
+// until the last such job has ended; it shows every job it is plugged
+// into while that job runs.
+//
+// Bind it to a loopback address unless you give a token (WithToken): on
+// any other address the job fails when it is built. With a token, write
+// actions (savepoints, stop, cancel, input capture) and profiles need
+// the header "Authorization: Bearer TOKEN"; monitoring is open.
+//
+// Importing this package links Prometheus' client and the pprof profile
+// reader; a program that does not import it does not pay for them.
+package rest
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/hooks"
+	irest "github.com/weirstream/weir/internal/rest"
+)
+
+// Server is a REST server to plug into environments with
+// weir.WithPlugin.
+type Server interface {
+	weir.Plugin
+	// Addr returns the address the server listens on once a job it is
+	// plugged into has started ("127.0.0.1:0" picks a free port), and
+	// the last one after the job has ended; "" before.
+	Addr() string
+}
+
+// Option configures a Server.
+type Option func(*server)
+
+// WithToken sets the token the server requires (Authorization: Bearer
+// TOKEN) for write actions (savepoints, stop, cancel, input capture) and
+// profiles. An address that is not loopback needs one.
+func WithToken(token string) Option { return func(s *server) { s.token = token } }
+
+// WithSampleInterval sets how often the server samples each job into
+// its history (rates, the dashboard's charts, `weir doctor`); default
+// 1 s.
+func WithSampleInterval(d time.Duration) Option { return func(s *server) { s.sample = d } }
+
+// New returns a server that will listen on addr (host:port; port 0
+// picks a free one) while a job it is plugged into runs.
+func New(addr string, opts ...Option) Server {
+	s := &server{addr: addr}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// server is the Server implementation; it also implements
+// hooks.JobPlugin.
+type server struct {
+	addr   string
+	token  string
+	sample time.Duration
+
+	mu   sync.Mutex
+	srv  *irest.Server // while jobs are attached
+	jobs int
+	last string // the address it listened on last
+}
+
+var _ hooks.JobPlugin = (*server)(nil)
+
+// PluginName implements weir.Plugin.
+func (s *server) PluginName() string { return "rest server on " + s.addr }
+
+// Addr implements Server.
+func (s *server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// Check implements hooks.JobPlugin.
+func (s *server) Check() error {
+	switch {
+	case s.addr == "":
+		return errors.New("rest.New: no address given (\"127.0.0.1:0\" picks a free port)")
+	case !irest.Loopback(s.addr) && s.token == "":
+		return errors.New("rest.New: " + s.addr + " is not a loopback address: give a token for write actions and profiles (rest.WithToken)")
+	case s.sample < 0:
+		return errors.New("rest.WithSampleInterval: the interval must not be negative")
+	}
+	return nil
+}
+
+// Attach implements hooks.JobPlugin: it starts the server for the first
+// job and registers job with it.
+func (s *server) Attach(job hooks.Job, logger, jobLog *slog.Logger) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		srv, err := irest.Listen(s.addr, irest.Options{Token: s.token, Logger: logger, Version: "weir", SampleEvery: s.sample})
+		if err != nil {
+			return nil, err
+		}
+		s.srv, s.last = srv, srv.Addr()
+	}
+	s.jobs++
+	id := s.srv.Register(job)
+	jobLog.Info("REST server listening", "address", s.last, "dashboard", "http://"+s.last+"/")
+	var once sync.Once
+	return func() { once.Do(func() { s.detach(id, jobLog) }) }, nil
+}
+
+// detach unregisters a job and stops the server after the last one.
+func (s *server) detach(id string, log *slog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // held while closing: a next job listens after
+	s.srv.Unregister(id)
+	s.jobs--
+	if s.jobs > 0 {
+		return
+	}
+	srv := s.srv
+	s.srv = nil
+	if err := srv.Close(10 * time.Second); err != nil {
+		log.Warn("REST server did not stop cleanly", "err", err)
+	}
+}
