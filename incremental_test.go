@@ -428,7 +428,7 @@ func TestHeapRefusesIncrementalPebbleCheckpoint(t *testing.T) {
 	src := pacedGenerate(env, n, 3*n/4, func(i int64) int64 { return i % keys }, st, nil).SetParallelism(1)
 	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &growingState{}).UID("grow")
 	checked := weir.Map(counted, func(s string) string { return s }).UID("inject")
-	weir.FileSink(checked, t.TempDir(), func(s string) []byte { return []byte(s) })
+	file.Sink(checked, t.TempDir(), func(s string) []byte { return []byte(s) })
 	err := env.Execute(t.Context(), "heap")
 	if err == nil || !strings.Contains(err.Error(), "heap state backend cannot read") || !strings.Contains(err.Error(), "pebble.New") {
 		t.Fatalf("err %v, want the heap backend's refusal of Pebble's files", err)
