@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
-	"github.com/weirstream/weir/internal/control"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/runtime"
 )
@@ -133,7 +132,7 @@ func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (strin
 		dir = e.checkpoint.savepointDir
 	}
 	if dir == "" {
-		return "", fmt.Errorf("weir: savepoint: %w (set one with DefaultSavepointDir)", control.ErrNoTarget)
+		return "", fmt.Errorf("weir: savepoint: %w (set one with DefaultSavepointDir)", hooks.ErrNoSavepointTarget)
 	}
 	r, err := e.remotes()
 	if err != nil {

@@ -17,17 +17,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 // ErrNoTarget is what a Job's Savepoint returns (wrapped) when asked for a
 // savepoint without a directory and it has no default one; the endpoint
 // answers 400.
-var ErrNoTarget = errors.New("no savepoint directory given, and the job has no default savepoint directory")
+var ErrNoTarget = hooks.ErrNoSavepointTarget
 
 // SavepointRequest is the body of POST /jobs/{name}/savepoints.
 type SavepointRequest struct {

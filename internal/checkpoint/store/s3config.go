@@ -1,7 +1,6 @@
 package store
 
 import (
-	"net/http"
 	"time"
 )
 
@@ -39,8 +38,10 @@ type S3Config struct {
 	// metadata service (unless $AWS_EC2_METADATA_DISABLED is "true").
 	// With none of them requests go unsigned.
 	Credentials Credentials
-	// Transport makes the HTTP requests (nil: the library's default).
-	Transport http.RoundTripper
+	// Transport makes the HTTP requests: an http.RoundTripper, nil for
+	// the library's default. It is not typed as one so that the root,
+	// which imports this package, does not link net/http.
+	Transport any
 	// PartSize is the size of the parts of multipart uploads (0: the
 	// library's, 16 MiB; at least 5 MiB). Files larger than a part are
 	// uploaded in parts, several at a time, read from their source as

@@ -89,9 +89,17 @@ func newS3Backend(cfg store.S3Config, bucket, prefix string) (*s3Backend, error)
 	if region == "" {
 		region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
 	}
+	var transport http.RoundTripper
+	if cfg.Transport != nil {
+		t, ok := cfg.Transport.(http.RoundTripper)
+		if !ok {
+			return nil, fmt.Errorf("checkpoint store: S3 transport %T is not an http.RoundTripper", cfg.Transport)
+		}
+		transport = t
+	}
 	creds, anonymous := credentialsOf(cfg)
 	cl, err := minio.New(host, &minio.Options{
-		Creds: creds, Secure: secure, Region: region, Transport: cfg.Transport, MaxRetries: cfg.MaxRetries,
+		Creds: creds, Secure: secure, Region: region, Transport: transport, MaxRetries: cfg.MaxRetries,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store: S3 client for %s: %w", host, err)
