@@ -19,7 +19,7 @@ import (
 const usage = `usage: weir <command> [arguments]
 
 commands:
-  scenario [--check] FILE...   run scenario files (see ../shared/conformance/FORMAT.md)
+  scenario [--check] FILE...   run scenario files (format: docs/scenario-format.md)
   nexmark [--query Q] ...      run a Nexmark query on the built-in generator (--help for flags)
   savepoint --address A [--dir D] [--stop] JOB
                                take a savepoint of a running job through its control endpoint

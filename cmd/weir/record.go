@@ -17,7 +17,7 @@ const recordUsage = `usage: weir record --url http://HOST:PORT --vertex V [--sub
 Captures what one subtask of a running job's vertex is given (its
 records, the watermarks and idle/active statuses of each input channel,
 processing time) for --for (default 30s) or --limit input lines, and
-prints it as a scenario file (../shared/conformance/FORMAT.md) of the
+prints it as a scenario file (docs/scenario-format.md) of the
 watermarks operator: the engine's channel valves and two-input combiner,
 with the outputs the live operator got from them under each line.
 

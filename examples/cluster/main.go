@@ -9,7 +9,7 @@
 //	go run ./examples/cluster -bootstrap B -checkpoints /shared/dir   # one instance (start several)
 //	go run ./examples/cluster -mode read -bootstrap B          # the committed counts (read_committed)
 //
-// README.md, "Running on several machines", walks through it.
+// docs/cluster.md walks through it.
 package main
 
 import (

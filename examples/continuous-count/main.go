@@ -21,7 +21,7 @@
 // cumulative count, also when no line arrived since the previous firing,
 // and a window that received nothing prints nothing. The count is an
 // incremental aggregate (one int64 per window, not the lines); a
-// ProcessWindowFunction adds the window and the firing time. See README.md
+// ProcessWindowFunction adds the window and the firing time. See docs/windows.md
 // for a session.
 package main
 

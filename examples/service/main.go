@@ -13,7 +13,7 @@
 //	go run ./examples/service -dir /tmp/counts    # Ctrl-C, then again:
 //	go run ./examples/service -dir /tmp/counts
 //
-// See README.md.
+// See docs/operations.md.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Package capture turns what one subtask's head operator is given (a
 // runtime.Capturer's calls) into a scenario file of the conformance
-// format (../shared/conformance/FORMAT.md): `weir record` takes one from a
+// format (docs/scenario-format.md): `weir record` takes one from a
 // live job and `weir scenario` replays it offline.
 //
 // The file runs the `watermarks` operator: the engine's channel valves and,

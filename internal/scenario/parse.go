@@ -1,5 +1,5 @@
 // Package scenario implements the conformance scenario format of
-// /shared/conformance/FORMAT.md and the `weir scenario` runner: it parses a
+// docs/scenario-format.md and the `weir scenario` runner: it parses a
 // scenario file, drives one operator instance through its input lines,
 // single-threaded and deterministically, and prints or checks what the
 // operator emits under each input line.
