@@ -628,7 +628,7 @@ func TestAsyncRestoreInFlight(t *testing.T) {
 					opts = append(opts, weir.WithRestartStrategy(weir.FixedDelayRestart(1, 0)))
 				}
 				env := weir.NewEnvironment(opts...)
-				env.EnableCheckpointing(5*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+				env.EnableCheckpointing(5*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 				src := weir.FromSource(env, heldSource{n: n, limit: limit, hold: hold}, weir.NoWatermarks[int64](), "held").SetParallelism(1).UID("src")
 				var res weir.DataStream[int64]
 				if c.ordered {

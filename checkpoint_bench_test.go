@@ -31,7 +31,7 @@ func BenchmarkKeyedCountCheckpointed(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				env.EnableCheckpointing(every, weir.WithCheckpointStore(st), weir.RetainCheckpoints(2))
+				env.EnableCheckpointing(every, weir.CheckpointStoreIn(st), weir.RetainCheckpoints(2))
 			}
 			src := weir.Generate(env, int64(b.N), 0, func(i int64) int64 { return i % 1_000_000 }, weir.NoWatermarks[int64]())
 			weir.Discard(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &benchCount{}))

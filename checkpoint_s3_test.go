@@ -134,10 +134,10 @@ func TestCheckpointStorage(t *testing.T) {
 		}
 	}
 	env := weir.NewEnvironment()
-	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()), weir.WithCheckpointStore(weir.NewMemoryCheckpointStore()))
+	env.EnableCheckpointing(time.Second, weir.CheckpointStorage(t.TempDir()), weir.CheckpointStoreIn(weir.NewMemoryCheckpointStore()))
 	weir.Discard(weir.FromSlice(env, []int{1}))
 	if err := env.Execute(t.Context(), "both"); err == nil || !strings.Contains(err.Error(), "both") {
-		t.Errorf("CheckpointStorage and WithCheckpointStore: %v", err)
+		t.Errorf("CheckpointStorage and CheckpointStoreIn: %v", err)
 	}
 }
 

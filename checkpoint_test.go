@@ -25,7 +25,7 @@ func TestExactlyOnceAfterFailure(t *testing.T) {
 			store := weir.NewMemoryCheckpointStore()
 			env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64),
 				weir.WithRestartStrategy(weir.FixedDelayRestart(2, time.Millisecond)))
-			env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store))
+			env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(store))
 			// The generator holds in the middle until a checkpoint has
 			// completed; the map fails once, after that.
 			gate := newCkGate(store, nil)
@@ -106,7 +106,7 @@ func TestResumeInNewProcessFromDirStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
-		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(2))
+		env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(2))
 		gate := newCkGate(st, nil)
 		src := heldGenerate(env, n, func(i int64) int64 { return i }, gate)
 		check, failed := failAfterGate[int64](gate, fail)
@@ -169,7 +169,7 @@ func TestKeyedStateSurvivesFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
-		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+		env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 		// The generator's splits depend on its parallelism: keep it at 2.
 		gate := newCkGate(st, nil)
 		src := heldGenerate(env, n, func(i int64) int64 { return i % keys }, gate).SetParallelism(2)

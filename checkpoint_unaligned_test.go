@@ -222,7 +222,7 @@ func newUnalignedRun(t *testing.T, dir string, n, keys int64, timeout time.Durat
 	}
 	r.env = weir.NewEnvironment(weir.WithParallelism(o.p), weir.WithBufferSize(8), weir.WithBufferCredits(1), weir.WithClock(r.clk),
 		weir.WithRestartStrategy(weir.FixedDelayRestart(o.restarts, time.Millisecond)), weir.WithLogger(slog.New(slog.DiscardHandler)))
-	r.env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(r.store), weir.RestoreFromLatest(),
+	r.env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(r.store), weir.RestoreFromLatest(),
 		weir.MinPauseBetweenCheckpoints(ckPause*time.Millisecond), weir.UnalignedCheckpoints(), weir.AlignedCheckpointTimeout(timeout))
 	key := func(v int64) int64 { return v % keys }
 	var in [2]weir.DataStream[int64]

@@ -66,7 +66,7 @@ func TestWindowStateSurvivesFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(32))
-		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+		env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 		// Both generator splits move through event time together: the
 		// timestamp is the position within the split. Keys come in bursts
 		// of 3, so sessions (gap 25 ms) close and reopen. The source has a

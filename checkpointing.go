@@ -63,9 +63,9 @@ func MinPauseBetweenCheckpoints(d time.Duration) CheckpointOption {
 // and records after a barrier may be in the snapshot's past.
 func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.exactlyOnce = false } }
 
-// WithCheckpointStore sets where completed checkpoints are kept (default:
+// CheckpointStoreIn keeps completed checkpoints in s (default:
 // in memory, which survives task failures within one process only).
-func WithCheckpointStore(s CheckpointStore) CheckpointOption {
+func CheckpointStoreIn(s CheckpointStore) CheckpointOption {
 	return func(c *checkpointConfig) { c.store = s }
 }
 
@@ -73,7 +73,7 @@ func WithCheckpointStore(s CheckpointStore) CheckpointOption {
 // checkpoint storage (execution.checkpointing.dir): a local directory
 // ("/ckpt", "file:///ckpt") or a location of a scheme a storage reaches
 // ("s3://bucket/prefix" with WithStorage(s3.New(...))). It is
-// NewCheckpointStore(location, storages...) given to WithCheckpointStore;
+// NewCheckpointStore(location, storages...) given to CheckpointStoreIn;
 // an invalid location, or one whose scheme has no storage, fails the job
 // when it is built.
 func CheckpointStorage(location string) CheckpointOption {
@@ -125,7 +125,7 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	}
 	switch {
 	case c.storage != "" && c.store != nil:
-		e.fail(fmt.Errorf("checkpoint storage %q and WithCheckpointStore both given: use one", c.storage))
+		e.fail(fmt.Errorf("checkpoint storage %q and CheckpointStoreIn both given: use one", c.storage))
 	case c.storage != "":
 		var st CheckpointStore = NewMemoryCheckpointStore()
 		if r, err := e.remotes(); err != nil {

@@ -140,7 +140,7 @@ func runFaultJob(t *testing.T, p int, in *ftInjector) []string {
 	env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(32),
 		weir.WithRestartStrategy(weir.FixedDelayRestart(100, 0)),
 		weir.WithLogger(slog.New(slog.DiscardHandler)))
-	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st))
+	env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st))
 	if in == nil {
 		in = &ftInjector{seen: make([]atomic.Int64, 5)}
 	}

@@ -26,7 +26,7 @@ func flip147Job(t *testing.T, out, cps string, log *captured, restore bool) *wei
 		t.Fatal(err)
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(16), weir.WithLogger(log.logger()))
-	opts := []weir.CheckpointOption{weir.WithCheckpointStore(st)}
+	opts := []weir.CheckpointOption{weir.CheckpointStoreIn(st)}
 	if restore {
 		opts = append(opts, weir.RestoreFromLatest())
 	}
@@ -158,7 +158,7 @@ func TestCheckpointLogLines(t *testing.T) {
 	st := &failingStore{CheckpointStore: weir.NewMemoryCheckpointStore()}
 	st.fails.Store(2)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(log.logger()))
-	env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.TolerableCheckpointFailures(10))
+	env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(st), weir.TolerableCheckpointFailures(10))
 	src := weir.Generate(env, 300, 3000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 	weir.AddTwoPhaseCommitSink[int64](src, &memTxnSink{})
 	if err := env.Execute(t.Context(), "logged"); err != nil {

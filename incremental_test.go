@@ -68,7 +68,7 @@ func incrementalJob(t *testing.T, p int, cps, stateDir, out string, n, keys int6
 		opts = append(opts, weir.WithLogger(log))
 	}
 	env := weir.NewEnvironment(opts...)
-	env.EnableCheckpointing(20*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(retain))
+	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest(), weir.RetainCheckpoints(retain))
 	// A failing run (onRecord set) is paced by its checkpoints from 3n/4
 	// on, until it has failed: one record per completed checkpoint, so
 	// the injector sees every new checkpoint before the input ends,
@@ -423,7 +423,7 @@ func TestHeapRefusesIncrementalPebbleCheckpoint(t *testing.T) {
 	}
 	st := checkpointStoreAt(t, cps)
 	env := weir.NewEnvironment(weir.WithParallelism(1))
-	env.EnableCheckpointing(20*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 	// incrementalJob's graph, on the heap.
 	src := pacedGenerate(env, n, 3*n/4, func(i int64) int64 { return i % keys }, st, nil).SetParallelism(1)
 	counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &growingState{}).UID("grow")

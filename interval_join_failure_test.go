@@ -59,7 +59,7 @@ func TestIntervalJoinSurvivesFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := weir.NewEnvironment(weir.WithParallelism(p), weir.WithBufferSize(64))
-		env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+		env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 		gate := newCkGate(st, nil)
 		check, failed := failAfterGate[string](gate, fail)
 		file.Sink(weir.Map(job(env, gate), check), out, func(s string) []byte { return []byte(s) })

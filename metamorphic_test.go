@@ -358,7 +358,7 @@ func (p *metaPipeline) run(t *testing.T, c metaConfig) []string {
 	var failed atomic.Bool
 	execute := func(opts []weir.Option, inject *atomic.Bool) error {
 		env := weir.NewEnvironment(append(opts, metaQuiet)...)
-		env.EnableCheckpointing(time.Millisecond, append([]weir.CheckpointOption{weir.WithCheckpointStore(store), weir.RestoreFromLatest()}, c.ckOpts...)...)
+		env.EnableCheckpointing(time.Millisecond, append([]weir.CheckpointOption{weir.CheckpointStoreIn(store), weir.RestoreFromLatest()}, c.ckOpts...)...)
 		// The failing run's source holds in the middle of each split until
 		// a checkpoint has completed, and the map fails at the first
 		// event after that: the failure always comes after a checkpoint,

@@ -395,7 +395,7 @@ func TestTriggerSavepointKeepsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
-	env.EnableCheckpointing(time.Hour, weir.WithCheckpointStore(st))
+	env.EnableCheckpointing(time.Hour, weir.CheckpointStoreIn(st))
 	src := &gatedSource{n: 400, limit: 100, reached: make(chan struct{})}
 	rescaleJob(env, src, filepath.Join(dir, "s"), filepath.Join(dir, "j"), "sums")
 	h, err := env.ExecuteAsync(t.Context(), "intermediate")

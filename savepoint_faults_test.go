@@ -49,7 +49,7 @@ func heldJob(t *testing.T, env *weir.Environment) *gatedSource {
 func TestCheckpointTolerableFailures(t *testing.T) {
 	st := &flakyStore{MemoryCheckpointStore: weir.NewMemoryCheckpointStore(), failFirst: -1, saved: make(chan struct{})}
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithRestartStrategy(weir.FixedDelayRestart(1, 0)))
-	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st), weir.TolerableCheckpointFailures(2))
+	env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st), weir.TolerableCheckpointFailures(2))
 	heldJob(t, env)
 	err := env.Execute(t.Context(), "never-stored")
 	if !errors.Is(err, weir.ErrTooManyCheckpointFailures) || !strings.Contains(err.Error(), "store unreachable") ||
@@ -62,7 +62,7 @@ func TestCheckpointTolerableFailures(t *testing.T) {
 
 	st = &flakyStore{MemoryCheckpointStore: weir.NewMemoryCheckpointStore(), failFirst: 2, saved: make(chan struct{})}
 	env = weir.NewEnvironment(weir.WithParallelism(2))
-	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st), weir.TolerableCheckpointFailures(2))
+	env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st), weir.TolerableCheckpointFailures(2))
 	heldJob(t, env)
 	h, err := env.ExecuteAsync(t.Context(), "recovers")
 	if err != nil {
@@ -149,7 +149,7 @@ func TestCheckpointRetentionKeepsSavepoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
-	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st), weir.RetainCheckpoints(2))
+	env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st), weir.RetainCheckpoints(2))
 	src := heldJob(t, env)
 	h, err := env.ExecuteAsync(t.Context(), "retained")
 	if err != nil {
@@ -225,7 +225,7 @@ func TestCheckpointCorruptFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := weir.NewEnvironment(weir.WithParallelism(2))
-	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st), weir.RetainCheckpoints(3))
+	env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st), weir.RetainCheckpoints(3))
 	src := heldJob(t, env)
 	h, err := env.ExecuteAsync(t.Context(), "first")
 	if err != nil {
@@ -256,7 +256,7 @@ func TestCheckpointCorruptFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	env = weir.NewEnvironment(weir.WithParallelism(3), weir.WithLogger(slog.New(tap)))
-	env.EnableCheckpointing(time.Hour, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+	env.EnableCheckpointing(time.Hour, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 	dir2 := t.TempDir()
 	rescaleJob(env, &gatedSource{n: 1000, limit: 1000, reached: make(chan struct{})}, filepath.Join(dir2, "s"), filepath.Join(dir2, "j"), "sums")
 	if err := env.Execute(t.Context(), "second"); err != nil {

@@ -246,7 +246,7 @@ func TestRestoreLegacyPositionalIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithLogger(quietLogger()))
-		env.EnableCheckpointing(time.Hour, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+		env.EnableCheckpointing(time.Hour, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 		return runTrial(t, env, false, uids)
 	}
 	_, err = run(trialUIDs{})

@@ -63,7 +63,7 @@ func OnServiceStart(f func(*JobHandle)) ServiceOption {
 // RunService needs EnableCheckpointing. Checkpoints kept in memory (the
 // default store, or a MemoryCheckpointStore), which a new process could
 // not find, are kept in dir/checkpoints instead; a store set with
-// CheckpointStorage or WithCheckpointStore is used as it is. Savepoints
+// CheckpointStorage or CheckpointStoreIn is used as it is. Savepoints
 // requested without a directory (`weir savepoint --stop` without --dir)
 // go to dir/savepoints unless DefaultSavepointDir says otherwise. A
 // savepoint in dir/savepoints wins over RestoreFromSavepoint's, which

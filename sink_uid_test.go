@@ -13,7 +13,7 @@ import (
 func TestSinkUIDNamesItsCheckpointState(t *testing.T) {
 	st := weir.NewMemoryCheckpointStore()
 	env := weir.NewEnvironment(weir.WithParallelism(1))
-	env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st))
+	env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st))
 	// Held in the middle until a checkpoint has completed.
 	src := heldGenerate(env, 20000, func(i int64) int64 { return i }, newCkGate(st, nil))
 	file.Sink(src, t.TempDir(), func(v int64) []byte { return []byte{byte('0' + v%10)} }).UID("files")

@@ -106,7 +106,7 @@ func TestPebbleFatalErrorFailsTheJob(t *testing.T) {
 				weir.WithStateBackend(rec),
 				weir.WithRestartStrategy(weir.FixedDelayRestart(restarts, time.Millisecond)),
 				weir.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			env.EnableCheckpointing(time.Millisecond, weir.WithCheckpointStore(st))
+			env.EnableCheckpointing(time.Millisecond, weir.CheckpointStoreIn(st))
 			src := weir.Generate(env, n, 0, func(i int64) int64 {
 				if i == n/2 {
 					<-st.saved // a checkpoint to restart from

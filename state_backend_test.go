@@ -77,7 +77,7 @@ func TestPebbleStateSurvivesFailure(t *testing.T) {
 					opts = append(opts, weir.WithStateBackend(pebble.New(stateDir)))
 				}
 				env := weir.NewEnvironment(opts...)
-				env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(st), weir.RestoreFromLatest())
+				env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(st), weir.RestoreFromLatest())
 				gate := newCkGate(st, nil)
 				src := heldGenerate(env, n, func(i int64) int64 { return i % keys }, gate).SetParallelism(2)
 				counted := weir.Process(weir.KeyBy(src, func(v int64) int64 { return v }), &parityCount{})

@@ -183,7 +183,7 @@ func TestFileSinkBuckets(t *testing.T) {
 	store := weir.NewMemoryCheckpointStore()
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(64), jobtest.Quiet(),
 		weir.WithRestartStrategy(weir.FixedDelayRestart(2, time.Millisecond)))
-	env.EnableCheckpointing(2*time.Millisecond, weir.WithCheckpointStore(store))
+	env.EnableCheckpointing(2*time.Millisecond, weir.CheckpointStoreIn(store))
 	var seen, failed atomic.Int64
 	fail := func(v int64) int64 {
 		// Once, after half the records and a completed checkpoint: the

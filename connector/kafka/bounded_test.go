@@ -45,7 +45,7 @@ func boundedInput(t *testing.T, addr string) (in, out string, want []string) {
 // exactly once, checkpointing every 50 ms into store.
 func boundedJob(addr, in, out string, store weir.CheckpointStore, restore bool) *weir.Environment {
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithBufferSize(8))
-	opts := []weir.CheckpointOption{weir.WithCheckpointStore(store), weir.CheckpointTimeout(30 * time.Second)}
+	opts := []weir.CheckpointOption{weir.CheckpointStoreIn(store), weir.CheckpointTimeout(30 * time.Second)}
 	if restore {
 		opts = append(opts, weir.RestoreFromLatest())
 	}
