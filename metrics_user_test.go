@@ -106,7 +106,7 @@ func TestUserMetrics(t *testing.T) {
 	for _, want := range []string{
 		`# TYPE weir_user_counter_seen_total counter`, `weir_user_counter_seen_total{job="user-metrics",operator="meter",subtask="0"`,
 		`# TYPE weir_user_gauge_last_value gauge`, `# TYPE weir_user_histogram_latency summary`,
-		`weir_user_histogram_latency{job="user-metrics",operator="meter",quantile="0.99",subtask="0"`, `weir_user_histogram_latency_count{`,
+		`weir_user_histogram_latency{job="user-metrics",operator="meter",subtask="0",vertex="meter -> Discard",quantile="0.99"}`, `weir_user_histogram_latency_count{`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("Prometheus text lacks %q", want)
@@ -152,5 +152,53 @@ func TestRESTPluginRefused(t *testing.T) {
 	err := env.Execute(context.Background(), "refused")
 	if err == nil || !strings.Contains(err.Error(), "rest.WithToken") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// reporter is a third party's plugin: it sees the job's handle when the
+// job starts and reads its metrics when it is detached.
+type reporter struct {
+	attached, detached int
+	records            int64
+}
+
+func (r *reporter) PluginName() string { return "reporter" }
+
+func (r *reporter) Attach(h *weir.JobHandle) (func(), error) {
+	r.attached++
+	return func() {
+		r.detached++
+		for _, task := range h.Metrics() {
+			for _, op := range task.Operators {
+				if op.Name == "count" {
+					r.records += op.RecordsIn
+				}
+			}
+		}
+	}, nil
+}
+
+// noAttach is a Plugin that cannot be attached.
+type noAttach struct{}
+
+func (noAttach) PluginName() string { return "no-attach" }
+
+// TestThirdPartyPlugin: a plugin written against the public API is
+// attached with the job's handle and detached after the job ended; one
+// without Attach fails the job when it is built.
+func TestThirdPartyPlugin(t *testing.T) {
+	r := &reporter{}
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(r))
+	weir.Discard(weir.Map(weir.FromSlice(env, []int64{1, 2, 3}), func(v int64) int64 { return v }).Name("count"))
+	if err := env.Execute(context.Background(), "third-party"); err != nil {
+		t.Fatal(err)
+	}
+	if r.attached != 1 || r.detached != 1 || r.records != 3 {
+		t.Errorf("attached %d, detached %d, records seen %d; want 1, 1, 3", r.attached, r.detached, r.records)
+	}
+	env = weir.NewEnvironment(weir.WithPlugin(noAttach{}))
+	weir.Discard(weir.FromSlice(env, []int64{1}))
+	if err := env.Execute(context.Background(), "refused"); err == nil || !strings.Contains(err.Error(), "weir.JobAttacher") {
+		t.Fatalf("a plugin without Attach: got %v", err)
 	}
 }

@@ -11,12 +11,24 @@ import (
 
 // Plugin is something attached to each job an Environment runs, for as
 // long as the job runs: the REST API, Prometheus and dashboard server of
-// package github.com/weirstream/weir/rest (rest.New) is one. Only
-// Weir's plugin packages implement it (their values also implement an
-// internal interface the environment uses); plug one with WithPlugin.
+// package github.com/weirstream/weir/rest (rest.New) is one. Plug one
+// with WithPlugin.
+//
+// Your own plugin (a metrics reporter, a health endpoint) also implements
+// JobAttacher: it is given the job's handle (Metrics, Status,
+// TriggerSavepoint, ...) when the job starts. Weir's own plugin packages
+// reach further into the engine through an internal interface instead.
 type Plugin interface {
 	// PluginName names the plugin in errors and logs.
 	PluginName() string
+}
+
+// JobAttacher is the part of a Plugin that the environment calls when a
+// job starts: Attach gets the job's handle and returns the function that
+// detaches the plugin, called once the job has ended (the last attached
+// plugin first). An error fails the job's start.
+type JobAttacher interface {
+	Attach(job *JobHandle) (detach func(), err error)
 }
 
 // WithPlugin attaches p to every job the environment runs: p starts with
@@ -28,8 +40,9 @@ type Plugin interface {
 //
 // serves the job's REST API, Prometheus metrics and dashboard;
 // srv.Addr() tells the address once the job started. A plugin that is
-// nil or not one of Weir's, or whose settings cannot work, fails the
-// job when it is built.
+// nil or that cannot be attached (neither one of Weir's nor a
+// JobAttacher), or whose settings cannot work, fails the job when it is
+// built.
 func WithPlugin(p Plugin) Option { return func(c *config) { c.plugins = append(c.plugins, p) } }
 
 // checkPlugins reports the plugins that cannot be attached.
@@ -41,7 +54,9 @@ func (e *Environment) checkPlugins() {
 		}
 		jp, ok := p.(hooks.JobPlugin)
 		if !ok {
-			e.fail(fmt.Errorf("WithPlugin: %s (%T) is not a Weir plugin: use one of Weir's plugin packages, such as rest.New", p.PluginName(), p))
+			if _, ok := p.(JobAttacher); !ok {
+				e.fail(fmt.Errorf("WithPlugin: %s (%T) has no Attach method (weir.JobAttacher)", p.PluginName(), p))
+			}
 			continue
 		}
 		if err := jp.Check(); err != nil {
@@ -61,11 +76,18 @@ func (e *Environment) startREST(h *JobHandle, log *slog.Logger) (func(), error) 
 		}
 	}
 	for _, p := range e.cfg.plugins {
-		jp, ok := p.(hooks.JobPlugin)
-		if !ok {
+		var stop func()
+		var err error
+		if jp, ok := p.(hooks.JobPlugin); ok {
+			stop, err = jp.Attach(pluginJob{h}, e.cfg.logger, log)
+		} else if ja, ok := p.(JobAttacher); ok {
+			stop, err = ja.Attach(h)
+		} else {
 			continue // refused by checkPlugins
 		}
-		stop, err := jp.Attach(pluginJob{h}, e.cfg.logger, log)
+		if stop == nil {
+			stop = func() {}
+		}
 		if err != nil {
 			stopAll()
 			return nil, fmt.Errorf("weir: %s: %w", p.PluginName(), err)
