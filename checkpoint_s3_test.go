@@ -122,7 +122,7 @@ func TestCheckpointStorage(t *testing.T) {
 		})
 	}
 	for _, c := range []struct{ loc, want string }{
-		{"gs://bucket/x", `scheme "gs" is not supported`},
+		{"gs://bucket/x", `no storage for scheme gs://: add weir.WithStorage`},
 		{"s3:///x", "names no bucket"},
 		{"file://host/x", "not host"},
 	} {
@@ -242,7 +242,18 @@ func TestOldFormatRestores(t *testing.T) {
 						env.EnableCheckpointing(time.Hour)
 					}
 					out := fixtureJob(env, &numbers{n: run.n, limit: run.n, reached: make(chan struct{})})
-					if err := env.Execute(t.Context(), "restored"); err != nil {
+					err := env.Execute(t.Context(), "restored")
+					if c.storage != nil && backend == "heap" {
+						// The fixture's checkpoints are Pebble's incremental
+						// ones: since v0.2 only a disk backend reads them
+						// (the heap backend would need Pebble to); its
+						// savepoints restore on either backend.
+						if err == nil || !strings.Contains(err.Error(), "which the heap state backend cannot read") {
+							t.Fatalf("heap backend from an incremental Pebble checkpoint: got %v, want a refusal", err)
+						}
+						continue
+					}
+					if err != nil {
 						t.Fatal(err)
 					}
 					if got := collectedSorted(out); !slices.Equal(got, run.want) {

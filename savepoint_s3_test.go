@@ -64,7 +64,7 @@ func TestSavepointsInS3(t *testing.T) {
 		t.Fatalf("the first run ended early: %v", h.Wait())
 	}
 	for _, c := range []struct{ target, want string }{
-		{"gs://ckpt/sp", `scheme "gs" is not supported`},
+		{"gs://ckpt/sp", `no storage for scheme gs://: add weir.WithStorage`},
 		{"s3:///sp", "names no bucket"},
 		{"s3://no-such-bucket-weir/sp", "NoSuchBucket"},
 	} {

@@ -107,21 +107,22 @@ func TestOperationsSnippet(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimRight(src[b+len("// doc:begin\n"):e], "\n"), "\n") {
 		want = append(want, strings.TrimPrefix(l, "\t"))
 	}
-	doc, err := os.ReadFile("../docs/operations.md")
+	doc, err := os.ReadFile("../docs/checkpoints.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const title = "## Reading and writing savepoints (state processor API)\n"
 	_, sec, ok := strings.Cut(string(doc), title)
 	if !ok {
-		t.Fatalf("docs/operations.md has no section %q", strings.TrimSpace(title))
+		t.Fatalf("docs/checkpoints.md has no section %q", strings.TrimSpace(title))
 	}
-	_, code, ok := strings.Cut(sec, "```go\n")
+	_, code, ok := strings.Cut(sec, "```go")
+	_, code, _ = strings.Cut(code, "\n") // after "```go" or "```go fragment"
 	if !ok {
 		t.Fatal("the section has no Go snippet")
 	}
 	code, _, _ = strings.Cut(code, "```")
 	if got := strings.TrimRight(code, "\n"); got != strings.Join(want, "\n") {
-		t.Errorf("the snippet of docs/operations.md differs from Example's code:\n%s\n--- want ---\n%s", got, strings.Join(want, "\n"))
+		t.Errorf("the snippet of docs/checkpoints.md differs from Example's code:\n%s\n--- want ---\n%s", got, strings.Join(want, "\n"))
 	}
 }

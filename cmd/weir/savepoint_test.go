@@ -245,7 +245,7 @@ func TestInspectS3(t *testing.T) {
 	if code, _, errs := inspect(loc + "/savepoint-3"); code != 1 || !strings.Contains(errs, "DAMAGED counter-0.op") {
 		t.Fatalf("damaged: code %d, stderr %q", code, errs)
 	}
-	if code, _, errs := inspect("gs://ckpt/x"); code != 2 || !strings.Contains(errs, "not supported") {
+	if code, _, errs := inspect("gs://ckpt/x"); code != 2 || !strings.Contains(errs, "no storage for scheme gs://") {
 		t.Fatalf("gs://: code %d, stderr %q", code, errs)
 	}
 }

@@ -197,7 +197,7 @@ func TestRecipeInDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(docs), "```go\n"+want+"\n```") {
+	if !strings.Contains(string(docs), "```go\n"+want+"\n```") && !strings.Contains(string(docs), "```go fragment\n"+want+"\n```") {
 		t.Fatalf("docs/operations.md does not hold the recipe of examples/service/main.go as a go block:\n%s", want)
 	}
 }

@@ -54,7 +54,7 @@ func NoStorage(location, scheme, option string) error {
 	if scheme == "s3" {
 		plugin = "s3.New(...)"
 	}
-	return fmt.Errorf("location %s: no storage for scheme %s://: add %s(%s)", location, scheme, option, plugin)
+	return fmt.Errorf("location %s: %w %s://: add %s(%s)", location, store.ErrNoStorage, scheme, option, plugin)
 }
 
 // CheckLocation parses location and reports an error if it is a remote

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 
+	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/control"
 )
 
@@ -188,7 +189,7 @@ func (s *Server) legacySavepoint(w http.ResponseWriter, r *http.Request, e *entr
 	}()
 	path, err := e.job.Savepoint(ctx, req.Dir, req.Stop)
 	switch {
-	case errors.Is(err, control.ErrNoTarget):
+	case errors.Is(err, control.ErrNoTarget), errors.Is(err, store.ErrNoStorage):
 		writeJSON(w, http.StatusBadRequest, control.ErrorBody{Error: err.Error()})
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, control.ErrorBody{Error: err.Error()})
