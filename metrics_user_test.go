@@ -160,6 +160,7 @@ func TestRESTPluginRefused(t *testing.T) {
 type reporter struct {
 	attached, detached int
 	records            int64
+	done               chan struct{} // closed by detach
 }
 
 func (r *reporter) PluginName() string { return "reporter" }
@@ -167,6 +168,7 @@ func (r *reporter) PluginName() string { return "reporter" }
 func (r *reporter) Attach(h *weir.JobHandle) (func(), error) {
 	r.attached++
 	return func() {
+		defer close(r.done)
 		r.detached++
 		for _, task := range h.Metrics() {
 			for _, op := range task.Operators {
@@ -187,12 +189,13 @@ func (noAttach) PluginName() string { return "no-attach" }
 // attached with the job's handle and detached after the job ended; one
 // without Attach fails the job when it is built.
 func TestThirdPartyPlugin(t *testing.T) {
-	r := &reporter{}
+	r := &reporter{done: make(chan struct{})}
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(r))
 	weir.Discard(weir.Map(weir.FromSlice(env, []int64{1, 2, 3}), func(v int64) int64 { return v }).Name("count"))
 	if err := env.Execute(context.Background(), "third-party"); err != nil {
 		t.Fatal(err)
 	}
+	<-r.done // detach may run just after Execute returned
 	if r.attached != 1 || r.detached != 1 || r.records != 3 {
 		t.Errorf("attached %d, detached %d, records seen %d; want 1, 1, 3", r.attached, r.detached, r.records)
 	}

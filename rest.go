@@ -25,8 +25,10 @@ type Plugin interface {
 
 // JobAttacher is the part of a Plugin that the environment calls when a
 // job starts: Attach gets the job's handle and returns the function that
-// detaches the plugin, called once the job has ended (the last attached
-// plugin first). An error fails the job's start.
+// detaches the plugin, called on the job's goroutine once the job has
+// ended (the last attached plugin first), possibly just after Wait has
+// returned, so that a plugin serving requests answers the job's end
+// first. An error fails the job's start.
 type JobAttacher interface {
 	Attach(job *JobHandle) (detach func(), err error)
 }
