@@ -54,6 +54,19 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # --- end Chromium ------------------------------------------------------------
 
+# --- Disk: Go's build cache grows with every flag set (invariants, race,
+# cover) and is trimmed only of entries unused for days; on a long-lived
+# machine it once filled the disk and a run failed with "no space left on
+# device" while compiling. Below 8 GiB free, empty it first.
+gocache=$(go env GOCACHE)
+mkdir -p "$gocache"
+free_kib=$(df -Pk "$gocache" | awk 'NR==2 {print $4}')
+if [ "${free_kib:-0}" -lt $((8 * 1024 * 1024)) ]; then
+  echo "== only $((free_kib / 1024)) MiB free: emptying Go's build cache ($gocache)"
+  go clean -cache
+fi
+# --- end Disk ---
+
 echo "== go vet"
 go vet ./...
 echo "== go build"
