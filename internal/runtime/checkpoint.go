@@ -348,8 +348,13 @@ func (t *Task) Aligner() *Aligner { return t.aligner }
 // IsSource reports whether the task starts with a source.
 func (t *Task) IsSource() bool { return t.source }
 
-// Finished reports whether the task's loop has ended.
+// Finished reports whether the task's loop has ended, normally or not
+// (see Stopped).
 func (t *Task) Finished() bool { return t.finished.Load() }
+
+// Stopped reports whether the task's loop ended with an error: it failed
+// or was cancelled before the end of its input.
+func (t *Task) Stopped() bool { return t.stopped.Load() }
 
 type triggerMsg struct {
 	t  *Task

@@ -282,6 +282,15 @@ func (c *coordinator) advance(ctx context.Context, p *pendingCheckpoint, now int
 			continue
 		}
 		switch {
+		case t.Stopped():
+			// A failed or cancelled task is not finished: its latest
+			// acknowledgement is not its final state, and counting it
+			// would pair older state with the newer positions of the
+			// tasks that acknowledged (records lost on restore). The job
+			// is going down; no checkpoint completes any more.
+			c.failed = true
+			c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: %s (subtask %d) failed or was cancelled", p.id, t.Name, t.Subtask), false)
+			return
 		case t.Finished():
 			if c.final[i] == nil || p.sp != nil {
 				c.abort(p, now, fmt.Errorf("checkpoint %d abandoned: %s (subtask %d) finished before acknowledging it", p.id, t.Name, t.Subtask), false)

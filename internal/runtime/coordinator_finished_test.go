@@ -235,3 +235,47 @@ func TestFinishedAckLeavesOutKeyedFiles(t *testing.T) {
 		t.Fatal("the stored acknowledgement was changed")
 	}
 }
+
+// TestCoordinatorFailedTaskIsNotFinished: a task whose loop ended with an
+// error (it failed, or was cancelled because another task failed) did not
+// reach the end of its input, so its latest acknowledgement is not its
+// final state. The checkpoint in flight is abandoned rather than completed
+// with that older state next to the newer positions of the sources that
+// acknowledged it (a restore would then lose what dst had processed in
+// between), and no checkpoint is triggered after.
+func TestCoordinatorFailedTaskIsNotFinished(t *testing.T) {
+	r := newFinRig(t)
+	const a, b, dst = 0, 1, 2
+
+	r.tick(100)
+	r.triggered(a)
+	r.triggered(b)
+	r.ack(a, 1, "a@10")
+	r.ack(b, 1, "b@10")
+	r.ack(dst, 1, "d1")
+	r.expectStored(1, "a:a@10", "b:b@10", "dst:d1")
+
+	r.tick(200)
+	r.triggered(a)
+	r.triggered(b)
+	r.ack(a, 2, "a@20")
+	r.ack(b, 2, "b@20")
+	// dst is cancelled before its barrier arrives: the job is failing.
+	r.tasks[dst].stopped.Store(true)
+	r.tasks[dst].finished.Store(true)
+	r.tick(250)
+	if _, ok := r.stored[2]; ok {
+		t.Fatalf("checkpoint 2 stored with the state of a stopped task: %v", r.stored[2])
+	}
+	if r.c.pending != nil {
+		t.Fatal("checkpoint 2 still pending after a task stopped")
+	}
+	r.tick(300)
+	r.tick(400)
+	if got := fmt.Sprint(r.triggered(a), r.triggered(b)); got != "[] []" {
+		t.Fatalf("checkpoints triggered after a task stopped: %s", got)
+	}
+	if len(r.stored) != 1 {
+		t.Fatalf("stored %v, want checkpoint 1 only", r.stored)
+	}
+}

@@ -148,7 +148,11 @@ type Task struct {
 	// parallelism of the task's operators (recorded with channel state)
 	parallelism int
 	finished    atomic.Bool
-	failure     atomic.Pointer[error] // the first failure reported by Fail
+	// stopped is set, before finished, when the loop ended with an error:
+	// the task failed or was cancelled, and did not reach the end of its
+	// input. Such a task has no final state a checkpoint may count.
+	stopped atomic.Bool
+	failure atomic.Pointer[error] // the first failure reported by Fail
 	// startGate, set by Plan.Run, learns whether Open succeeded and holds
 	// the task until every task of the plan has opened.
 	startGate func(opened error) error
@@ -423,6 +427,11 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	defer t.signalCoordinator()
 	defer t.finished.Store(true)
 	defer t.Metrics.finished.Store(true)
+	defer func() {
+		if err != nil {
+			t.stopped.Store(true)
+		}
+	}()
 	defer func() {
 		t.mail.close()
 		cancel()
