@@ -8,6 +8,7 @@ import (
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/watermark"
+	"github.com/weirstream/weir/internal/watermark/assigner"
 )
 
 // WatermarkGenerator generates watermarks from events and on a periodic
@@ -202,77 +203,6 @@ func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks
 	}
 }
 
-type assignerOp[T any] struct {
-	opBase
-	out      *runtime.Output[T]
-	gen      watermark.Generator[T]
-	ts       func(T, int64) int64
-	emitter  *watermark.Emitter
-	pts      runtime.ProcessingTimeService
-	interval int64
-	err      error
-}
-
-func (o *assignerOp[T]) Open() error {
-	if o.interval > 0 {
-		o.pts.Schedule(o.pts.Now()+o.interval, o.tick)
-	}
-	return nil
-}
-
-func (o *assignerOp[T]) Close() error { return nil }
-
-func (o *assignerOp[T]) tick(at int64) (err error) {
-	defer o.catch(&err)
-	o.gen.OnPeriodicEmit(o.emitter)
-	o.pts.Schedule(at+o.interval, o.tick)
-	return o.takeErr()
-}
-
-func (o *assignerOp[T]) takeErr() error {
-	err := o.err
-	o.err = nil
-	return err
-}
-
-func (o *assignerOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
-	defer o.catch(&err)
-	for _, r := range recs {
-		if o.ts != nil {
-			r.TS = o.ts(r.Value, r.TS)
-		}
-		o.out.Collect(r.Value, r.TS)
-		o.gen.OnEvent(r.Value, r.TS, o.emitter)
-	}
-	if err := o.out.Err(); err != nil {
-		return err
-	}
-	return o.takeErr()
-}
-
-// ProcessWatermark swallows upstream watermarks except the final one.
-func (o *assignerOp[T]) ProcessWatermark(wm int64) error {
-	if wm == MaxWatermark && o.emitter.Last() != MaxWatermark {
-		o.emitter.EmitWatermark(wm)
-		return o.takeErr()
-	}
-	return nil
-}
-
-// ProcessStatus swallows upstream statuses.
-func (o *assignerOp[T]) ProcessStatus(bool) error { return nil }
-
-func (o *assignerOp[T]) EndInput() (err error) {
-	defer o.catch(&err)
-	if o.emitter.Last() != MaxWatermark {
-		o.gen.OnPeriodicEmit(o.emitter)
-	}
-	if err := o.takeErr(); err != nil {
-		return err
-	}
-	return o.out.End()
-}
-
 // AssignTimestampsAndWatermarks assigns timestamps and generates watermarks
 // in the middle of a pipeline (as Flink's TimestampsAndWatermarksOperator:
 // each record is emitted before the generator sees it; upstream watermarks
@@ -284,7 +214,7 @@ func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[
 	}
 	env := ds.env
 	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
-		o := &assignerOp[T]{opBase: base(bc), out: out, ts: s.ts, pts: bc.Time, interval: env.cfg.wmInterval.Milliseconds()}
+		var gen watermark.Generator[T]
 		if f := s.factory(); f != nil {
 			// Idleness measures on the task's input-activity clock, which
 			// stops while the task is back-pressured (FLIP-471), as
@@ -293,21 +223,10 @@ func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[
 			if bc.Activity != nil {
 				c = bc.Activity
 			}
-			o.gen = f(c)
-		} else {
-			o.gen = watermark.None[T]()
+			gen = f(c)
 		}
-		o.emitter = watermark.NewEmitter(func(e watermark.Event) {
-			var err error
-			if e.IsStatus {
-				err = out.EmitStatus(e.Idle)
-			} else {
-				err = out.EmitWatermark(e.Watermark)
-			}
-			if err != nil && o.err == nil {
-				o.err = err
-			}
-		})
+		b := base(bc)
+		o := assigner.New(out, gen, s.ts, bc.Time, env.cfg.wmInterval.Milliseconds(), b.settle)
 		return o, o, nil
 	})
 }
