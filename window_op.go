@@ -2,7 +2,6 @@ package weir
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
@@ -21,31 +20,18 @@ import (
 // (as any pre-aggregation does); set the trigger explicitly
 // (Trigger(window.EventTimeTrigger())) to keep Flink's per-window state.
 func Reduce[K comparable, T any, W window.Window](ws WindowedStream[K, T, W], f func(a, b T) T) DataStream[T] {
-	spec := windowSpec[K, T, T, T, W]{kind: "Reduce", nilFn: f == nil,
-		contents: func(b *istate.Backend[K]) (windowing.Contents[T, T, W], error) {
-			return windowing.NewReducing[K, W, T](b, f)
-		},
-		fold:  windowing.FoldReduce(f),
-		newFn: func(any) windowFn[K, T, T, W] { return emitValue[K, T, W]{} },
-	}
-	spec.slicer = windowing.SliceReduce[K, T](f)
-	return buildWindow(ws, spec)
+	fns := windowing.ReduceFns[K, T, T, W](f)
+	fns.Slicer = windowing.SliceReduce[K, T](f)
+	return buildWindow(ws, windowSpec[K, T, T, T, W]{kind: "Reduce", nilFn: f == nil, fns: fns,
+		newFn: func(any) windowFn[K, T, T, W] { return emitValue[K, T, W] }})
 }
 
 // ReduceWithProcess reduces incrementally with f and, at each firing,
 // hands the single reduced value to fn (Flink's reduce with a
 // ProcessWindowFunction).
 func ReduceWithProcess[K comparable, T, OUT any, W window.Window](ws WindowedStream[K, T, W], f func(a, b T) T, fn ProcessWindowFunction[K, T, OUT, W]) DataStream[OUT] {
-	spec := windowSpec[K, T, T, OUT, W]{kind: "ReduceWithProcess", nilFn: f == nil || isNil(fn), user: fn,
-		contents: func(b *istate.Backend[K]) (windowing.Contents[T, T, W], error) {
-			return windowing.NewReducing[K, W, T](b, f)
-		},
-		fold: windowing.FoldReduce(f),
-		newFn: func(u any) windowFn[K, T, OUT, W] {
-			return &processSingle[K, T, OUT, W]{fn: u.(ProcessWindowFunction[K, T, OUT, W])}
-		},
-	}
-	return buildWindow(ws, spec)
+	return buildWindow(ws, windowSpec[K, T, T, OUT, W]{kind: "ReduceWithProcess", nilFn: f == nil || isNil(fn), user: fn,
+		fns: windowing.ReduceFns[K, T, OUT, W](f), newFn: processSingle[K, T, OUT, W]})
 }
 
 // Aggregate aggregates the elements of each window incrementally with agg
@@ -57,60 +43,31 @@ func ReduceWithProcess[K comparable, T, OUT any, W window.Window](ws WindowedStr
 // element costs one Add instead of size/slide; Merge must be a true merge
 // of accumulators. Set the trigger explicitly to keep per-window state.
 func Aggregate[K comparable, T, ACC, R any, W window.Window](ws WindowedStream[K, T, W], agg state.AggregateFunction[T, ACC, R]) DataStream[R] {
-	spec := windowSpec[K, T, R, R, W]{kind: "Aggregate", nilFn: isNil(agg),
-		contents: func(b *istate.Backend[K]) (windowing.Contents[T, R, W], error) {
-			return windowing.NewAggregating[K, W, T, ACC, R](b, agg)
-		},
-		fold:  windowing.FoldAggregate(agg),
-		newFn: func(any) windowFn[K, R, R, W] { return emitValue[K, R, W]{} },
-	}
-	spec.slicer = windowing.SliceAggregate[K, T, ACC, R](agg)
-	return buildWindow(ws, spec)
+	fns := windowing.AggregateFns[K, T, ACC, R, R, W](agg)
+	fns.Slicer = windowing.SliceAggregate[K, T, ACC, R](agg)
+	return buildWindow(ws, windowSpec[K, T, R, R, W]{kind: "Aggregate", nilFn: isNil(agg), fns: fns,
+		newFn: func(any) windowFn[K, R, R, W] { return emitValue[K, R, W] }})
 }
 
 // AggregateWithProcess aggregates incrementally with agg and, at each
 // firing, hands the single result to fn.
 func AggregateWithProcess[K comparable, T, ACC, R, OUT any, W window.Window](ws WindowedStream[K, T, W], agg state.AggregateFunction[T, ACC, R], fn ProcessWindowFunction[K, R, OUT, W]) DataStream[OUT] {
-	spec := windowSpec[K, T, R, OUT, W]{kind: "AggregateWithProcess", nilFn: isNil(agg) || isNil(fn), user: fn,
-		contents: func(b *istate.Backend[K]) (windowing.Contents[T, R, W], error) {
-			return windowing.NewAggregating[K, W, T, ACC, R](b, agg)
-		},
-		fold: windowing.FoldAggregate(agg),
-		newFn: func(u any) windowFn[K, R, OUT, W] {
-			return &processSingle[K, R, OUT, W]{fn: u.(ProcessWindowFunction[K, R, OUT, W])}
-		},
-	}
-	return buildWindow(ws, spec)
+	return buildWindow(ws, windowSpec[K, T, R, OUT, W]{kind: "AggregateWithProcess", nilFn: isNil(agg) || isNil(fn), user: fn,
+		fns: windowing.AggregateFns[K, T, ACC, R, OUT, W](agg), newFn: processSingle[K, R, OUT, W]})
 }
 
 // ProcessWindow keeps every element of a window and hands them, in arrival
 // order, to fn at each firing.
 func ProcessWindow[K comparable, T, OUT any, W window.Window](ws WindowedStream[K, T, W], fn ProcessWindowFunction[K, T, OUT, W]) DataStream[OUT] {
-	spec := windowSpec[K, T, []T, OUT, W]{kind: "ProcessWindow", nilFn: isNil(fn), user: fn,
-		contents: func(b *istate.Backend[K]) (windowing.Contents[T, []T, W], error) {
-			return windowing.NewList[K, W, T](b)
-		},
-		fold: windowing.FoldList[T],
-		newFn: func(u any) windowFn[K, []T, OUT, W] {
-			return &processList[K, T, OUT, W]{fn: u.(ProcessWindowFunction[K, T, OUT, W])}
-		},
-	}
-	return buildWindow(ws, spec)
+	return buildWindow(ws, windowSpec[K, T, []T, OUT, W]{kind: "ProcessWindow", nilFn: isNil(fn), user: fn,
+		fns: windowing.ListFns[K, T, OUT, W](), newFn: processList[K, T, OUT, W]})
 }
 
 // Apply keeps every element of a window and hands them to fn at each
 // firing (Flink's WindowedStream.apply).
 func Apply[K comparable, T, OUT any, W window.Window](ws WindowedStream[K, T, W], fn WindowFunction[K, T, OUT, W]) DataStream[OUT] {
-	spec := windowSpec[K, T, []T, OUT, W]{kind: "Apply", nilFn: isNil(fn), user: fn,
-		contents: func(b *istate.Backend[K]) (windowing.Contents[T, []T, W], error) {
-			return windowing.NewList[K, W, T](b)
-		},
-		fold: windowing.FoldList[T],
-		newFn: func(u any) windowFn[K, []T, OUT, W] {
-			return &applyList[K, T, OUT, W]{fn: u.(WindowFunction[K, T, OUT, W])}
-		},
-	}
-	return buildWindow(ws, spec)
+	return buildWindow(ws, windowSpec[K, T, []T, OUT, W]{kind: "Apply", nilFn: isNil(fn), user: fn,
+		fns: windowing.ListFns[K, T, OUT, W](), newFn: applyList[K, T, OUT, W]})
 }
 
 // windowSpec is what a window function kind hands to buildWindow.
@@ -118,64 +75,51 @@ type windowSpec[K comparable, T, V, OUT any, W window.Window] struct {
 	kind  string
 	nilFn bool
 	user  any // the user function, for Open/Close/Clear
-	// contents makes the incremental contents state.
-	contents func(b *istate.Backend[K]) (windowing.Contents[T, V, W], error)
-	// fold turns the elements left by an evictor into V.
-	fold func([]T) (V, bool)
+	fns   windowing.Fns[K, T, V, OUT, W]
 	// newFn makes the per-subtask function adapter around the subtask's
 	// clone of the user function (nil for Reduce and Aggregate).
 	newFn func(user any) windowFn[K, V, OUT, W]
-	// slicer, if set, builds the sliced engine for sliding event-time
-	// windows with the default trigger (Reduce and Aggregate only).
-	slicer func(cfg windowing.SliceConfig[K, T, OUT]) (windowing.Engine[K, T], error)
 }
 
 // windowFn calls the user's window function for one firing.
-type windowFn[K comparable, V, OUT any, W window.Window] interface {
-	process(key K, w W, v V, c *winCtx[K, OUT, W]) error
-}
+type windowFn[K comparable, V, OUT any, W window.Window] func(key K, w W, v V, c *winCtx[K, OUT, W]) error
 
 // emitValue emits the incremental result itself.
-type emitValue[K comparable, V any, W window.Window] struct{}
-
-func (emitValue[K, V, W]) process(_ K, w W, v V, c *winCtx[K, V, W]) error {
+func emitValue[K comparable, V any, W window.Window](_ K, w W, v V, c *winCtx[K, V, W]) error {
 	c.out.Collect(v, w.MaxTimestamp())
 	return nil
 }
 
 // processSingle hands the single incremental result to a process function.
-type processSingle[K comparable, V, OUT any, W window.Window] struct {
-	fn  ProcessWindowFunction[K, V, OUT, W]
-	buf [1]V
-}
-
-func (p *processSingle[K, V, OUT, W]) process(key K, w W, v V, c *winCtx[K, OUT, W]) error {
-	c.begin(w)
-	p.buf[0] = v
-	err := p.fn.Process(key, c, p.buf[:], &c.col)
-	var zero V
-	p.buf[0] = zero
-	return err
+func processSingle[K comparable, V, OUT any, W window.Window](u any) windowFn[K, V, OUT, W] {
+	fn := u.(ProcessWindowFunction[K, V, OUT, W])
+	var buf [1]V
+	return func(key K, w W, v V, c *winCtx[K, OUT, W]) error {
+		c.begin(w)
+		buf[0] = v
+		err := fn.Process(key, c, buf[:], &c.col)
+		var zero V
+		buf[0] = zero
+		return err
+	}
 }
 
 // processList hands all elements to a process function.
-type processList[K comparable, T, OUT any, W window.Window] struct {
-	fn ProcessWindowFunction[K, T, OUT, W]
-}
-
-func (p *processList[K, T, OUT, W]) process(key K, w W, v []T, c *winCtx[K, OUT, W]) error {
-	c.begin(w)
-	return p.fn.Process(key, c, v, &c.col)
+func processList[K comparable, T, OUT any, W window.Window](u any) windowFn[K, []T, OUT, W] {
+	fn := u.(ProcessWindowFunction[K, T, OUT, W])
+	return func(key K, w W, v []T, c *winCtx[K, OUT, W]) error {
+		c.begin(w)
+		return fn.Process(key, c, v, &c.col)
+	}
 }
 
 // applyList hands all elements to a window function.
-type applyList[K comparable, T, OUT any, W window.Window] struct {
-	fn WindowFunction[K, T, OUT, W]
-}
-
-func (p *applyList[K, T, OUT, W]) process(key K, w W, v []T, c *winCtx[K, OUT, W]) error {
-	c.begin(w)
-	return p.fn.Apply(key, w, v, &c.col)
+func applyList[K comparable, T, OUT any, W window.Window](u any) windowFn[K, []T, OUT, W] {
+	fn := u.(WindowFunction[K, T, OUT, W])
+	return func(key K, w W, v []T, c *winCtx[K, OUT, W]) error {
+		c.begin(w)
+		return fn.Apply(key, w, v, &c.col)
+	}
 }
 
 // winCtx is the output side of a window operator: the collector (with the
@@ -236,42 +180,9 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 	if spec.nilFn {
 		fail(nilFnError("window function"))
 	}
-	trigger := ws.trigger
-	_, merging := ws.assigner.(window.MergingAssigner[W])
-	eventTime := false
-	if isNil(ws.assigner) {
-		fail(fmt.Errorf("window assigner is nil"))
-	} else {
-		eventTime = ws.assigner.IsEventTime()
-		if err := ws.assigner.Validate(); err != nil {
-			fail(err)
-		}
-		if trigger == nil && len(ws.errs) == 0 {
-			trigger = ws.assigner.DefaultTrigger()
-		}
-		if e, ok := ws.assigner.(interface{ ElementType() reflect.Type }); ok {
-			if _, ok := ws.assigner.(window.ElementAssigner[T, W]); !ok {
-				fail(fmt.Errorf("the assigner reads elements of type %s, the stream carries %s", e.ElementType(), reflect.TypeFor[T]()))
-			}
-		}
-	}
-	for _, x := range []any{ws.assigner, ws.trigger, ws.evictor} {
-		for _, s := range window.Truncated(x) {
-			env.warnTruncated(fmt.Sprintf("operator %q: %s", name, s))
-		}
-	}
-	if trigger != nil {
-		if err := validateWindowPart(trigger); err != nil {
-			fail(err)
-		} else if merging && !trigger.CanMerge() {
-			fail(fmt.Errorf("a merging window assigner cannot be used with a trigger that does not support merging (%v)", trigger))
-		}
-	}
-	if ws.evictor != nil {
-		if err := validateWindowPart(ws.evictor); err != nil {
-			fail(err)
-		}
-	}
+	trigger, merging, eventTime := windowing.Check[T](windowing.Parts[W]{Assigner: ws.assigner, AssignerNil: isNil(ws.assigner),
+		Trigger: ws.trigger, Evictor: ws.evictor, NoDefault: len(ws.errs) > 0},
+		fail, func(s string) { env.warnTruncated(fmt.Sprintf("operator %q: %s", name, s)) })
 	if ws.lateness > 0 && !isNil(ws.assigner) && !eventTime {
 		env.cfg.logger.Warn("allowed lateness is ignored for windows that are not in event time", "operator", name, "lateness_ms", ws.lateness)
 	}
@@ -314,17 +225,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 			fn := spec.newFn(user)
 			var late func(v T, ts int64)
 			if hasLate {
-				if side, ok := bc.Sides[lateTag].(*runtime.Output[T]); ok {
-					late = func(v T, ts int64) { side.Collect(v, ts) }
-				} else if p := bc.Sides[lateTag]; p != nil {
-					late = func(v T, ts int64) {
-						if err := p.EmitAny(v, ts); err != nil && c.sideErr == nil {
-							c.sideErr = err
-						}
-					}
-				} else {
-					late = func(T, int64) {}
-				}
+				late = windowing.LateOutput[T](bc.Sides[lateTag], &c.sideErr)
 			}
 			var clearWin func(key K, w W) error
 			if cl, ok := user.(ProcessWindowClearer[W]); ok {
@@ -337,8 +238,8 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 				Assigner: ws.assigner, Trigger: trigger, DefaultTrigger: ws.trigger == nil, Evictor: ws.evictor,
 				Lateness: max(ws.lateness, 0), Backend: backend, Hash: ws.ks.hashK, MaxParallelism: bc.MaxParallelism,
 				Now: o.Clock.Now, EvictorNow: bc.Time.Now, Schedule: o.Schedule(bc.Time), Late: late, ClearWindow: clearWin,
-				Emit:     func(key K, w W, v V) error { return fn.process(key, w, v, c) },
-				Contents: spec.contents, Fold: spec.fold, Slicer: spec.slicer, Out: out,
+				Emit: func(key K, w W, v V) error { return fn(key, w, v, c) },
+				Fns:  spec.fns, Out: out,
 			})
 			if err != nil {
 				return runtime.Built{}, err
@@ -348,12 +249,4 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 		})
 	ws.ks.ds.connect(n, 0)
 	return streamOf[OUT](env, n)
-}
-
-// validateWindowPart returns a trigger's or evictor's own validation error.
-func validateWindowPart(v any) error {
-	if v, ok := v.(window.Validator); ok {
-		return v.Validate()
-	}
-	return nil
 }

@@ -174,28 +174,23 @@ type EngineConfig[K comparable, T, V, OUT any, W window.Window] struct {
 	ClearWindow     func(key K, w W) error
 	// Emit calls the window function for one firing.
 	Emit func(key K, w W, v V) error
-	// Contents makes the incremental contents state.
-	Contents func(b *istate.Backend[K]) (Contents[T, V, W], error)
-	// Fold turns the elements left by an evictor into V.
-	Fold func([]T) (V, bool)
-	// Slicer, if set, builds the sliced engine for sliding event-time
-	// windows with the default trigger (Reduce and Aggregate only).
-	Slicer func(cfg SliceConfig[K, T, OUT]) (Engine[K, T], error)
-	Out    *runtime.Output[OUT]
+	// Fns are the window function kind's.
+	Fns Fns[K, T, V, OUT, W]
+	Out *runtime.Output[OUT]
 }
 
 // NewEngine builds the engine of a window operator: the sliced one for
 // sliding event-time windows with the default trigger and no evictor when
 // the function allows it, else the per-window one, evicting or not.
 func NewEngine[K comparable, T, V, OUT any, W window.Window](cfg EngineConfig[K, T, V, OUT, W]) (Engine[K, T], error) {
-	if cfg.Evictor == nil && cfg.Slicer != nil && cfg.DefaultTrigger {
+	if cfg.Evictor == nil && cfg.Fns.Slicer != nil && cfg.DefaultTrigger {
 		if sa, ok := any(cfg.Assigner).(window.Sliding); ok && sa.IsEventTime() && sa.Size() > sa.Slide() {
-			return cfg.Slicer(SliceConfig[K, T, OUT]{Assigner: sa, Lateness: cfg.Lateness, Backend: cfg.Backend,
+			return cfg.Fns.Slicer(SliceConfig[K, T, OUT]{Assigner: sa, Lateness: cfg.Lateness, Backend: cfg.Backend,
 				Hash: cfg.Hash, MaxParallelism: cfg.MaxParallelism, Late: cfg.Late, Out: cfg.Out})
 		}
 	}
 	if cfg.Evictor == nil {
-		contents, err := cfg.Contents(cfg.Backend)
+		contents, err := cfg.Fns.Contents(cfg.Backend)
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +204,7 @@ func NewEngine[K comparable, T, V, OUT any, W window.Window](cfg EngineConfig[K,
 	if err != nil {
 		return nil, err
 	}
-	ev := &evicting[K, T, V, W]{evictor: cfg.Evictor, fold: cfg.Fold, fn: cfg.Emit, contents: contents, now: cfg.EvictorNow}
+	ev := &evicting[K, T, V, W]{evictor: cfg.Evictor, fold: cfg.Fns.Fold, fn: cfg.Emit, contents: contents, now: cfg.EvictorNow}
 	eng, err := New(Config[K, T, []window.TimestampedValue[T], W]{
 		Assigner: cfg.Assigner, Trigger: cfg.Trigger, Lateness: cfg.Lateness, Backend: cfg.Backend,
 		Hash: cfg.Hash, MaxParallelism: cfg.MaxParallelism, Now: cfg.Now, Schedule: cfg.Schedule,
@@ -427,5 +422,45 @@ func (t *Task[K, T, OUT]) Schedule(pts runtime.ProcessingTimeService) func(at in
 			}
 			return t.Out.Err()
 		})
+	}
+}
+
+// Fns are the engine's functions of a window function kind.
+type Fns[K comparable, T, V, OUT any, W window.Window] struct {
+	// Contents makes the incremental contents state.
+	Contents func(b *istate.Backend[K]) (Contents[T, V, W], error)
+	// Fold turns the elements left by an evictor into V.
+	Fold func([]T) (V, bool)
+	// Slicer, if set, builds the sliced engine for sliding event-time
+	// windows with the default trigger.
+	Slicer func(cfg SliceConfig[K, T, OUT]) (Engine[K, T], error)
+}
+
+// ReduceFns are the functions of a window reducing with f (no sliced
+// engine: set Slicer to SliceReduce where the result is emitted as it is).
+func ReduceFns[K comparable, T, OUT any, W window.Window](f func(a, b T) T) Fns[K, T, T, OUT, W] {
+	return Fns[K, T, T, OUT, W]{
+		Contents: func(b *istate.Backend[K]) (Contents[T, T, W], error) { return NewReducing[K, W, T](b, f) },
+		Fold:     FoldReduce(f),
+	}
+}
+
+// AggregateFns are the functions of a window aggregating with agg (no
+// sliced engine: set Slicer to SliceAggregate where the result is emitted
+// as it is).
+func AggregateFns[K comparable, T, ACC, R, OUT any, W window.Window](agg state.AggregateFunction[T, ACC, R]) Fns[K, T, R, OUT, W] {
+	return Fns[K, T, R, OUT, W]{
+		Contents: func(b *istate.Backend[K]) (Contents[T, R, W], error) {
+			return NewAggregating[K, W, T, ACC, R](b, agg)
+		},
+		Fold: FoldAggregate(agg),
+	}
+}
+
+// ListFns are the functions of a window keeping all its elements.
+func ListFns[K comparable, T, OUT any, W window.Window]() Fns[K, T, []T, OUT, W] {
+	return Fns[K, T, []T, OUT, W]{
+		Contents: func(b *istate.Backend[K]) (Contents[T, []T, W], error) { return NewList[K, W, T](b) },
+		Fold:     FoldList[T],
 	}
 }
