@@ -173,39 +173,25 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		b, rc := base(bc), newRuntimeCtx(bc)
 		ctx := &joinCtx{sides: bc.Sides}
 		col := &collector[OUT]{out: out}
-		ec := intervaljoin.Config[K, L, R]{
-			Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
-			KeyL: left.key, KeyR: right.key, Hash: left.hashK, MaxParallelism: bc.MaxParallelism,
-			Emit: func(l *L, r *R, lts, rts int64) error {
-				ctx.lts, ctx.rts = lts, rts
-				col.ts = max(lts, rts)
-				if err := fn.ProcessElement(l, r, ctx, col); err != nil {
-					return err
-				}
-				if ctx.sideErr != nil {
-					err := ctx.sideErr
-					ctx.sideErr = nil
-					return err
-				}
-				return nil
-			},
+		emit := func(l *L, r *R, lts, rts int64) error {
+			ctx.lts, ctx.rts = lts, rts
+			col.ts = max(lts, rts)
+			if err := fn.ProcessElement(l, r, ctx, col); err != nil {
+				return err
+			}
+			err := ctx.sideErr
+			ctx.sideErr = nil
+			return err
 		}
-		ec.KeyGroups.Start, ec.KeyGroups.End = bc.KeyGroups.Start, bc.KeyGroups.End
-		if cfg.lateLeft != "" {
-			ec.LateL = bc.Side(cfg.lateLeft)
+		open := func() error {
+			if op, ok := user.(Opener); ok {
+				return op.Open(rc)
+			}
+			return nil
 		}
-		if cfg.lateRight != "" {
-			ec.LateR = bc.Side(cfg.lateRight)
-		}
-		t := &intervaljoin.Task[K, L, R, OUT]{Op: intervaljoin.New(ec), Out: out, Restored: bc.Restored, Settle: b.settle,
-			OpenFn: func() error {
-				if op, ok := user.(Opener); ok {
-					return op.Open(rc)
-				}
-				return nil
-			},
-			CloseFn: func() error { return closeFn(user, &b) },
-		}
+		t := intervaljoin.NewTask(bc, out, intervaljoin.Config[K, L, R]{Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
+			KeyL: left.key, KeyR: right.key, Hash: left.hashK, Emit: emit},
+			cfg.lateLeft, cfg.lateRight, b.settle, open, func() error { return closeFn(user, &b) })
 		return t, t, nil
 	})
 	// The late-data tags are side outputs of the join.

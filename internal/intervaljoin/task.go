@@ -88,3 +88,19 @@ func (t *Task[K, L, R, OUT]) end(i int) error {
 	}
 	return nil
 }
+
+// NewTask returns the task of one subtask: cfg without the subtask's
+// parts, which bc gives (key groups, late outputs lateL and lateR, the
+// restored state); emit is what the join produces.
+func NewTask[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], cfg Config[K, L, R],
+	lateL, lateR string, settle func(r any, err *error), openFn, closeFn func() error) *Task[K, L, R, OUT] {
+	cfg.MaxParallelism = bc.MaxParallelism
+	cfg.KeyGroups.Start, cfg.KeyGroups.End = bc.KeyGroups.Start, bc.KeyGroups.End
+	if lateL != "" {
+		cfg.LateL = bc.Side(lateL)
+	}
+	if lateR != "" {
+		cfg.LateR = bc.Side(lateR)
+	}
+	return &Task[K, L, R, OUT]{Op: New(cfg), Out: out, Restored: bc.Restored, Settle: settle, OpenFn: openFn, CloseFn: closeFn}
+}
