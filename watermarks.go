@@ -44,30 +44,6 @@ const MinWatermark int64 = math.MinInt64
 // MaxWatermark is the watermark that ends event time.
 const MaxWatermark int64 = math.MaxInt64
 
-// generatorAdapter runs a user's WatermarkGenerator as the runtime's:
-// the runtime's output is handed over through out, one value per
-// generator, so that no call converts an interface.
-type generatorAdapter[T any] struct {
-	g   WatermarkGenerator[T]
-	out outputAdapter
-}
-
-type outputAdapter struct{ o watermark.Output }
-
-func (a *outputAdapter) EmitWatermark(wm int64) { a.o.EmitWatermark(wm) }
-func (a *outputAdapter) MarkIdle()              { a.o.MarkIdle() }
-func (a *outputAdapter) MarkActive()            { a.o.MarkActive() }
-
-func (a *generatorAdapter[T]) OnEvent(e T, ts int64, out watermark.Output) {
-	a.out.o = out
-	a.g.OnEvent(e, ts, &a.out)
-}
-
-func (a *generatorAdapter[T]) OnPeriodicEmit(out watermark.Output) {
-	a.out.o = out
-	a.g.OnPeriodicEmit(&a.out)
-}
-
 // WatermarkStrategy tells how to take timestamps from records and generate
 // watermarks, at a source or in AssignTimestampsAndWatermarks.
 type WatermarkStrategy[T any] struct {
@@ -105,7 +81,7 @@ func ForGenerator[T any](newGen func() WatermarkGenerator[T]) WatermarkStrategy[
 		return WatermarkStrategy[T]{err: fmt.Errorf("watermark generator factory is nil")}
 	}
 	return WatermarkStrategy[T]{gen: func() watermark.Generator[T] {
-		return &generatorAdapter[T]{g: newGen()}
+		return watermark.Adapt[T, WatermarkOutput](newGen())
 	}}
 }
 
@@ -185,13 +161,7 @@ func (s WatermarkStrategy[T]) WithWatermarkAlignment(group string, maxDrift, upd
 // factory returns the per-split generator factory; activity is the
 // split's input-activity clock, which idleness measures on.
 func (s WatermarkStrategy[T]) factory() func(activity clock.Relative) watermark.Generator[T] {
-	if s.gen == nil {
-		return nil
-	}
-	if s.idle > 0 {
-		return func(c clock.Relative) watermark.Generator[T] { return watermark.WithIdleness(s.gen(), s.idle, c) }
-	}
-	return func(clock.Relative) watermark.Generator[T] { return s.gen() }
+	return watermark.Factory(s.gen, s.idle)
 }
 
 func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks[T] {
