@@ -170,7 +170,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	}
 	ds := twoInput(left.ds, right.ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[L, R], runtime.Lifecycle, error) {
 		fn, user := newFn()
-		b, rc := base(bc), newRuntimeCtx(bc)
+		ob, rc := base(bc), newRuntimeCtx(bc)
 		ctx := &joinCtx{sides: bc.Sides}
 		col := &collector[OUT]{out: out}
 		emit := func(l *L, r *R, lts, rts int64) error {
@@ -191,7 +191,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 		}
 		t := intervaljoin.NewTask(bc, out, intervaljoin.Config[K, L, R]{Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
 			KeyL: left.key, KeyR: right.key, Hash: left.hashK, Emit: emit},
-			cfg.lateLeft, cfg.lateRight, b.settle, open, func() error { return closeFn(user, &b) })
+			cfg.lateLeft, cfg.lateRight, ob.settle, open, func() error { return closeFn(user, &ob) })
 		return t, t, nil
 	})
 	// The late-data tags are side outputs of the join.
