@@ -170,8 +170,29 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	}
 	ds := twoInput(left.ds, right.ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[L, R], runtime.Lifecycle, error) {
 		fn, user := newFn()
-		o := newIntervalJoinOp(bc, out, lower, upper, kind, left.key, right.key, left.hashK, fn, user, cfg)
-		return o, o, nil
+		ob, rc := base(bc), newRuntimeCtx(bc)
+		ctx := &joinCtx{sides: bc.Sides}
+		col := &collector[OUT]{out: out}
+		emit := func(l *L, r *R, lts, rts int64) error {
+			ctx.lts, ctx.rts = lts, rts
+			col.ts = max(lts, rts)
+			if err := fn.ProcessElement(l, r, ctx, col); err != nil {
+				return err
+			}
+			err := ctx.sideErr
+			ctx.sideErr = nil
+			return err
+		}
+		open := func() error {
+			if op, ok := user.(Opener); ok {
+				return op.Open(rc)
+			}
+			return nil
+		}
+		t := intervaljoin.NewTask(bc, out, intervaljoin.Config[K, L, R]{Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
+			KeyL: left.key, KeyR: right.key, Hash: left.hashK, Emit: emit},
+			cfg.lateLeft, cfg.lateRight, ob.settle, open, func() error { return closeFn(user, &ob) })
+		return t, t, nil
 	})
 	// The late-data tags are side outputs of the join.
 	registerSideType(ds, cfg.lateLeft, cfg.lateLeftType)
@@ -179,8 +200,8 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	return ds
 }
 
+// joinCtx is the JoinContext of an interval join.
 type joinCtx struct {
-	op       *opBase
 	lts, rts int64
 	sides    map[string]runtime.OutputPort
 	sideErr  error
@@ -196,115 +217,3 @@ func (c *joinCtx) emitSide(id string, v any) {
 		}
 	}
 }
-
-// intervalJoinOp is the interval join of one subtask: the engine
-// (internal/intervaljoin) calling the user's function with each pair.
-type intervalJoinOp[K comparable, L, R, OUT any] struct {
-	opBase
-	endBoth
-	*intervaljoin.Op[K, L, R]
-	fn       OuterJoinFunction[L, R, OUT]
-	out      *runtime.Output[OUT]
-	col      collector[OUT]
-	ctx      joinCtx
-	restored *runtime.Restored
-	user     any // the user's function, for Open and Close
-	rc       runtimeCtx
-}
-
-func newIntervalJoinOp[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], lower, upper int64,
-	kind OuterJoinKind, keyL func(L) K, keyR func(R) K, hash func(K) int32, fn OuterJoinFunction[L, R, OUT], user any,
-	cfg intervalJoinConfig) *intervalJoinOp[K, L, R, OUT] {
-	o := &intervalJoinOp[K, L, R, OUT]{
-		opBase: base(bc), out: out, fn: fn, user: user, restored: bc.Restored,
-		rc: newRuntimeCtx(bc),
-	}
-	ec := intervaljoin.Config[K, L, R]{
-		Lower: lower, Upper: upper, Kind: intervaljoin.Kind(kind),
-		KeyL: keyL, KeyR: keyR, Hash: hash, MaxParallelism: bc.MaxParallelism,
-		Emit: o.emit,
-	}
-	ec.KeyGroups.Start, ec.KeyGroups.End = bc.KeyGroups.Start, bc.KeyGroups.End
-	if cfg.lateLeft != "" {
-		ec.LateL = bc.Side(cfg.lateLeft)
-	}
-	if cfg.lateRight != "" {
-		ec.LateR = bc.Side(cfg.lateRight)
-	}
-	o.Op = intervaljoin.New(ec)
-	o.col.out = out
-	o.ctx.op = &o.opBase
-	o.ctx.sides = bc.Sides
-	return o
-}
-
-// Open restores the buffers and pending cleanups from a checkpoint and
-// opens the user's function.
-func (o *intervalJoinOp[K, L, R, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if o.restored != nil {
-		if err := o.Restore(o.restored.KeyGroups); err != nil {
-			return err
-		}
-	}
-	if op, ok := o.user.(Opener); ok {
-		return op.Open(o.rc)
-	}
-	return nil
-}
-
-// SnapshotState snapshots both sides' buffers and the pending cleanups.
-func (o *intervalJoinOp[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
-	kgs, err := o.Snapshot()
-	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
-}
-
-// SnapshotStateAsync takes the synchronous part of the snapshot
-// (intervaljoin.Op.SnapshotAsync).
-func (o *intervalJoinOp[K, L, R, OUT]) SnapshotStateAsync(int64) (runtime.AsyncSnapshot, error) {
-	return o.SnapshotAsync()
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) Close() error { return closeFn(o.user, &o.opBase) }
-
-func (o *intervalJoinOp[K, L, R, OUT]) emit(l *L, r *R, lts, rts int64) error {
-	o.ctx.lts, o.ctx.rts = lts, rts
-	o.col.ts = max(lts, rts)
-	if err := o.fn.ProcessElement(l, r, &o.ctx, &o.col); err != nil {
-		return err
-	}
-	if o.ctx.sideErr != nil {
-		err := o.ctx.sideErr
-		o.ctx.sideErr = nil
-		return err
-	}
-	return nil
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
-	defer o.catch(&err)
-	if err := o.Op.ProcessBatch1(recs); err != nil {
-		return err
-	}
-	return o.out.Err()
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) ProcessBatch2(recs []runtime.Record[R]) (err error) {
-	defer o.catch(&err)
-	if err := o.Op.ProcessBatch2(recs); err != nil {
-		return err
-	}
-	return o.out.Err()
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) ProcessWatermark(wm int64) (err error) {
-	defer o.catch(&err)
-	if err := o.Advance(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-
-func (o *intervalJoinOp[K, L, R, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *intervalJoinOp[K, L, R, OUT]) EndInput1() error              { return o.end(0, o.out) }
-func (o *intervalJoinOp[K, L, R, OUT]) EndInput2() error              { return o.end(1, o.out) }

@@ -261,14 +261,14 @@ func TestFlameGraphPerVertex(t *testing.T) {
 	// has some (the machine may be loaded).
 	eventually(t, func() string {
 		j := flame(vertex["join"], "")
-		if j.Value == 0 || !j.has("intervalJoinOp") {
-			return fmt.Sprintf("join flame graph: %d samples, interval join frames %v", j.Value, j.has("intervalJoinOp"))
+		if j.Value == 0 || !j.has("intervaljoin.") {
+			return fmt.Sprintf("join flame graph: %d samples, interval join frames %v", j.Value, j.has("intervaljoin."))
 		}
 		return ""
 	})
 	eventually(t, func() string {
 		o := flame(vertex["orders"], "")
-		if o.has("intervalJoinOp") {
+		if o.has("intervaljoin.") {
 			t.Fatal("the orders source's flame graph has the join's frames")
 		}
 		if o.Value == 0 {

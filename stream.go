@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/streamgraph"
 )
 
 // Record is a stream element with its event timestamp in ms (NoTimestamp
@@ -22,15 +23,7 @@ const NoTimestamp = connector.NoTimestamp
 type origin[T any] struct {
 	node *runtime.Node
 	tag  string
-	part runtime.Partitioning
-	hash func(*T) int32 // PartitionHash: the key's hash code, of a record passed by pointer
-	// keyStr renders the key of a record for the key sketch (PartitionHash).
-	keyStr func(*T) string
-	key    string // PartitionHash: the keyBy's name, for errors
-	// PartitionCustom: the consumer index of a record among n consumers
-	custom func(v *T, n int) int
-	// prepart marks a keyBy declared Prepartitioned.
-	prepart bool
+	part streamgraph.Part[T]
 }
 
 // DataStream is a stream of T. Type-changing operations are package
@@ -97,7 +90,7 @@ func (ds DataStream[T]) Parallelism() int {
 func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
-		o.part, o.hash, o.keyStr, o.key, o.custom, o.prepart = p, hash, nil, "", nil, false
+		o.part = streamgraph.Part[T]{Kind: p, Hash: hash}
 		out.origins[i] = o
 	}
 	return out
@@ -111,16 +104,7 @@ func (ds DataStream[T]) connect(n *runtime.Node, input int) {
 		ds.env.fail(fmt.Errorf("operator %q of another environment reads this environment's stream; streams of two environments cannot be combined (build the whole job on one Environment)", n.Name))
 	}
 	for _, o := range ds.origins {
-		if o.part == runtime.PartitionCustom {
-			runtime.NewCustomEdge[T](o.node, o.tag, n, input, o.custom)
-			continue
-		}
-		e := runtime.NewEdge[T](o.node, o.tag, n, input, o.part, o.hash)
-		e.KeyName = o.key
-		e.Prepartitioned = o.prepart
-		if o.keyStr != nil {
-			runtime.SetKeyString(e, o.keyStr)
-		}
+		streamgraph.Connect(o.node, o.tag, n, input, o.part)
 	}
 }
 
@@ -185,7 +169,7 @@ func PartitionCustom[K, T any](ds DataStream[T], partition func(key K, numPartit
 	out := ds.withPartition(runtime.PartitionCustom, nil)
 	route := func(v *T, n int) int { return partition(key(*v), n) }
 	for i := range out.origins {
-		out.origins[i].custom = route
+		out.origins[i].part.Custom = route
 	}
 	return out
 }
@@ -226,7 +210,7 @@ func (ks KeyedStream[K, T]) KeySelector() func(T) K { return ks.key }
 func (ks KeyedStream[K, T]) Name(name string) KeyedStream[K, T] {
 	ds := DataStream[T]{env: ks.ds.env, origins: append([]origin[T](nil), ks.ds.origins...)}
 	for i := range ds.origins {
-		ds.origins[i].key = name
+		ds.origins[i].part.Key = name
 	}
 	ks.ds = ds
 	return ks
@@ -253,7 +237,7 @@ func (ks KeyedStream[K, T]) Name(name string) KeyedStream[K, T] {
 func (ks KeyedStream[K, T]) Prepartitioned() KeyedStream[K, T] {
 	ds := DataStream[T]{env: ks.ds.env, origins: append([]origin[T](nil), ks.ds.origins...)}
 	for i := range ds.origins {
-		ds.origins[i].prepart = true
+		ds.origins[i].part.Prepart = true
 	}
 	ks.ds = ds
 	return ks
@@ -285,7 +269,7 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 	}
 	keyed := ds.withPartition(runtime.PartitionHash, func(v *T) int32 { return h(key(*v)) })
 	for i := range keyed.origins {
-		keyed.origins[i].keyStr = func(v *T) string { return fmt.Sprint(key(*v)) }
+		keyed.origins[i].part.KeyStr = func(v *T) string { return fmt.Sprint(key(*v)) }
 	}
 	return KeyedStream[K, T]{
 		ds:    keyed,
@@ -298,21 +282,7 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 // its kind (runtime.Node.Operator), which a later .Name does not change.
 func newNode[OUT any](env *Environment, name string, kind runtime.NodeKind, parallelism int,
 	build func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error)) *runtime.Node {
-	n := &runtime.Node{
-		ID:          len(env.nodes) + 1,
-		Name:        name,
-		Operator:    name,
-		Kind:        kind,
-		Parallelism: parallelism,
-		NewOutput:   func(bs int) runtime.OutputPort { return runtime.NewOutput[OUT](bs) },
-	}
-	n.Build = func(bc *runtime.BuildContext) (runtime.Built, error) {
-		out, ok := bc.Main.(*runtime.Output[OUT])
-		if !ok {
-			return runtime.Built{}, fmt.Errorf("internal: main output has type %T", bc.Main)
-		}
-		return build(bc, out)
-	}
+	n := streamgraph.NewNode(len(env.nodes)+1, name, kind, parallelism, build)
 	env.nodes = append(env.nodes, n)
 	return n
 }

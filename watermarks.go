@@ -8,6 +8,7 @@ import (
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/watermark"
+	"github.com/weirstream/weir/internal/watermark/assigner"
 )
 
 // WatermarkGenerator generates watermarks from events and on a periodic
@@ -42,30 +43,6 @@ const MinWatermark int64 = math.MinInt64
 
 // MaxWatermark is the watermark that ends event time.
 const MaxWatermark int64 = math.MaxInt64
-
-// generatorAdapter runs a user's WatermarkGenerator as the runtime's:
-// the runtime's output is handed over through out, one value per
-// generator, so that no call converts an interface.
-type generatorAdapter[T any] struct {
-	g   WatermarkGenerator[T]
-	out outputAdapter
-}
-
-type outputAdapter struct{ o watermark.Output }
-
-func (a *outputAdapter) EmitWatermark(wm int64) { a.o.EmitWatermark(wm) }
-func (a *outputAdapter) MarkIdle()              { a.o.MarkIdle() }
-func (a *outputAdapter) MarkActive()            { a.o.MarkActive() }
-
-func (a *generatorAdapter[T]) OnEvent(e T, ts int64, out watermark.Output) {
-	a.out.o = out
-	a.g.OnEvent(e, ts, &a.out)
-}
-
-func (a *generatorAdapter[T]) OnPeriodicEmit(out watermark.Output) {
-	a.out.o = out
-	a.g.OnPeriodicEmit(&a.out)
-}
 
 // WatermarkStrategy tells how to take timestamps from records and generate
 // watermarks, at a source or in AssignTimestampsAndWatermarks.
@@ -104,7 +81,7 @@ func ForGenerator[T any](newGen func() WatermarkGenerator[T]) WatermarkStrategy[
 		return WatermarkStrategy[T]{err: fmt.Errorf("watermark generator factory is nil")}
 	}
 	return WatermarkStrategy[T]{gen: func() watermark.Generator[T] {
-		return &generatorAdapter[T]{g: newGen()}
+		return watermark.Adapt[T, WatermarkOutput](newGen())
 	}}
 }
 
@@ -184,13 +161,7 @@ func (s WatermarkStrategy[T]) WithWatermarkAlignment(group string, maxDrift, upd
 // factory returns the per-split generator factory; activity is the
 // split's input-activity clock, which idleness measures on.
 func (s WatermarkStrategy[T]) factory() func(activity clock.Relative) watermark.Generator[T] {
-	if s.gen == nil {
-		return nil
-	}
-	if s.idle > 0 {
-		return func(c clock.Relative) watermark.Generator[T] { return watermark.WithIdleness(s.gen(), s.idle, c) }
-	}
-	return func(clock.Relative) watermark.Generator[T] { return s.gen() }
+	return watermark.Factory(s.gen, s.idle)
 }
 
 func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks[T] {
@@ -200,77 +171,6 @@ func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks
 		Interval:     env.cfg.wmInterval.Milliseconds(),
 		Alignment:    s.align,
 	}
-}
-
-type assignerOp[T any] struct {
-	opBase
-	out      *runtime.Output[T]
-	gen      watermark.Generator[T]
-	ts       func(T, int64) int64
-	emitter  *watermark.Emitter
-	pts      runtime.ProcessingTimeService
-	interval int64
-	err      error
-}
-
-func (o *assignerOp[T]) Open() error {
-	if o.interval > 0 {
-		o.pts.Schedule(o.pts.Now()+o.interval, o.tick)
-	}
-	return nil
-}
-
-func (o *assignerOp[T]) Close() error { return nil }
-
-func (o *assignerOp[T]) tick(at int64) (err error) {
-	defer o.catch(&err)
-	o.gen.OnPeriodicEmit(o.emitter)
-	o.pts.Schedule(at+o.interval, o.tick)
-	return o.takeErr()
-}
-
-func (o *assignerOp[T]) takeErr() error {
-	err := o.err
-	o.err = nil
-	return err
-}
-
-func (o *assignerOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
-	defer o.catch(&err)
-	for _, r := range recs {
-		if o.ts != nil {
-			r.TS = o.ts(r.Value, r.TS)
-		}
-		o.out.Collect(r.Value, r.TS)
-		o.gen.OnEvent(r.Value, r.TS, o.emitter)
-	}
-	if err := o.out.Err(); err != nil {
-		return err
-	}
-	return o.takeErr()
-}
-
-// ProcessWatermark swallows upstream watermarks except the final one.
-func (o *assignerOp[T]) ProcessWatermark(wm int64) error {
-	if wm == MaxWatermark && o.emitter.Last() != MaxWatermark {
-		o.emitter.EmitWatermark(wm)
-		return o.takeErr()
-	}
-	return nil
-}
-
-// ProcessStatus swallows upstream statuses.
-func (o *assignerOp[T]) ProcessStatus(bool) error { return nil }
-
-func (o *assignerOp[T]) EndInput() (err error) {
-	defer o.catch(&err)
-	if o.emitter.Last() != MaxWatermark {
-		o.gen.OnPeriodicEmit(o.emitter)
-	}
-	if err := o.takeErr(); err != nil {
-		return err
-	}
-	return o.out.End()
 }
 
 // AssignTimestampsAndWatermarks assigns timestamps and generates watermarks
@@ -284,7 +184,7 @@ func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[
 	}
 	env := ds.env
 	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
-		o := &assignerOp[T]{opBase: base(bc), out: out, ts: s.ts, pts: bc.Time, interval: env.cfg.wmInterval.Milliseconds()}
+		var gen watermark.Generator[T]
 		if f := s.factory(); f != nil {
 			// Idleness measures on the task's input-activity clock, which
 			// stops while the task is back-pressured (FLIP-471), as
@@ -293,21 +193,10 @@ func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[
 			if bc.Activity != nil {
 				c = bc.Activity
 			}
-			o.gen = f(c)
-		} else {
-			o.gen = watermark.None[T]()
+			gen = f(c)
 		}
-		o.emitter = watermark.NewEmitter(func(e watermark.Event) {
-			var err error
-			if e.IsStatus {
-				err = out.EmitStatus(e.Idle)
-			} else {
-				err = out.EmitWatermark(e.Watermark)
-			}
-			if err != nil && o.err == nil {
-				o.err = err
-			}
-		})
+		b := base(bc)
+		o := assigner.New(out, gen, s.ts, bc.Time, env.cfg.wmInterval.Milliseconds(), b.settle)
 		return o, o, nil
 	})
 }
