@@ -1,11 +1,9 @@
 package weir
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/deadletter"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -27,38 +25,21 @@ type DeadLetter[T any] struct {
 
 // String returns "operator: err (record Value)".
 func (d DeadLetter[T]) String() string {
-	return fmt.Sprintf("%s: %v (record %s)", d.Operator, d.Err, recordText(d.Value))
-}
-
-type deadLetterWire[T any] struct {
-	Value    T
-	TS       int64
-	Err      string
-	HasErr   bool
-	Operator string
+	return fmt.Sprintf("%s: %v (record %s)", d.Operator, d.Err, deadletter.RecordText(d.Value))
 }
 
 // GobEncode implements gob.GobEncoder: the error is kept as its message.
 func (d DeadLetter[T]) GobEncode() ([]byte, error) {
-	w := deadLetterWire[T]{Value: d.Value, TS: d.TS, Operator: d.Operator, HasErr: d.Err != nil}
-	if d.Err != nil {
-		w.Err = d.Err.Error()
-	}
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(&w)
-	return b.Bytes(), err
+	return deadletter.Encode(d.Value, d.TS, d.Err, d.Operator)
 }
 
 // GobDecode implements gob.GobDecoder.
 func (d *DeadLetter[T]) GobDecode(data []byte) error {
-	var w deadLetterWire[T]
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
-		return err
+	v, ts, err, op, derr := deadletter.Decode[T](data)
+	if derr != nil {
+		return derr
 	}
-	*d = DeadLetter[T]{Value: w.Value, TS: w.TS, Operator: w.Operator}
-	if w.HasErr {
-		d.Err = errors.New(w.Err)
-	}
+	*d = DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: op}
 	return nil
 }
 
@@ -149,7 +130,7 @@ func newFailing[T any](bc *runtime.BuildContext, c errorConfig) failing[T] {
 // the dead letters, else the job's error.
 func (f *failing[T]) failed(v T, ts int64, err error) error {
 	if !f.tag {
-		return fmt.Errorf("record %s: %w", recordText(v), err)
+		return fmt.Errorf("record %s: %w", deadletter.RecordText(v), err)
 	}
 	if f.dead == nil {
 		return nil // dead letters nobody consumes are dropped, as any side output
@@ -158,15 +139,6 @@ func (f *failing[T]) failed(v T, ts int64, err error) error {
 		return fmt.Errorf("dead-letter side output: %w", e)
 	}
 	return nil
-}
-
-// recordText formats a record for an error message, at most 200 bytes.
-func recordText(v any) string {
-	s := fmt.Sprintf("%+v", v)
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
 }
 
 type mapErrOp[IN, OUT any] struct {
