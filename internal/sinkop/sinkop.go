@@ -1,0 +1,100 @@
+// Package sinkop holds the operators of the root package's simple sinks:
+// a function per record, a discarding sink and Print's writer.
+package sinkop
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// Op calls a function per record; control elements end here.
+type Op[T any] struct {
+	// Catch is deferred around the calls of F: it reports an error or a
+	// panic against the sink.
+	Catch func(err *error)
+	F     func(v T, ts int64) error
+	// CloseFn closes the sink's writer (nil: nothing to close).
+	CloseFn func() error
+}
+
+// ProcessBatch implements runtime.Input.
+func (o *Op[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+	defer o.Catch(&err)
+	for i := range recs {
+		if err := o.F(recs[i].Value, recs[i].TS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProcessWatermark implements runtime.Input.
+func (o *Op[T]) ProcessWatermark(int64) error { return nil }
+
+// ProcessStatus implements runtime.Input.
+func (o *Op[T]) ProcessStatus(bool) error { return nil }
+
+// EndInput implements runtime.Input.
+func (o *Op[T]) EndInput() error { return nil }
+
+// Open implements runtime.Lifecycle.
+func (o *Op[T]) Open() error { return nil }
+
+// Close implements runtime.Lifecycle.
+func (o *Op[T]) Close() error {
+	if o.CloseFn != nil {
+		return o.CloseFn()
+	}
+	return nil
+}
+
+// Discard counts and drops records.
+type Discard[T any] struct{ n int64 }
+
+// ProcessBatch implements runtime.Input.
+func (d *Discard[T]) ProcessBatch(recs []runtime.Record[T]) error {
+	d.n += int64(len(recs))
+	return nil
+}
+
+// ProcessWatermark implements runtime.Input.
+func (d *Discard[T]) ProcessWatermark(int64) error { return nil }
+
+// ProcessStatus implements runtime.Input.
+func (d *Discard[T]) ProcessStatus(bool) error { return nil }
+
+// EndInput implements runtime.Input.
+func (d *Discard[T]) EndInput() error { return nil }
+
+// LockedWriter serialises whole batches of lines from parallel subtasks.
+type LockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewLockedWriter returns a LockedWriter writing to w.
+func NewLockedWriter(w io.Writer) *LockedWriter { return &LockedWriter{w: w} }
+
+// Printer returns the write function of Print's subtask of a sink with
+// parallelism par: each record with fmt's %v, one per line, prefixed
+// "N> " (N = subtask+1) when par is above 1.
+func Printer[T any](lw *LockedWriter, subtask, par int) func(v T, ts int64) error {
+	prefix := ""
+	if par > 1 {
+		prefix = strconv.Itoa(subtask+1) + "> "
+	}
+	var buf []byte
+	return func(v T, _ int64) error {
+		buf = append(buf[:0], prefix...)
+		buf = fmt.Append(buf, v)
+		buf = append(buf, '\n')
+		lw.mu.Lock()
+		_, err := lw.w.Write(buf)
+		lw.mu.Unlock()
+		return err
+	}
+}
