@@ -1,11 +1,11 @@
 package weir
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 
 	"github.com/weirstream/weir/internal/broadcaststate"
+	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
 )
@@ -293,23 +293,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (runtime.
 	if err != nil {
 		return nil, err
 	}
-	bs, err := o.store.Snapshot()
-	if err != nil {
-		keyed(canceledContext()) //nolint:errcheck // releases the view
-		return nil, err
-	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
-		ks, err := keyed(ctx)
-		ks.State = bs.State
-		return ks, err
-	}, nil
-}
-
-// canceledContext returns a context that has ended.
-func canceledContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
+	return keyedsnap.WithState(keyed, o.store.Snapshot)
 }
 
 func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {

@@ -1,7 +1,6 @@
 package weir
 
 import (
-	"context"
 	"fmt"
 	"math"
 
@@ -66,8 +65,7 @@ func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error)
 	if b.incremental() {
 		return b.snapshotIncremental(id) // incremental.go
 	}
-	kgs, err := keyedsnap.Snapshot(b.snapBackend(), b.timers)
-	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	return keyedsnap.Operator(b.snapBackend(), b.timers)
 }
 
 // SnapshotStateAsync takes the synchronous part of the snapshot of the
@@ -76,20 +74,9 @@ func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error)
 // snapshot (SnapshotState), handed over as it is.
 func (b *keyedBase[K]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
 	if b.disk != nil {
-		snap, err := b.SnapshotState(id)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+		return keyedsnap.Ready(b.SnapshotState(id))
 	}
-	async, err := keyedsnap.SnapshotAsync[K, void](b.backend, b.timers)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
-		kgs, err := async(ctx)
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
-	}, nil
+	return keyedsnap.OperatorAsync[K, void](b.backend, b.timers)
 }
 
 // snapBackend is the state backend in use: both write the same snapshots.
