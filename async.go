@@ -184,11 +184,7 @@ func (s AsyncRetry[OUT]) CanRetry(n int) bool { return n <= s.maxAttempts }
 
 // BackoffTime implements AsyncRetryStrategy.
 func (s AsyncRetry[OUT]) BackoffTime(n int) time.Duration {
-	d, limit := s.initial.Milliseconds(), s.max.Milliseconds()
-	for i := 1; i < n && s.multiplier > 0 && d < limit; i++ {
-		d = min(int64(float64(d)*s.multiplier), limit)
-	}
-	return time.Duration(d) * time.Millisecond
+	return asyncio.Backoff(s.initial, s.max, s.multiplier, n)
 }
 
 // RetryPredicate implements AsyncRetryStrategy.
@@ -246,17 +242,10 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	ordered bool, retry AsyncRetryStrategy[OUT], withRetry bool) DataStream[OUT] {
 	const name = "AsyncWait"
 	fail := func(err error) { ds.env.fail(fmt.Errorf("operator %q: %w", name, err)) }
-	switch {
-	case isNil(fn):
+	if isNil(fn) {
 		fail(nilFnError("async function"))
-	case capacity < 1:
-		fail(fmt.Errorf("the capacity must be at least 1, got %d", capacity))
-	case timeout < 0 || (timeout > 0 && timeout < time.Millisecond):
-		fail(fmt.Errorf("the timeout must be 0 (none) or at least 1ms, got %v", timeout))
-	case withRetry && isNil(retry):
-		fail(fmt.Errorf("the retry strategy is nil"))
-	case withRetry && timeout <= 0:
-		fail(fmt.Errorf("a timeout must be set with retries (as Flink requires)"))
+	} else if err := asyncio.Check(capacity, timeout, withRetry, isNil(retry)); err != nil {
+		fail(err)
 	}
 	if timeout >= time.Millisecond {
 		ds.env.millis(fmt.Sprintf("operator %q: timeout", name), timeout)
@@ -296,12 +285,7 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 				cfg.OnTimeout = func(in IN, fu *asyncio.Future[IN, OUT]) { th.Timeout(in, fu) }
 			}
 		}
-		open := func() error {
-			if op, ok := f.(Opener); ok {
-				return op.Open(rc)
-			}
-			return nil
-		}
+		open := func() error { return openFn(f, &b, rc) }
 		t, err := asyncio.NewTask(cfg, bc, out, istate.DefaultCodec[IN](), open, func() error { return closeFn(f, &b) })
 		if err != nil {
 			return nil, nil, err

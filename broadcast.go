@@ -160,13 +160,7 @@ type broadcastOp[IN, B, OUT any] struct {
 	rw    bcastSide
 }
 
-func (o *broadcastOp[IN, B, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.rc)
-	}
-	return nil
-}
+func (o *broadcastOp[IN, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *broadcastOp[IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 // SnapshotState snapshots the broadcast state.

@@ -222,6 +222,15 @@ func closeKeyed[K comparable](fn any, b *keyedBase[K]) error {
 	return err
 }
 
+// openFn opens fn if it is an Opener, with rc.
+func openFn(fn any, b *opBase, rc RuntimeContext) (err error) {
+	defer b.catch(&err)
+	if op, ok := fn.(Opener); ok {
+		return op.Open(rc)
+	}
+	return nil
+}
+
 func closeFn(fn any, b *opBase) (err error) {
 	defer b.catch(&err)
 	if c, ok := fn.(Closer); ok {
@@ -355,13 +364,7 @@ type coProcessOp[A, B, OUT any] struct {
 	rc  runtimeCtx
 }
 
-func (o *coProcessOp[A, B, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.rc)
-	}
-	return nil
-}
+func (o *coProcessOp[A, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *coProcessOp[A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {

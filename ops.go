@@ -149,21 +149,8 @@ func (o *processOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep fun
 	return kept, o.out.Err()
 }
 
-func (o *processOp[IN, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.rc)
-	}
-	return nil
-}
-
-func (o *processOp[IN, OUT]) Close() (err error) {
-	defer o.catch(&err)
-	if c, ok := o.fn.(Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
+func (o *processOp[IN, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
+func (o *processOp[IN, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 func (o *processOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
 	defer o.catch(&err)
