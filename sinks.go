@@ -2,8 +2,6 @@ package weir
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/runtime"
@@ -87,46 +85,22 @@ func Print[T any](ds DataStream[T]) Sink {
 
 // Collected gathers a stream's records in memory (for tests and
 // embedding); read it after the job has ended.
-type Collected[T any] struct {
-	mu   sync.Mutex
-	recs []Record[T]
-}
+type Collected[T any] struct{ buf sinkop.Buffer[T] }
 
 // Values returns the collected values in arrival order (per subtask).
-func (c *Collected[T]) Values() []T {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]T, len(c.recs))
-	for i, r := range c.recs {
-		out[i] = r.Value
-	}
-	return out
-}
+func (c *Collected[T]) Values() []T { return c.buf.Values() }
 
 // Records returns the collected records with their timestamps.
-func (c *Collected[T]) Records() []Record[T] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.recs)
-}
+func (c *Collected[T]) Records() []Record[T] { return c.buf.Records() }
 
 // Len returns the number of records collected so far.
-func (c *Collected[T]) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.recs)
-}
+func (c *Collected[T]) Len() int { return c.buf.Len() }
 
 // Collect gathers every record of ds in memory.
 func Collect[T any](ds DataStream[T]) *Collected[T] {
 	c := &Collected[T]{}
 	addSink(ds, "Collect", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
-		return func(v T, ts int64) error {
-			c.mu.Lock()
-			c.recs = append(c.recs, Record[T]{Value: v, TS: ts})
-			c.mu.Unlock()
-			return nil
-		}, nil, nil
+		return c.buf.Add, nil, nil
 	})
 	return c
 }

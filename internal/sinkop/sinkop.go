@@ -5,9 +5,11 @@ package sinkop
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -97,4 +99,43 @@ func Printer[T any](lw *LockedWriter, subtask, par int) func(v T, ts int64) erro
 		lw.mu.Unlock()
 		return err
 	}
+}
+
+// Buffer gathers records in memory, from any goroutine.
+type Buffer[T any] struct {
+	mu   sync.Mutex
+	recs []connector.Record[T]
+}
+
+// Add appends v at ts.
+func (b *Buffer[T]) Add(v T, ts int64) error {
+	b.mu.Lock()
+	b.recs = append(b.recs, connector.Record[T]{Value: v, TS: ts})
+	b.mu.Unlock()
+	return nil
+}
+
+// Values returns the values in arrival order.
+func (b *Buffer[T]) Values() []T {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]T, len(b.recs))
+	for i, r := range b.recs {
+		out[i] = r.Value
+	}
+	return out
+}
+
+// Records returns a copy of the records.
+func (b *Buffer[T]) Records() []connector.Record[T] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.recs)
+}
+
+// Len returns the number of records.
+func (b *Buffer[T]) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.recs)
 }
