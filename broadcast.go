@@ -255,13 +255,11 @@ func (k keyedBcastSide[K]) ApplyToKeyedState(name string, fn func(key K) error) 
 }
 
 type keyedBroadcastOp[K comparable, IN, B, OUT any] struct {
-	keyedBase[K]
+	keyedOut[K, OUT]
 	endBoth
 	fn    KeyedBroadcastProcessFunction[K, IN, B, OUT]
 	keyFn func(IN) K
 	store *broadcaststate.Store
-	out   *runtime.Output[OUT]
-	col   collector[OUT]
 	elem  keyedBcastElem[K]
 	side  keyedBcastSide[K]
 }
@@ -319,15 +317,6 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]
 	return o.out.Err()
 }
 
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessWatermark(wm int64) error {
-	if err := o.advanceWatermark(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessStatus(idle bool) error {
-	return o.out.EmitStatus(idle)
-}
 func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }
 func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
@@ -346,12 +335,10 @@ func ProcessKeyedBroadcast[K comparable, IN, B, OUT any](cs KeyedBroadcastConnec
 		if err != nil {
 			return nil, nil, err
 		}
-		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK), fn: cloneFunction(fn), keyFn: cs.in.key, out: out, store: st}
-		o.col.out = out
+		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK)}, fn: cloneFunction(fn), keyFn: cs.in.key, store: st}
 		o.elem = keyedBcastElem[K]{&o.keyedBase, o.store}
 		o.side = keyedBcastSide[K]{&o.keyedBase, o.store}
-		o.timerTS = func(ts int64) { o.col.ts = ts }
-		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, o.elem, &o.col) }
+		o.init(out, nil, func(ts int64) error { return o.fn.OnTimer(ts, o.elem, &o.col) }) // nil: heap state
 		return o, o, nil
 	})
 }

@@ -239,13 +239,35 @@ func closeFn(fn any, b *opBase) (err error) {
 	return nil
 }
 
-type keyedProcessOp[K comparable, IN, OUT any] struct {
+// keyedOut is a keyed operator with its output: a watermark fires the
+// event-time timers it passes before it goes on.
+type keyedOut[K comparable, OUT any] struct {
 	keyedBase[K]
+	out *runtime.Output[OUT]
+	col collector[OUT]
+}
+
+// init sets the output, the job's state backend (nil: heap) and the
+// timer callback; a timer's records carry its timestamp (event time) or
+// none (processing time).
+func (o *keyedOut[K, OUT]) init(out *runtime.Output[OUT], sb StateBackend, onTimer func(ts int64) error) {
+	o.out, o.col.out, o.stateBackend, o.onTimer = out, out, sb, onTimer
+	o.timerTS = func(ts int64) { o.col.ts = ts }
+}
+
+func (o *keyedOut[K, OUT]) ProcessWatermark(wm int64) error {
+	if err := o.advanceWatermark(wm); err != nil {
+		return err
+	}
+	return o.out.EmitWatermark(wm)
+}
+
+func (o *keyedOut[K, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+
+type keyedProcessOp[K comparable, IN, OUT any] struct {
+	keyedOut[K, OUT]
 	fn    KeyedProcessFunction[K, IN, OUT]
 	keyFn func(IN) K
-	out   *runtime.Output[OUT]
-	col   collector[OUT]
-	par   int
 }
 
 func (o *keyedProcessOp[K, IN, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
@@ -266,15 +288,7 @@ func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (er
 	return o.out.Err()
 }
 
-func (o *keyedProcessOp[K, IN, OUT]) ProcessWatermark(wm int64) error {
-	if err := o.advanceWatermark(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-
-func (o *keyedProcessOp[K, IN, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *keyedProcessOp[K, IN, OUT]) EndInput() error               { return o.out.End() }
+func (o *keyedProcessOp[K, IN, OUT]) EndInput() error { return o.out.End() }
 
 // Process applies a KeyedProcessFunction to a keyed stream: keyed state,
 // event- and processing-time timers, side outputs.
@@ -284,11 +298,8 @@ func Process[K comparable, IN, OUT any](ks KeyedStream[K, IN], fn KeyedProcessFu
 		env.fail(fmt.Errorf("operator %q: %w", "KeyedProcess", nilFnError("keyed process function")))
 	}
 	return oneInput(ks.ds, "KeyedProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
-		o := &keyedProcessOp[K, IN, OUT]{keyedBase: newKeyedBase(bc, ks.hashK), fn: cloneFunction(fn), keyFn: ks.key, out: out}
-		o.stateBackend = env.keyedStateBackend()
-		o.col.out = out
-		o.timerTS = func(ts int64) { o.col.ts = ts }
-		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
+		o := &keyedProcessOp[K, IN, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, ks.hashK)}, fn: cloneFunction(fn), keyFn: ks.key}
+		o.init(out, env.keyedStateBackend(), func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) })
 		return o, o, nil
 	})
 }
@@ -418,13 +429,11 @@ func CoProcess[A, B, OUT any](cs ConnectedStreams[A, B], fn CoProcessFunction[A,
 }
 
 type keyedCoProcessOp[K comparable, A, B, OUT any] struct {
-	keyedBase[K]
+	keyedOut[K, OUT]
 	endBoth
 	fn   KeyedCoProcessFunction[K, A, B, OUT]
 	keyA func(A) K
 	keyB func(B) K
-	out  *runtime.Output[OUT]
-	col  collector[OUT]
 }
 
 func (o *keyedCoProcessOp[K, A, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
@@ -460,15 +469,6 @@ func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []runtime.Record[B])
 	return o.out.Err()
 }
 
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessWatermark(wm int64) error {
-	if err := o.advanceWatermark(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessStatus(idle bool) error {
-	return o.out.EmitStatus(idle)
-}
 func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput1() error { return o.end(0, o.out) }
 func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
@@ -480,12 +480,9 @@ func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, 
 		ks.first.ds.env.fail(fmt.Errorf("operator %q: %w", "KeyedCoProcess", nilFnError("keyed co-process function")))
 	}
 	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
-		o := &keyedCoProcessOp[K, A, B, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK), fn: cloneFunction(fn),
-			keyA: ks.first.key, keyB: ks.second.key, out: out}
-		o.stateBackend = ks.first.ds.env.keyedStateBackend()
-		o.col.out = out
-		o.timerTS = func(ts int64) { o.col.ts = ts }
-		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
+		o := &keyedCoProcessOp[K, A, B, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK)}, fn: cloneFunction(fn),
+			keyA: ks.first.key, keyB: ks.second.key}
+		o.init(out, ks.first.ds.env.keyedStateBackend(), func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) })
 		return o, o, nil
 	})
 }
