@@ -1,8 +1,6 @@
 package weir
 
 import (
-	"fmt"
-
 	"github.com/weirstream/weir/internal/joberr"
 	"github.com/weirstream/weir/internal/runtime"
 )
@@ -28,12 +26,7 @@ type OperatorError struct {
 }
 
 // Error returns the message the job's log shows for the failure.
-func (e *OperatorError) Error() string {
-	if e.Stack != "" {
-		return fmt.Sprintf("operator %q (subtask %d) panicked: %v\n%s", e.Operator, e.Subtask, e.Err, e.Stack)
-	}
-	return fmt.Sprintf("operator %q (subtask %d): %v", e.Operator, e.Subtask, e.Err)
-}
+func (e *OperatorError) Error() string { return (*runtime.OperatorError)(e).Error() }
 
 // Unwrap returns the cause.
 func (e *OperatorError) Unwrap() error { return e.Err }
