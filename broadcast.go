@@ -149,13 +149,10 @@ type bcastReadOnly struct {
 func (b bcastReadOnly) broadcastStore() *broadcaststate.Store { return b.store }
 
 type broadcastOp[IN, B, OUT any] struct {
-	opContext
+	plainOut[OUT]
 	endBoth
 	fn    BroadcastProcessFunction[IN, B, OUT]
 	store *broadcaststate.Store
-	out   *runtime.Output[OUT]
-	col   collector[OUT]
-	rc    runtimeCtx
 	ro    bcastReadOnly
 	rw    bcastSide
 }
@@ -196,13 +193,8 @@ func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err e
 	return o.out.Err()
 }
 
-func (o *broadcastOp[IN, B, OUT]) ProcessWatermark(wm int64) error {
-	o.wm = wm
-	return o.out.EmitWatermark(wm)
-}
-func (o *broadcastOp[IN, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *broadcastOp[IN, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
-func (o *broadcastOp[IN, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+func (o *broadcastOp[IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }
+func (o *broadcastOp[IN, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
 // ProcessBroadcast processes a non-keyed stream (input 1) with a broadcast
 // stream (input 2): the element side reads the broadcast state, the
@@ -217,9 +209,7 @@ func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn Br
 		if err != nil {
 			return nil, nil, err
 		}
-		o := &broadcastOp[IN, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out, store: st}
-		o.col.out = out
-		o.rc = newRuntimeCtx(bc)
+		o := &broadcastOp[IN, B, OUT]{plainOut: newPlainOut(bc, out), fn: cloneFunction(fn), store: st}
 		o.ro = bcastReadOnly{&o.opContext, o.store}
 		o.rw = bcastSide{&o.opContext, o.store}
 		return o, o, nil

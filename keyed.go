@@ -367,12 +367,9 @@ func (e *endBoth) end(i int, out runtime.OutputPort) error {
 }
 
 type coProcessOp[A, B, OUT any] struct {
-	opContext
+	plainOut[OUT]
 	endBoth
-	fn  CoProcessFunction[A, B, OUT]
-	out *runtime.Output[OUT]
-	col collector[OUT]
-	rc  runtimeCtx
+	fn CoProcessFunction[A, B, OUT]
 }
 
 func (o *coProcessOp[A, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
@@ -406,13 +403,8 @@ func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err er
 	return o.out.Err()
 }
 
-func (o *coProcessOp[A, B, OUT]) ProcessWatermark(wm int64) error {
-	o.wm = wm
-	return o.out.EmitWatermark(wm)
-}
-func (o *coProcessOp[A, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *coProcessOp[A, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
-func (o *coProcessOp[A, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+func (o *coProcessOp[A, B, OUT]) EndInput1() error { return o.end(0, o.out) }
+func (o *coProcessOp[A, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
 // CoProcess processes two connected non-keyed streams with one function
 // instance per subtask; its watermark is the minimum of both inputs'.
@@ -421,9 +413,7 @@ func CoProcess[A, B, OUT any](cs ConnectedStreams[A, B], fn CoProcessFunction[A,
 		cs.first.env.fail(fmt.Errorf("operator %q: %w", "CoProcess", nilFnError("co-process function")))
 	}
 	return twoInput(cs.first, cs.second, "CoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
-		o := &coProcessOp[A, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out}
-		o.col.out = out
-		o.rc = newRuntimeCtx(bc)
+		o := &coProcessOp[A, B, OUT]{plainOut: newPlainOut(bc, out), fn: cloneFunction(fn)}
 		return o, o, nil
 	})
 }

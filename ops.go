@@ -119,14 +119,31 @@ func newOpContext(bc *runtime.BuildContext) opContext {
 	return opContext{opBase: base(bc), wm: runtime.NoTimestamp, sides: bc.Sides, now: bc.Time.Now}
 }
 
-type processOp[IN, OUT any] struct {
+// plainOut is a non-keyed operator with its output and the runtime
+// context of its function.
+type plainOut[OUT any] struct {
 	opContext
+	out *runtime.Output[OUT]
+	col collector[OUT]
+	rc  runtimeCtx
+}
+
+func newPlainOut[OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT]) plainOut[OUT] {
+	return plainOut[OUT]{opContext: newOpContext(bc), out: out, col: collector[OUT]{out: out}, rc: newRuntimeCtx(bc)}
+}
+
+func (o *plainOut[OUT]) ProcessWatermark(wm int64) error {
+	o.wm = wm
+	return o.out.EmitWatermark(wm)
+}
+
+func (o *plainOut[OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+
+type processOp[IN, OUT any] struct {
+	plainOut[OUT]
 	basicop.FilterGuard
 	self basicop.Base // opBase, for CatchFiltered
 	fn   ProcessFunction[IN, OUT]
-	out  *runtime.Output[OUT]
-	col  collector[OUT]
-	rc   runtimeCtx
 }
 
 // ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
@@ -166,12 +183,7 @@ func (o *processOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error)
 	return o.out.Err()
 }
 
-func (o *processOp[IN, OUT]) ProcessWatermark(wm int64) error {
-	o.wm = wm
-	return o.out.EmitWatermark(wm)
-}
-func (o *processOp[IN, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *processOp[IN, OUT]) EndInput() error               { return o.out.End() }
+func (o *processOp[IN, OUT]) EndInput() error { return o.out.End() }
 
 // ProcessStream applies a ProcessFunction to a non-keyed stream. The function may
 // emit to side outputs; it has no timers or keyed state (use KeyBy).
@@ -180,9 +192,7 @@ func ProcessStream[IN, OUT any](ds DataStream[IN], fn ProcessFunction[IN, OUT]) 
 		ds.env.fail(fmt.Errorf("operator %q: %w", "Process", nilFnError("process function")))
 	}
 	return oneInput(ds, "Process", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
-		o := &processOp[IN, OUT]{opContext: newOpContext(bc), self: basicop.NewBase(bc), fn: cloneFunction(fn), out: out}
-		o.col.out = out
-		o.rc = newRuntimeCtx(bc)
+		o := &processOp[IN, OUT]{plainOut: newPlainOut(bc, out), self: basicop.NewBase(bc), fn: cloneFunction(fn)}
 		return o, o, nil
 	})
 }
