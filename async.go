@@ -264,14 +264,8 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	}
 	var rs *asyncio.Retry[OUT]
 	if withRetry && !isNil(retry) {
-		if p := retry.RetryPredicate(); p.Result != nil || p.Error != nil {
-			rs = &asyncio.Retry[OUT]{
-				CanRetry: retry.CanRetry,
-				Backoff:  func(n int) int64 { return max(retry.BackoffTime(n).Milliseconds(), 0) },
-				IfResult: p.Result,
-				IfError:  p.Error,
-			}
-		}
+		p := retry.RetryPredicate()
+		rs = asyncio.NewRetry(retry.CanRetry, retry.BackoffTime, p.Result, p.Error)
 	}
 	return oneInput(ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
 		b, f, rc := base(bc), cloneFunction(fn), newRuntimeCtx(bc)

@@ -117,13 +117,6 @@ func ToSink[T any](ds DataStream[T], sink connector.Sink[T], name string) Sink {
 		ds.env.validators = append(ds.env.validators, v.Validate)
 	}
 	return addSink(ds, name, func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
-		w, err := sink.NewWriter(connector.SubtaskInfo{Name: bc.Name, Subtask: bc.Subtask, Parallelism: bc.Parallelism, Partition: -1})
-		if err != nil {
-			return nil, nil, fmt.Errorf("sink %q: %w", name, err)
-		}
-		if w == nil {
-			return nil, nil, fmt.Errorf("sink %q: NewWriter returned no writer", name)
-		}
-		return w.Write, w.Close, nil
+		return sinkop.Writer(sink, name, bc)
 	})
 }

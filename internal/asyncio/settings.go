@@ -31,3 +31,18 @@ func Backoff(initial, max time.Duration, multiplier float64, n int) time.Duratio
 	}
 	return time.Duration(d) * time.Millisecond
 }
+
+// NewRetry returns the retry strategy of canRetry, backoff and the
+// predicates; nil (nothing is retried) if neither predicate is set.
+func NewRetry[OUT any](canRetry func(n int) bool, backoff func(n int) time.Duration,
+	ifResult func([]OUT) bool, ifError func(error) bool) *Retry[OUT] {
+	if ifResult == nil && ifError == nil {
+		return nil
+	}
+	return &Retry[OUT]{
+		CanRetry: canRetry,
+		Backoff:  func(n int) int64 { return max(backoff(n).Milliseconds(), 0) },
+		IfResult: ifResult,
+		IfError:  ifError,
+	}
+}

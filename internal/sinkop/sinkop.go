@@ -139,3 +139,16 @@ func (b *Buffer[T]) Len() int {
 	defer b.mu.Unlock()
 	return len(b.recs)
 }
+
+// Writer returns the write and close functions of the writer sink makes
+// for the subtask bc builds of the sink named name.
+func Writer[T any](sink connector.Sink[T], name string, bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
+	w, err := sink.NewWriter(connector.SubtaskInfo{Name: bc.Name, Subtask: bc.Subtask, Parallelism: bc.Parallelism, Partition: -1})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sink %q: %w", name, err)
+	}
+	if w == nil {
+		return nil, nil, fmt.Errorf("sink %q: NewWriter returned no writer", name)
+	}
+	return w.Write, w.Close, nil
+}
