@@ -2,7 +2,6 @@ package weir
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keyedsnap"
@@ -33,8 +32,7 @@ type keyedBase[K comparable] struct {
 	stateBackend StateBackend
 	disk         *kvstate.Backend[K]
 	clk          clock.Clock
-	pts          runtime.ProcessingTimeService
-	scheduledAt  int64
+	drv          timer.Driver[K, void] // fires timers, from Open (restore) on
 	domain       TimeDomain
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
@@ -45,18 +43,18 @@ type keyedBase[K comparable] struct {
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
+	timers := timer.NewService[K, void]()
 	return keyedBase[K]{
-		opContext:   newOpContext(bc),
-		metrics:     metricGroupOf(bc),
-		hash:        hash,
-		maxP:        bc.MaxParallelism,
-		backend:     istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
-		timers:      timer.NewService[K, void](),
-		pts:         bc.Time,
-		scheduledAt: math.MaxInt64,
-		restored:    bc.Restored,
-		clk:         bc.Clock,
-		fail:        bc.Fail,
+		opContext: newOpContext(bc),
+		metrics:   metricGroupOf(bc),
+		hash:      hash,
+		maxP:      bc.MaxParallelism,
+		backend:   istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
+		timers:    timers,
+		drv:       timer.NewDriver[K, void](timers, bc.Time),
+		restored:  bc.Restored,
+		clk:       bc.Clock,
+		fail:      bc.Fail,
 	}
 }
 
@@ -98,10 +96,7 @@ func (b *keyedBase[K]) restore() error {
 			return err
 		}
 	}
-	if next, ok := b.timers.NextProcessingTime(); ok {
-		b.scheduledAt = next
-		b.pts.Schedule(next, b.onProcessingTime)
-	}
+	b.drv.Start(b.fire, b.catch)
 	return nil
 }
 
@@ -152,10 +147,7 @@ func (b *keyedBase[K]) DeleteEventTimeTimer(ts int64) { b.timers.DeleteEventTime
 func (b *keyedBase[K]) RegisterProcessingTimeTimer(ts int64) {
 	b.registered++
 	b.timers.RegisterProcessingTime(b.key, b.kg, void{}, ts)
-	if ts < b.scheduledAt {
-		b.scheduledAt = ts
-		b.pts.Schedule(ts, b.onProcessingTime)
-	}
+	b.drv.Registered(ts)
 }
 
 // DeleteProcessingTimeTimer implements TimerService.
@@ -163,43 +155,28 @@ func (b *keyedBase[K]) DeleteProcessingTimeTimer(ts int64) {
 	b.timers.DeleteProcessingTime(b.key, void{}, ts)
 }
 
-func (b *keyedBase[K]) fire(domain TimeDomain) func(t timer.Timer[K, void]) error {
-	return func(t timer.Timer[K, void]) error {
-		b.key, b.kg = t.Key, t.KeyGroup
-		b.setBackendKey(t.Key, t.KeyGroup)
-		b.domain = domain
-		b.ts = t.Timestamp
-		if domain == EventTime {
-			b.timerTS(t.Timestamp)
-		} else {
-			b.timerTS(NoTimestamp)
-		}
-		if err := b.onTimer(t.Timestamp); err != nil {
-			return err
-		}
-		return b.takeSideErr()
+// fire runs the timer t (eventTime: of the event-time domain).
+func (b *keyedBase[K]) fire(t timer.Timer[K, void], eventTime bool) error {
+	b.key, b.kg = t.Key, t.KeyGroup
+	b.setBackendKey(t.Key, t.KeyGroup)
+	b.ts = t.Timestamp
+	if eventTime {
+		b.domain = EventTime
+		b.timerTS(t.Timestamp)
+	} else {
+		b.domain = ProcessingTime
+		b.timerTS(NoTimestamp)
 	}
-}
-
-func (b *keyedBase[K]) onProcessingTime(at int64) (err error) {
-	defer b.catch(&err)
-	if at >= b.scheduledAt {
-		b.scheduledAt = math.MaxInt64
-	}
-	if err := b.timers.AdvanceProcessingTime(at, b.fire(ProcessingTime)); err != nil {
+	if err := b.onTimer(t.Timestamp); err != nil {
 		return err
 	}
-	if next, ok := b.timers.NextProcessingTime(); ok && next < b.scheduledAt {
-		b.scheduledAt = next
-		b.pts.Schedule(next, b.onProcessingTime)
-	}
-	return nil
+	return b.takeSideErr()
 }
 
 func (b *keyedBase[K]) advanceWatermark(wm int64) (err error) {
 	defer b.catch(&err)
 	b.wm = wm
-	return b.timers.AdvanceWatermark(wm, b.fire(EventTime))
+	return b.drv.AdvanceWatermark(wm)
 }
 
 func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
