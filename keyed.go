@@ -454,57 +454,43 @@ func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, 
 	})
 }
 
-// GetValueState returns the value state of d for the function's current key.
-func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ValueDescriptor[V]) (state.ValueState[V], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
+// keyedState returns the state handle S of d, checked by validate: made
+// by onDisk when the function's state is on disk, else by onHeap.
+func keyedState[K comparable, S, D, HD, HH any](ctx KeyedRuntimeContext[K], d D, validate func() error,
+	onDisk func(*kvstate.Backend[K], D) (HD, error), onHeap func(*istate.Backend[K], D) (HH, error)) (S, error) {
+	if err := validate(); err != nil {
+		var zero S
+		return zero, err
 	}
 	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.ValueState[V]](kvstate.GetValue[K, void, V](pb, d))
+		return handleOf[S](onDisk(pb, d))
 	}
-	return istate.GetValue[K, void, V](ctx.keyedBackend(), d)
+	h, err := onHeap(ctx.keyedBackend(), d)
+	return any(h).(S), err
+}
+
+// GetValueState returns the value state of d for the function's current key.
+func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ValueDescriptor[V]) (state.ValueState[V], error) {
+	return keyedState[K, state.ValueState[V]](ctx, d, d.Validate, kvstate.GetValue[K, void, V], istate.GetValue[K, void, V])
 }
 
 // GetListState returns the list state of d for the current key.
 func GetListState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ListDescriptor[V]) (state.ListState[V], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.ListState[V]](kvstate.GetList[K, void, V](pb, d))
-	}
-	return istate.GetList[K, void, V](ctx.keyedBackend(), d)
+	return keyedState[K, state.ListState[V]](ctx, d, d.Validate, kvstate.GetList[K, void, V], istate.GetList[K, void, V])
 }
 
 // GetMapState returns the map state of d for the current key.
 func GetMapState[K comparable, UK comparable, UV any](ctx KeyedRuntimeContext[K], d state.MapDescriptor[UK, UV]) (state.MapState[UK, UV], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.MapState[UK, UV]](kvstate.GetMap[K, void, UK, UV](pb, d))
-	}
-	return istate.GetMap[K, void, UK, UV](ctx.keyedBackend(), d)
+	return keyedState[K, state.MapState[UK, UV]](ctx, d, d.Validate, kvstate.GetMap[K, void, UK, UV], istate.GetMap[K, void, UK, UV])
 }
 
 // GetReducingState returns the reducing state of d for the current key.
 func GetReducingState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ReducingDescriptor[V]) (state.ReducingState[V], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.ReducingState[V]](kvstate.GetReducing[K, void, V](pb, d))
-	}
-	return istate.GetReducing[K, void, V](ctx.keyedBackend(), d)
+	return keyedState[K, state.ReducingState[V]](ctx, d, d.Validate, kvstate.GetReducing[K, void, V], istate.GetReducing[K, void, V])
 }
 
 // GetAggregatingState returns the aggregating state of d for the current key.
 func GetAggregatingState[K comparable, IN, ACC, OUT any](ctx KeyedRuntimeContext[K], d state.AggregatingDescriptor[IN, ACC, OUT]) (state.AggregatingState[IN, OUT], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.AggregatingState[IN, OUT]](kvstate.GetAggregating[K, void, IN, ACC, OUT](pb, d))
-	}
-	return istate.GetAggregating[K, void, IN, ACC, OUT](ctx.keyedBackend(), d)
+	return keyedState[K, state.AggregatingState[IN, OUT]](ctx, d, d.Validate,
+		kvstate.GetAggregating[K, void, IN, ACC, OUT], istate.GetAggregating[K, void, IN, ACC, OUT])
 }
