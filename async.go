@@ -3,14 +3,12 @@ package weir
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/weirstream/weir/internal/asyncio"
 	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
-	"github.com/weirstream/weir/state"
 )
 
 // ResultFuture takes the answer to one asynchronous request (Flink's
@@ -96,27 +94,7 @@ func (a *AsyncCall[IN, OUT]) AsyncInvoke(ctx context.Context, in IN, result Resu
 	if a.wg == nil { // not opened by an operator
 		a.wg = new(sync.WaitGroup)
 	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				err := &runtime.OperatorError{Operator: a.name, Subtask: a.subtask,
-					Err: fmt.Errorf("async call for record %v: %v", in, p), Stack: string(debug.Stack())}
-				if f, ok := result.(interface{ Fail(error) }); ok {
-					f.Fail(err)
-				} else {
-					result.CompleteExceptionally(err)
-				}
-			}
-		}()
-		out, err := a.call(ctx, in)
-		if err != nil {
-			result.CompleteExceptionally(err)
-			return
-		}
-		result.Complete(out)
-	}()
+	asyncio.Call(a.wg, a.name, a.subtask, a.call, ctx, in, result)
 }
 
 // Timeout implements AsyncTimeoutHandler with the handler set by OnTimeout.
@@ -206,11 +184,7 @@ func (s AsyncRetry[OUT]) CanRetry(n int) bool { return n <= s.maxAttempts }
 
 // BackoffTime implements AsyncRetryStrategy.
 func (s AsyncRetry[OUT]) BackoffTime(n int) time.Duration {
-	d, limit := s.initial.Milliseconds(), s.max.Milliseconds()
-	for i := 1; i < n && s.multiplier > 0 && d < limit; i++ {
-		d = min(int64(float64(d)*s.multiplier), limit)
-	}
-	return time.Duration(d) * time.Millisecond
+	return asyncio.Backoff(s.initial, s.max, s.multiplier, n)
 }
 
 // RetryPredicate implements AsyncRetryStrategy.
@@ -268,17 +242,10 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	ordered bool, retry AsyncRetryStrategy[OUT], withRetry bool) DataStream[OUT] {
 	const name = "AsyncWait"
 	fail := func(err error) { ds.env.fail(fmt.Errorf("operator %q: %w", name, err)) }
-	switch {
-	case isNil(fn):
+	if isNil(fn) {
 		fail(nilFnError("async function"))
-	case capacity < 1:
-		fail(fmt.Errorf("the capacity must be at least 1, got %d", capacity))
-	case timeout < 0 || (timeout > 0 && timeout < time.Millisecond):
-		fail(fmt.Errorf("the timeout must be 0 (none) or at least 1ms, got %v", timeout))
-	case withRetry && isNil(retry):
-		fail(fmt.Errorf("the retry strategy is nil"))
-	case withRetry && timeout <= 0:
-		fail(fmt.Errorf("a timeout must be set with retries (as Flink requires)"))
+	} else if err := asyncio.Check(capacity, timeout, withRetry, isNil(retry)); err != nil {
+		fail(err)
 	}
 	if timeout >= time.Millisecond {
 		ds.env.millis(fmt.Sprintf("operator %q: timeout", name), timeout)
@@ -297,100 +264,26 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	}
 	var rs *asyncio.Retry[OUT]
 	if withRetry && !isNil(retry) {
-		if p := retry.RetryPredicate(); p.Result != nil || p.Error != nil {
-			rs = &asyncio.Retry[OUT]{
-				CanRetry: retry.CanRetry,
-				Backoff:  func(n int) int64 { return max(retry.BackoffTime(n).Milliseconds(), 0) },
-				IfResult: p.Result,
-				IfError:  p.Error,
-			}
-		}
+		p := retry.RetryPredicate()
+		rs = asyncio.NewRetry(retry.CanRetry, retry.BackoffTime, p.Result, p.Error)
 	}
 	return oneInput(ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
-		o := &asyncOp[IN, OUT]{opBase: base(bc), fn: cloneFunction(fn), restored: bc.Restored,
-			par: bc.Parallelism, codec: istate.DefaultCodec[IN]()}
-		o.rc = newRuntimeCtx(bc)
+		b, f, rc := base(bc), cloneFunction(fn), newRuntimeCtx(bc)
 		cfg := asyncio.Config[IN, OUT]{
 			Ordered: ordered, Capacity: capacity, Timeout: timeout.Milliseconds(), Retry: rs,
-			Invoke: func(ctx context.Context, in IN, f *asyncio.Future[IN, OUT]) { o.fn.AsyncInvoke(ctx, in, f) },
-			Catch:  o.catch,
+			Invoke: func(ctx context.Context, in IN, fu *asyncio.Future[IN, OUT]) { f.AsyncInvoke(ctx, in, fu) },
+			Catch:  b.catch,
 		}
-		if th, ok := o.fn.(AsyncTimeoutHandler[IN, OUT]); ok {
-			if c, isCall := o.fn.(*AsyncCall[IN, OUT]); !isCall || c.onTimeout != nil {
-				cfg.OnTimeout = func(in IN, f *asyncio.Future[IN, OUT]) { th.Timeout(in, f) }
+		if th, ok := f.(AsyncTimeoutHandler[IN, OUT]); ok {
+			if c, isCall := f.(*AsyncCall[IN, OUT]); !isCall || c.onTimeout != nil {
+				cfg.OnTimeout = func(in IN, fu *asyncio.Future[IN, OUT]) { th.Timeout(in, fu) }
 			}
 		}
-		core, err := asyncio.New(cfg, asyncio.Output[OUT](out), bc.Time, bc.Mailbox)
+		open := func() error { return openFn(f, &b, rc) }
+		t, err := asyncio.NewTask(cfg, bc, out, istate.DefaultCodec[IN](), open, func() error { return closeFn(f, &b) })
 		if err != nil {
 			return nil, nil, err
 		}
-		o.core = core
-		bc.Mailbox.Watch(core)
-		return o, o, nil
+		return t, t, nil
 	})
-}
-
-// asyncOp wraps the engine (internal/asyncio) for the runtime: input,
-// lifecycle and the snapshot of the requests in flight.
-type asyncOp[IN, OUT any] struct {
-	opBase
-	fn       AsyncFunction[IN, OUT]
-	core     *asyncio.Operator[IN, OUT]
-	restored *runtime.Restored
-	par      int
-	codec    state.Codec[IN]
-	rc       runtimeCtx
-}
-
-func (o *asyncOp[IN, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if op, ok := o.fn.(Opener); ok {
-		if err := op.Open(o.rc); err != nil {
-			return err
-		}
-	}
-	var els []asyncio.Element[IN]
-	if o.restored != nil {
-		if els, err = asyncio.Restore(o.restored.All, o.subtask, o.par, o.codec); err != nil {
-			return fmt.Errorf("restoring the requests in flight: %w", err)
-		}
-	}
-	return o.core.Open(els)
-}
-
-func (o *asyncOp[IN, OUT]) Close() error {
-	o.core.Close()
-	return closeFn(o.fn, &o.opBase)
-}
-
-func (o *asyncOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		if err := o.core.Add(asyncio.Element[IN]{Kind: asyncio.KindRecord, Value: recs[i].Value, TS: recs[i].TS}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (o *asyncOp[IN, OUT]) ProcessWatermark(wm int64) (err error) {
-	defer o.catch(&err)
-	return o.core.Add(asyncio.Element[IN]{Kind: asyncio.KindWatermark, TS: wm})
-}
-
-func (o *asyncOp[IN, OUT]) ProcessStatus(idle bool) (err error) {
-	defer o.catch(&err)
-	return o.core.Add(asyncio.Element[IN]{Kind: asyncio.KindStatus, Idle: idle})
-}
-
-func (o *asyncOp[IN, OUT]) EndInput() (err error) {
-	defer o.catch(&err)
-	return o.core.EndInput()
-}
-
-// SnapshotState stores the input elements of the requests in flight (and
-// of answered ones not emitted yet) and the watermarks between them.
-func (o *asyncOp[IN, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
-	data, err := asyncio.Encode(o.core.Snapshot(), o.codec)
-	return runtime.OperatorSnapshot{State: data}, err
 }

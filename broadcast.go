@@ -1,17 +1,12 @@
 package weir
 
 import (
-	"bytes"
-	"context"
-	"encoding/gob"
-	"errors"
 	"fmt"
-	"iter"
-	"maps"
 	"reflect"
 
+	"github.com/weirstream/weir/internal/broadcaststate"
+	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/runtime"
-	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
 )
 
@@ -31,163 +26,15 @@ func Broadcast[T any](ds DataStream[T], descs ...state.Named) BroadcastStream[T]
 			ds.env.fail(fmt.Errorf("Broadcast: a broadcast state descriptor has no name"))
 			continue
 		}
-		names[d.StateName()] = broadcastMapType(d)
+		names[d.StateName()] = broadcaststate.MapType(d)
 	}
 	return BroadcastStream[T]{ds: ds.withPartition(runtime.PartitionBroadcast, nil), names: names}
-}
-
-// broadcastMapType returns the Go type map[K]V of a map descriptor
-// (state.MapDescriptor[K, V]: its codec fields' Append methods take a K
-// and a V), or nil for another descriptor.
-func broadcastMapType(d state.Named) reflect.Type {
-	t := reflect.TypeOf(d)
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	vf, ok1 := t.FieldByName("Codec")
-	kf, ok2 := t.FieldByName("KeyCodec")
-	if !ok1 || !ok2 || vf.Type.Kind() != reflect.Interface || kf.Type.Kind() != reflect.Interface {
-		return nil
-	}
-	vm, ok1 := vf.Type.MethodByName("Append")
-	km, ok2 := kf.Type.MethodByName("Append")
-	if !ok1 || !ok2 || vm.Type.NumIn() != 2 || km.Type.NumIn() != 2 || !km.Type.In(1).Comparable() {
-		return nil
-	}
-	return reflect.MapOf(km.Type.In(1), vm.Type.In(1))
-}
-
-// broadcastSchemas is the reserved entry of a broadcast snapshot that
-// holds the gob schema of each state's map (gob of map[string]string).
-// Snapshots written before schemas were recorded have none.
-const broadcastSchemas = "\x00weir.schemas"
-
-// broadcastStore is the broadcast state of one subtask: one typed map per
-// declared descriptor.
-type broadcastStore struct {
-	declared map[string]reflect.Type
-	maps     map[string]any
-	restored map[string][]byte // encoded maps from a checkpoint, decoded on first use
-	schemas  map[string]string // of the restored maps
-}
-
-type encodedMap interface{ encode() ([]byte, error) }
-
-func (b *bcastMap[K, V]) encode() ([]byte, error) {
-	var buf bytes.Buffer
-	err := gob.NewEncoder(&buf).Encode(b.m)
-	return buf.Bytes(), err
-}
-
-// snapshot encodes every broadcast state (and restored ones not used yet).
-func (s *broadcastStore) snapshot() (runtime.OperatorSnapshot, error) {
-	all := map[string][]byte{}
-	for name, data := range s.restored {
-		all[name] = data
-	}
-	for name, m := range s.maps {
-		data, err := m.(encodedMap).encode()
-		if err != nil {
-			return runtime.OperatorSnapshot{}, fmt.Errorf("broadcast state %q: %w", name, err)
-		}
-		all[name] = data
-	}
-	schemas := map[string]string{}
-	for name := range s.restored {
-		if sc, ok := s.schemas[name]; ok {
-			schemas[name] = sc
-		}
-	}
-	for name := range s.maps {
-		if t := s.declared[name]; t != nil {
-			schemas[name] = istate.GobSchema(t)
-		}
-	}
-	var sb bytes.Buffer
-	if err := gob.NewEncoder(&sb).Encode(schemas); err != nil {
-		return runtime.OperatorSnapshot{}, err
-	}
-	all[broadcastSchemas] = sb.Bytes()
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(all); err != nil {
-		return runtime.OperatorSnapshot{}, err
-	}
-	return runtime.OperatorSnapshot{State: buf.Bytes()}, nil
-}
-
-// newBroadcastStore makes a subtask's store, restoring the copy of old
-// subtask i mod the old parallelism (every copy is the same), as Flink.
-//
-// The schema each restored map recorded is resolved against its
-// declared type before the job runs (gob reads struct fields by name; a
-// changed type is refused with a state.IncompatibleError).
-func newBroadcastStore(names map[string]reflect.Type, r *runtime.Restored) (*broadcastStore, error) {
-	s := &broadcastStore{declared: names, maps: map[string]any{}}
-	if r != nil && len(r.State) > 0 {
-		if err := gob.NewDecoder(bytes.NewReader(r.State)).Decode(&s.restored); err != nil {
-			return nil, fmt.Errorf("restoring broadcast state: %w", err)
-		}
-		if data, ok := s.restored[broadcastSchemas]; ok {
-			delete(s.restored, broadcastSchemas)
-			if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&s.schemas); err != nil {
-				return nil, fmt.Errorf("restoring broadcast state: schemas: %w", err)
-			}
-		}
-		for name, sc := range s.schemas {
-			t := names[name]
-			if t == nil {
-				continue
-			}
-			if err := istate.ResolveGob(t, sc); err != nil {
-				var ie *state.IncompatibleError
-				if errors.As(err, &ie) {
-					c := *ie
-					c.State, c.What = name, "broadcast state"
-					return nil, &c
-				}
-				return nil, fmt.Errorf("restoring broadcast state %q: %w", name, err)
-			}
-		}
-	}
-	return s, nil
-}
-
-type bcastMap[K comparable, V any] struct{ m map[K]V }
-
-func (b *bcastMap[K, V]) Get(k K) (V, bool)    { v, ok := b.m[k]; return v, ok }
-func (b *bcastMap[K, V]) Contains(k K) bool    { _, ok := b.m[k]; return ok }
-func (b *bcastMap[K, V]) All() iter.Seq2[K, V] { return maps.All(b.m) }
-func (b *bcastMap[K, V]) Len() int             { return len(b.m) }
-func (b *bcastMap[K, V]) Put(k K, v V)         { b.m[k] = v }
-func (b *bcastMap[K, V]) Remove(k K)           { delete(b.m, k) }
-func (b *bcastMap[K, V]) Clear()               { clear(b.m) }
-
-func storeMap[K comparable, V any](s *broadcastStore, d state.MapDescriptor[K, V]) (*bcastMap[K, V], error) {
-	if _, ok := s.declared[d.Name]; !ok {
-		return nil, fmt.Errorf("broadcast state %q was not declared in Broadcast(...)", d.Name)
-	}
-	if m, ok := s.maps[d.Name]; ok {
-		bm, ok := m.(*bcastMap[K, V])
-		if !ok {
-			return nil, fmt.Errorf("broadcast state %q is used with two different types", d.Name)
-		}
-		return bm, nil
-	}
-	bm := &bcastMap[K, V]{m: map[K]V{}}
-	if data, ok := s.restored[d.Name]; ok {
-		if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&bm.m); err != nil {
-			return nil, fmt.Errorf("restoring broadcast state %q: %w", d.Name, err)
-		}
-		delete(s.restored, d.Name)
-	}
-	s.maps[d.Name] = bm
-	return bm, nil
 }
 
 // BroadcastStates is implemented by every context of a broadcast-connected
 // operator; ReadOnlyBroadcastStateOf reads through it.
 type BroadcastStates interface {
-	broadcastStore() *broadcastStore
+	broadcastStore() *broadcaststate.Store
 }
 
 // WritableBroadcastStates is implemented by the contexts of the broadcast
@@ -200,13 +47,13 @@ type WritableBroadcastStates interface {
 // ReadOnlyBroadcastStateOf returns the broadcast state d as the element
 // side (or a timer) sees it.
 func ReadOnlyBroadcastStateOf[K comparable, V any](ctx BroadcastStates, d state.MapDescriptor[K, V]) (state.ReadOnlyBroadcastState[K, V], error) {
-	return storeMap(ctx.broadcastStore(), d)
+	return broadcaststate.Of(ctx.broadcastStore(), d)
 }
 
 // BroadcastStateOf returns the read-write broadcast state d on the
 // broadcast side.
 func BroadcastStateOf[K comparable, V any](ctx WritableBroadcastStates, d state.MapDescriptor[K, V]) (state.BroadcastState[K, V], error) {
-	return storeMap(ctx.broadcastStore(), d)
+	return broadcaststate.Of(ctx.broadcastStore(), d)
 }
 
 // ReadOnlyBroadcastContext is the element-side context of a non-keyed
@@ -288,43 +135,34 @@ func ConnectKeyedBroadcast[K comparable, IN, B any](ks KeyedStream[K, IN], bs Br
 // element side in the non-keyed variant).
 type bcastSide struct {
 	*opContext
-	store *broadcastStore
+	store *broadcaststate.Store
 }
 
-func (b bcastSide) broadcastStore() *broadcastStore { return b.store }
-func (b bcastSide) writable()                       {}
+func (b bcastSide) broadcastStore() *broadcaststate.Store { return b.store }
+func (b bcastSide) writable()                             {}
 
 type bcastReadOnly struct {
 	*opContext
-	store *broadcastStore
+	store *broadcaststate.Store
 }
 
-func (b bcastReadOnly) broadcastStore() *broadcastStore { return b.store }
+func (b bcastReadOnly) broadcastStore() *broadcaststate.Store { return b.store }
 
 type broadcastOp[IN, B, OUT any] struct {
-	opContext
+	plainOut[OUT]
 	endBoth
 	fn    BroadcastProcessFunction[IN, B, OUT]
-	store *broadcastStore
-	out   *runtime.Output[OUT]
-	col   collector[OUT]
-	rc    runtimeCtx
+	store *broadcaststate.Store
 	ro    bcastReadOnly
 	rw    bcastSide
 }
 
-func (o *broadcastOp[IN, B, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.rc)
-	}
-	return nil
-}
+func (o *broadcastOp[IN, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *broadcastOp[IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 // SnapshotState snapshots the broadcast state.
 func (o *broadcastOp[IN, B, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
-	return o.store.snapshot()
+	return o.store.Snapshot()
 }
 
 func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
@@ -355,13 +193,8 @@ func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err e
 	return o.out.Err()
 }
 
-func (o *broadcastOp[IN, B, OUT]) ProcessWatermark(wm int64) error {
-	o.wm = wm
-	return o.out.EmitWatermark(wm)
-}
-func (o *broadcastOp[IN, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *broadcastOp[IN, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
-func (o *broadcastOp[IN, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+func (o *broadcastOp[IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }
+func (o *broadcastOp[IN, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
 // ProcessBroadcast processes a non-keyed stream (input 1) with a broadcast
 // stream (input 2): the element side reads the broadcast state, the
@@ -372,13 +205,11 @@ func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn Br
 	}
 	names := cs.bs.names
 	return twoInput(cs.in, cs.bs.ds, "BroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
-		st, err := newBroadcastStore(names, bc.Restored)
+		st, err := broadcaststate.New(names, bc.Restored)
 		if err != nil {
 			return nil, nil, err
 		}
-		o := &broadcastOp[IN, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out, store: st}
-		o.col.out = out
-		o.rc = newRuntimeCtx(bc)
+		o := &broadcastOp[IN, B, OUT]{plainOut: newPlainOut(bc, out), fn: cloneFunction(fn), store: st}
 		o.ro = bcastReadOnly{&o.opContext, o.store}
 		o.rw = bcastSide{&o.opContext, o.store}
 		return o, o, nil
@@ -388,20 +219,20 @@ func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn Br
 // keyedBcastElem is the element-side context of the keyed variant.
 type keyedBcastElem[K comparable] struct {
 	*keyedBase[K]
-	store *broadcastStore
+	store *broadcaststate.Store
 }
 
-func (k keyedBcastElem[K]) broadcastStore() *broadcastStore { return k.store }
+func (k keyedBcastElem[K]) broadcastStore() *broadcaststate.Store { return k.store }
 
 type keyedBcastSide[K comparable] struct {
 	*keyedBase[K]
-	store *broadcastStore
+	store *broadcaststate.Store
 }
 
-func (k keyedBcastSide[K]) broadcastStore() *broadcastStore { return k.store }
-func (k keyedBcastSide[K]) writable()                       {}
-func (k keyedBcastSide[K]) Timestamp() (int64, bool)        { return k.opContext.Timestamp() }
-func (k keyedBcastSide[K]) CurrentWatermark() int64         { return k.keyedBase.CurrentWatermark() }
+func (k keyedBcastSide[K]) broadcastStore() *broadcaststate.Store { return k.store }
+func (k keyedBcastSide[K]) writable()                             {}
+func (k keyedBcastSide[K]) Timestamp() (int64, bool)              { return k.opContext.Timestamp() }
+func (k keyedBcastSide[K]) CurrentWatermark() int64               { return k.keyedBase.CurrentWatermark() }
 func (k keyedBcastSide[K]) ApplyToKeyedState(name string, fn func(key K) error) error {
 	b := k.backend
 	for key := range b.Keys(name) {
@@ -414,13 +245,11 @@ func (k keyedBcastSide[K]) ApplyToKeyedState(name string, fn func(key K) error) 
 }
 
 type keyedBroadcastOp[K comparable, IN, B, OUT any] struct {
-	keyedBase[K]
+	keyedOut[K, OUT]
 	endBoth
 	fn    KeyedBroadcastProcessFunction[K, IN, B, OUT]
 	keyFn func(IN) K
-	store *broadcastStore
-	out   *runtime.Output[OUT]
-	col   collector[OUT]
+	store *broadcaststate.Store
 	elem  keyedBcastElem[K]
 	side  keyedBcastSide[K]
 }
@@ -434,7 +263,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotState(id int64) (runtime.Opera
 	if err != nil {
 		return ks, err
 	}
-	bs, err := o.store.snapshot()
+	bs, err := o.store.Snapshot()
 	ks.State = bs.State
 	return ks, err
 }
@@ -446,23 +275,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (runtime.
 	if err != nil {
 		return nil, err
 	}
-	bs, err := o.store.snapshot()
-	if err != nil {
-		keyed(canceledContext()) //nolint:errcheck // releases the view
-		return nil, err
-	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
-		ks, err := keyed(ctx)
-		ks.State = bs.State
-		return ks, err
-	}, nil
-}
-
-// canceledContext returns a context that has ended.
-func canceledContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
+	return keyedsnap.WithState(keyed, o.store.Snapshot)
 }
 
 func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
@@ -494,15 +307,6 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]
 	return o.out.Err()
 }
 
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessWatermark(wm int64) error {
-	if err := o.advanceWatermark(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessStatus(idle bool) error {
-	return o.out.EmitStatus(idle)
-}
 func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }
 func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
@@ -517,16 +321,14 @@ func ProcessKeyedBroadcast[K comparable, IN, B, OUT any](cs KeyedBroadcastConnec
 	}
 	names := cs.bs.names
 	return twoInput(cs.in.ds, cs.bs.ds, "KeyedBroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
-		st, err := newBroadcastStore(names, bc.Restored)
+		st, err := broadcaststate.New(names, bc.Restored)
 		if err != nil {
 			return nil, nil, err
 		}
-		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK), fn: cloneFunction(fn), keyFn: cs.in.key, out: out, store: st}
-		o.col.out = out
+		o := &keyedBroadcastOp[K, IN, B, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, cs.in.hashK)}, fn: cloneFunction(fn), keyFn: cs.in.key, store: st}
 		o.elem = keyedBcastElem[K]{&o.keyedBase, o.store}
 		o.side = keyedBcastSide[K]{&o.keyedBase, o.store}
-		o.timerTS = func(ts int64) { o.col.ts = ts }
-		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, o.elem, &o.col) }
+		o.init(out, nil, func(ts int64) error { return o.fn.OnTimer(ts, o.elem, &o.col) }) // nil: heap state
 		return o, o, nil
 	})
 }

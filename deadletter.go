@@ -1,11 +1,10 @@
 package weir
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/basicop"
+	"github.com/weirstream/weir/internal/deadletter"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -27,38 +26,21 @@ type DeadLetter[T any] struct {
 
 // String returns "operator: err (record Value)".
 func (d DeadLetter[T]) String() string {
-	return fmt.Sprintf("%s: %v (record %s)", d.Operator, d.Err, recordText(d.Value))
-}
-
-type deadLetterWire[T any] struct {
-	Value    T
-	TS       int64
-	Err      string
-	HasErr   bool
-	Operator string
+	return fmt.Sprintf("%s: %v (record %s)", d.Operator, d.Err, deadletter.RecordText(d.Value))
 }
 
 // GobEncode implements gob.GobEncoder: the error is kept as its message.
 func (d DeadLetter[T]) GobEncode() ([]byte, error) {
-	w := deadLetterWire[T]{Value: d.Value, TS: d.TS, Operator: d.Operator, HasErr: d.Err != nil}
-	if d.Err != nil {
-		w.Err = d.Err.Error()
-	}
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(&w)
-	return b.Bytes(), err
+	return deadletter.Encode(d.Value, d.TS, d.Err, d.Operator)
 }
 
 // GobDecode implements gob.GobDecoder.
 func (d *DeadLetter[T]) GobDecode(data []byte) error {
-	var w deadLetterWire[T]
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
-		return err
+	v, ts, err, op, derr := deadletter.Decode[T](data)
+	if derr != nil {
+		return derr
 	}
-	*d = DeadLetter[T]{Value: w.Value, TS: w.TS, Operator: w.Operator}
-	if w.HasErr {
-		d.Err = errors.New(w.Err)
-	}
+	*d = DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: op}
 	return nil
 }
 
@@ -94,7 +76,7 @@ func MapErr[IN, OUT any](ds DataStream[IN], f func(IN) (OUT, error), opts ...Err
 	}
 	cfg := errorOptions(opts)
 	out := oneInput(ds, "Map", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
-		o := &mapErrOp[IN, OUT]{failing: newFailing[IN](bc, cfg), forwardControl: forwardControl[OUT]{out}, f: f}
+		o := &basicop.MapErr[IN, OUT]{Failing: newFailing[IN](bc, cfg), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
 		return o, nil, nil
 	})
 	registerSideType(out, cfg.deadTag, cfg.typ)
@@ -111,8 +93,9 @@ func FlatMapErr[IN, OUT any](ds DataStream[IN], f func(v IN, out Collector[OUT])
 	}
 	cfg := errorOptions(opts)
 	out := oneInput(ds, "FlatMap", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
-		o := &flatMapErrOp[IN, OUT]{failing: newFailing[IN](bc, cfg), forwardControl: forwardControl[OUT]{out}, f: f}
-		o.col.out = out
+		o := &basicop.FlatMapErr[IN, OUT, Collector[OUT]]{Failing: newFailing[IN](bc, cfg), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
+		o.Col.Out = out
+		o.C = &o.Col
 		return o, nil, nil
 	})
 	registerSideType(out, cfg.deadTag, cfg.typ)
@@ -129,92 +112,10 @@ func errorOptions[T any](opts []ErrorOption[T]) errorConfig {
 	return c
 }
 
-// failing handles the errors a function returns for records of type T:
-// it fails the job, or emits a dead letter.
-type failing[T any] struct {
-	opBase
-	dead runtime.OutputPort // nil: fail the job (or nobody reads the dead letters)
-	tag  bool               // dead letters were asked for
-}
-
-func newFailing[T any](bc *runtime.BuildContext, c errorConfig) failing[T] {
-	f := failing[T]{opBase: base(bc), tag: c.deadTag != ""}
-	if f.tag {
-		f.dead = bc.Side(c.deadTag)
-	}
-	return f
-}
-
-// failed handles f's error err for the record v at ts: nil if it went to
-// the dead letters, else the job's error.
-func (f *failing[T]) failed(v T, ts int64, err error) error {
-	if !f.tag {
-		return fmt.Errorf("record %s: %w", recordText(v), err)
-	}
-	if f.dead == nil {
-		return nil // dead letters nobody consumes are dropped, as any side output
-	}
-	if e := f.dead.EmitAny(DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: f.name}, ts); e != nil {
-		return fmt.Errorf("dead-letter side output: %w", e)
-	}
-	return nil
-}
-
-// recordText formats a record for an error message, at most 200 bytes.
-func recordText(v any) string {
-	s := fmt.Sprintf("%+v", v)
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
-}
-
-type mapErrOp[IN, OUT any] struct {
-	failing[IN]
-	forwardControl[OUT]
-	f func(IN) (OUT, error)
-}
-
-func (o *mapErrOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
-	defer o.catch(&err)
-	out, f := o.out, o.f
-	for len(recs) > 0 {
-		dst := out.Space()
-		k, i := 0, 0
-		for ; i < len(recs) && k < len(dst); i++ {
-			r := &recs[i]
-			v, ferr := f(r.Value)
-			if ferr != nil {
-				if err := o.failed(r.Value, r.TS, ferr); err != nil {
-					return err
-				}
-				continue
-			}
-			dst[k] = runtime.Record[OUT]{Value: v, TS: r.TS}
-			k++
-		}
-		out.Advance(k)
-		recs = recs[i:]
-	}
-	return out.Err()
-}
-
-type flatMapErrOp[IN, OUT any] struct {
-	failing[IN]
-	forwardControl[OUT]
-	f   func(IN, Collector[OUT]) error
-	col collector[OUT]
-}
-
-func (o *flatMapErrOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.col.ts = recs[i].TS
-		if ferr := o.f(recs[i].Value, &o.col); ferr != nil {
-			if err := o.failed(recs[i].Value, recs[i].TS, ferr); err != nil {
-				return err
-			}
-		}
-	}
-	return o.out.Err()
+// newFailing returns the error handling of an operator bc builds:
+// failing the job, or sending DeadLetters.
+func newFailing[T any](bc *runtime.BuildContext, c errorConfig) basicop.Failing[T] {
+	return basicop.NewFailing(bc, c.deadTag, func(v T, ts int64, err error, operator string) any {
+		return DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: operator}
+	})
 }

@@ -1,9 +1,7 @@
 package weir
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/weirstream/weir/internal/joberr"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -28,48 +26,16 @@ type OperatorError struct {
 }
 
 // Error returns the message the job's log shows for the failure.
-func (e *OperatorError) Error() string {
-	if e.Stack != "" {
-		return fmt.Sprintf("operator %q (subtask %d) panicked: %v\n%s", e.Operator, e.Subtask, e.Err, e.Stack)
-	}
-	return fmt.Sprintf("operator %q (subtask %d): %v", e.Operator, e.Subtask, e.Err)
-}
+func (e *OperatorError) Error() string { return (*runtime.OperatorError)(e).Error() }
 
 // Unwrap returns the cause.
 func (e *OperatorError) Unwrap() error { return e.Err }
 
-// jobError carries a job's failure out of the engine: it reads as the
-// failure itself and lets errors.As find the engine's operator failure as
-// a public *OperatorError.
-type jobError struct{ err error }
-
-func (e *jobError) Error() string { return e.err.Error() }
-
-func (e *jobError) Unwrap() error { return e.err }
-
-func (e *jobError) As(target any) bool {
-	p, ok := target.(**OperatorError)
-	if !ok {
-		return false
-	}
-	var oe *runtime.OperatorError
-	if !errors.As(e.err, &oe) {
-		return false
-	}
-	*p = &OperatorError{Operator: oe.Operator, Subtask: oe.Subtask, Err: oe.Err, Stack: oe.Stack}
-	return true
-}
-
 // publicError returns err as the job's callers see it: unchanged unless an
-// operator's failure is in its chain.
+// operator's failure is in its chain, which errors.As then finds as a
+// public *OperatorError (internal/joberr).
 func publicError(err error) error {
-	var oe *runtime.OperatorError
-	if err == nil || !errors.As(err, &oe) {
-		return err
-	}
-	var je *jobError
-	if errors.As(err, &je) {
-		return err
-	}
-	return &jobError{err}
+	return joberr.Public(err, func(oe *runtime.OperatorError) *OperatorError {
+		return &OperatorError{Operator: oe.Operator, Subtask: oe.Subtask, Err: oe.Err, Stack: oe.Stack}
+	})
 }

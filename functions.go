@@ -2,9 +2,9 @@ package weir
 
 import (
 	"fmt"
-	"reflect"
 
 	istate "github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/userfn"
 )
 
 // Collector receives the records a function emits. The record's timestamp
@@ -171,23 +171,9 @@ type Closer interface {
 	Close() error
 }
 
-// cloneFunction gives each subtask its own copy of a function value: a
-// pointer to a struct is shallow-copied, so fields set in Open (state
-// handles) belong to one subtask, as with Flink's per-subtask function
-// instances.
-func cloneFunction[F any](f F) F {
-	v := reflect.ValueOf(f)
-	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return f
-	}
-	c := reflect.New(v.Elem().Type())
-	c.Elem().Set(v.Elem())
-	out, ok := c.Interface().(F)
-	if !ok {
-		return f
-	}
-	return out
-}
+// cloneFunction gives each subtask its own copy of a function value
+// (userfn.Clone).
+func cloneFunction[F any](f F) F { return userfn.Clone(f) }
 
 type runtimeCtx struct {
 	name                 string
@@ -208,16 +194,6 @@ type keyedRuntimeCtx[K comparable] struct {
 
 func (k keyedRuntimeCtx[K]) keyedBackend() *istate.Backend[K] { return k.b }
 
-func isNil(f any) bool {
-	if f == nil {
-		return true
-	}
-	v := reflect.ValueOf(f)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Interface, reflect.Slice, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
-}
+func isNil(f any) bool { return userfn.IsNil(f) }
 
 func nilFnError(what string) error { return fmt.Errorf("%s is nil", what) }

@@ -84,43 +84,10 @@ func (t OutputTag[T]) captureSide(env *Environment, n *runtime.Node, rec func(ho
 	captureSink(ds, rec, t.id)
 }
 
-// captureOp reports what reaches a harness output.
-type captureOp[T any] struct {
-	rec func(hooks.HarnessEvent)
-	tag string
-}
-
-func (c *captureOp[T]) ProcessBatch(recs []runtime.Record[T]) error {
-	kind := hooks.HarnessRecord
-	if c.tag != "" {
-		kind = hooks.HarnessSide
-	}
-	for _, r := range recs {
-		c.rec(hooks.HarnessEvent{Kind: kind, Tag: c.tag, Value: r.Value, TS: r.TS})
-	}
-	return nil
-}
-
-func (c *captureOp[T]) ProcessWatermark(wm int64) error {
-	if c.tag == "" {
-		c.rec(hooks.HarnessEvent{Kind: hooks.HarnessWatermark, TS: wm})
-	}
-	return nil
-}
-
-func (c *captureOp[T]) ProcessStatus(idle bool) error {
-	if c.tag == "" {
-		c.rec(hooks.HarnessEvent{Kind: hooks.HarnessStatus, Idle: idle})
-	}
-	return nil
-}
-
-func (c *captureOp[T]) EndInput() error { return nil }
-
 func captureSink[T any](ds DataStream[T], rec func(hooks.HarnessEvent), tag string) {
 	n := newNode[struct{}](ds.env, "HarnessOutput", runtime.KindOneInput, 1,
 		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
-			return runtime.Built{Inputs: []any{runtime.Input[T](&captureOp[T]{rec: rec, tag: tag})}}, nil
+			return runtime.Built{Inputs: []any{runtime.Input[T](&hooks.CaptureOp[T]{Rec: rec, Tag: tag})}}, nil
 		})
 	n.Sink = true
 	ds.connect(n, 0)

@@ -1,9 +1,7 @@
 package weir
 
 import (
-	"context"
 	"fmt"
-	"math"
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keyedsnap"
@@ -34,8 +32,7 @@ type keyedBase[K comparable] struct {
 	stateBackend StateBackend
 	disk         *kvstate.Backend[K]
 	clk          clock.Clock
-	pts          runtime.ProcessingTimeService
-	scheduledAt  int64
+	drv          timer.Driver[K, void] // fires timers, from Open (restore) on
 	domain       TimeDomain
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
@@ -46,18 +43,18 @@ type keyedBase[K comparable] struct {
 }
 
 func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
+	timers := timer.NewService[K, void]()
 	return keyedBase[K]{
-		opContext:   newOpContext(bc),
-		metrics:     metricGroupOf(bc),
-		hash:        hash,
-		maxP:        bc.MaxParallelism,
-		backend:     istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
-		timers:      timer.NewService[K, void](),
-		pts:         bc.Time,
-		scheduledAt: math.MaxInt64,
-		restored:    bc.Restored,
-		clk:         bc.Clock,
-		fail:        bc.Fail,
+		opContext: newOpContext(bc),
+		metrics:   metricGroupOf(bc),
+		hash:      hash,
+		maxP:      bc.MaxParallelism,
+		backend:   istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
+		timers:    timers,
+		drv:       timer.NewDriver[K, void](timers, bc.Time),
+		restored:  bc.Restored,
+		clk:       bc.Clock,
+		fail:      bc.Fail,
 	}
 }
 
@@ -66,8 +63,7 @@ func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error)
 	if b.incremental() {
 		return b.snapshotIncremental(id) // incremental.go
 	}
-	kgs, err := keyedsnap.Snapshot(b.snapBackend(), b.timers)
-	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	return keyedsnap.Operator(b.snapBackend(), b.timers)
 }
 
 // SnapshotStateAsync takes the synchronous part of the snapshot of the
@@ -76,20 +72,9 @@ func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error)
 // snapshot (SnapshotState), handed over as it is.
 func (b *keyedBase[K]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
 	if b.disk != nil {
-		snap, err := b.SnapshotState(id)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+		return keyedsnap.Ready(b.SnapshotState(id))
 	}
-	async, err := keyedsnap.SnapshotAsync[K, void](b.backend, b.timers)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
-		kgs, err := async(ctx)
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
-	}, nil
+	return keyedsnap.OperatorAsync[K, void](b.backend, b.timers)
 }
 
 // snapBackend is the state backend in use: both write the same snapshots.
@@ -111,10 +96,7 @@ func (b *keyedBase[K]) restore() error {
 			return err
 		}
 	}
-	if next, ok := b.timers.NextProcessingTime(); ok {
-		b.scheduledAt = next
-		b.pts.Schedule(next, b.onProcessingTime)
-	}
+	b.drv.Start(b.fire, b.catch)
 	return nil
 }
 
@@ -165,10 +147,7 @@ func (b *keyedBase[K]) DeleteEventTimeTimer(ts int64) { b.timers.DeleteEventTime
 func (b *keyedBase[K]) RegisterProcessingTimeTimer(ts int64) {
 	b.registered++
 	b.timers.RegisterProcessingTime(b.key, b.kg, void{}, ts)
-	if ts < b.scheduledAt {
-		b.scheduledAt = ts
-		b.pts.Schedule(ts, b.onProcessingTime)
-	}
+	b.drv.Registered(ts)
 }
 
 // DeleteProcessingTimeTimer implements TimerService.
@@ -176,43 +155,28 @@ func (b *keyedBase[K]) DeleteProcessingTimeTimer(ts int64) {
 	b.timers.DeleteProcessingTime(b.key, void{}, ts)
 }
 
-func (b *keyedBase[K]) fire(domain TimeDomain) func(t timer.Timer[K, void]) error {
-	return func(t timer.Timer[K, void]) error {
-		b.key, b.kg = t.Key, t.KeyGroup
-		b.setBackendKey(t.Key, t.KeyGroup)
-		b.domain = domain
-		b.ts = t.Timestamp
-		if domain == EventTime {
-			b.timerTS(t.Timestamp)
-		} else {
-			b.timerTS(NoTimestamp)
-		}
-		if err := b.onTimer(t.Timestamp); err != nil {
-			return err
-		}
-		return b.takeSideErr()
+// fire runs the timer t (eventTime: of the event-time domain).
+func (b *keyedBase[K]) fire(t timer.Timer[K, void], eventTime bool) error {
+	b.key, b.kg = t.Key, t.KeyGroup
+	b.setBackendKey(t.Key, t.KeyGroup)
+	b.ts = t.Timestamp
+	if eventTime {
+		b.domain = EventTime
+		b.timerTS(t.Timestamp)
+	} else {
+		b.domain = ProcessingTime
+		b.timerTS(NoTimestamp)
 	}
-}
-
-func (b *keyedBase[K]) onProcessingTime(at int64) (err error) {
-	defer b.catch(&err)
-	if at >= b.scheduledAt {
-		b.scheduledAt = math.MaxInt64
-	}
-	if err := b.timers.AdvanceProcessingTime(at, b.fire(ProcessingTime)); err != nil {
+	if err := b.onTimer(t.Timestamp); err != nil {
 		return err
 	}
-	if next, ok := b.timers.NextProcessingTime(); ok && next < b.scheduledAt {
-		b.scheduledAt = next
-		b.pts.Schedule(next, b.onProcessingTime)
-	}
-	return nil
+	return b.takeSideErr()
 }
 
 func (b *keyedBase[K]) advanceWatermark(wm int64) (err error) {
 	defer b.catch(&err)
 	b.wm = wm
-	return b.timers.AdvanceWatermark(wm, b.fire(EventTime))
+	return b.drv.AdvanceWatermark(wm)
 }
 
 func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
@@ -235,6 +199,15 @@ func closeKeyed[K comparable](fn any, b *keyedBase[K]) error {
 	return err
 }
 
+// openFn opens fn if it is an Opener, with rc.
+func openFn(fn any, b *opBase, rc RuntimeContext) (err error) {
+	defer b.catch(&err)
+	if op, ok := fn.(Opener); ok {
+		return op.Open(rc)
+	}
+	return nil
+}
+
 func closeFn(fn any, b *opBase) (err error) {
 	defer b.catch(&err)
 	if c, ok := fn.(Closer); ok {
@@ -243,13 +216,35 @@ func closeFn(fn any, b *opBase) (err error) {
 	return nil
 }
 
-type keyedProcessOp[K comparable, IN, OUT any] struct {
+// keyedOut is a keyed operator with its output: a watermark fires the
+// event-time timers it passes before it goes on.
+type keyedOut[K comparable, OUT any] struct {
 	keyedBase[K]
+	out *runtime.Output[OUT]
+	col collector[OUT]
+}
+
+// init sets the output, the job's state backend (nil: heap) and the
+// timer callback; a timer's records carry its timestamp (event time) or
+// none (processing time).
+func (o *keyedOut[K, OUT]) init(out *runtime.Output[OUT], sb StateBackend, onTimer func(ts int64) error) {
+	o.out, o.col.out, o.stateBackend, o.onTimer = out, out, sb, onTimer
+	o.timerTS = func(ts int64) { o.col.ts = ts }
+}
+
+func (o *keyedOut[K, OUT]) ProcessWatermark(wm int64) error {
+	if err := o.advanceWatermark(wm); err != nil {
+		return err
+	}
+	return o.out.EmitWatermark(wm)
+}
+
+func (o *keyedOut[K, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
+
+type keyedProcessOp[K comparable, IN, OUT any] struct {
+	keyedOut[K, OUT]
 	fn    KeyedProcessFunction[K, IN, OUT]
 	keyFn func(IN) K
-	out   *runtime.Output[OUT]
-	col   collector[OUT]
-	par   int
 }
 
 func (o *keyedProcessOp[K, IN, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
@@ -270,15 +265,7 @@ func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (er
 	return o.out.Err()
 }
 
-func (o *keyedProcessOp[K, IN, OUT]) ProcessWatermark(wm int64) error {
-	if err := o.advanceWatermark(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-
-func (o *keyedProcessOp[K, IN, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *keyedProcessOp[K, IN, OUT]) EndInput() error               { return o.out.End() }
+func (o *keyedProcessOp[K, IN, OUT]) EndInput() error { return o.out.End() }
 
 // Process applies a KeyedProcessFunction to a keyed stream: keyed state,
 // event- and processing-time timers, side outputs.
@@ -288,11 +275,8 @@ func Process[K comparable, IN, OUT any](ks KeyedStream[K, IN], fn KeyedProcessFu
 		env.fail(fmt.Errorf("operator %q: %w", "KeyedProcess", nilFnError("keyed process function")))
 	}
 	return oneInput(ks.ds, "KeyedProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
-		o := &keyedProcessOp[K, IN, OUT]{keyedBase: newKeyedBase(bc, ks.hashK), fn: cloneFunction(fn), keyFn: ks.key, out: out}
-		o.stateBackend = env.keyedStateBackend()
-		o.col.out = out
-		o.timerTS = func(ts int64) { o.col.ts = ts }
-		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
+		o := &keyedProcessOp[K, IN, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, ks.hashK)}, fn: cloneFunction(fn), keyFn: ks.key}
+		o.init(out, env.keyedStateBackend(), func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) })
 		return o, o, nil
 	})
 }
@@ -360,21 +344,12 @@ func (e *endBoth) end(i int, out runtime.OutputPort) error {
 }
 
 type coProcessOp[A, B, OUT any] struct {
-	opContext
+	plainOut[OUT]
 	endBoth
-	fn  CoProcessFunction[A, B, OUT]
-	out *runtime.Output[OUT]
-	col collector[OUT]
-	rc  runtimeCtx
+	fn CoProcessFunction[A, B, OUT]
 }
 
-func (o *coProcessOp[A, B, OUT]) Open() (err error) {
-	defer o.catch(&err)
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.rc)
-	}
-	return nil
-}
+func (o *coProcessOp[A, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *coProcessOp[A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {
@@ -405,13 +380,8 @@ func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err er
 	return o.out.Err()
 }
 
-func (o *coProcessOp[A, B, OUT]) ProcessWatermark(wm int64) error {
-	o.wm = wm
-	return o.out.EmitWatermark(wm)
-}
-func (o *coProcessOp[A, B, OUT]) ProcessStatus(idle bool) error { return o.out.EmitStatus(idle) }
-func (o *coProcessOp[A, B, OUT]) EndInput1() error              { return o.end(0, o.out) }
-func (o *coProcessOp[A, B, OUT]) EndInput2() error              { return o.end(1, o.out) }
+func (o *coProcessOp[A, B, OUT]) EndInput1() error { return o.end(0, o.out) }
+func (o *coProcessOp[A, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
 // CoProcess processes two connected non-keyed streams with one function
 // instance per subtask; its watermark is the minimum of both inputs'.
@@ -420,21 +390,17 @@ func CoProcess[A, B, OUT any](cs ConnectedStreams[A, B], fn CoProcessFunction[A,
 		cs.first.env.fail(fmt.Errorf("operator %q: %w", "CoProcess", nilFnError("co-process function")))
 	}
 	return twoInput(cs.first, cs.second, "CoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
-		o := &coProcessOp[A, B, OUT]{opContext: newOpContext(bc), fn: cloneFunction(fn), out: out}
-		o.col.out = out
-		o.rc = newRuntimeCtx(bc)
+		o := &coProcessOp[A, B, OUT]{plainOut: newPlainOut(bc, out), fn: cloneFunction(fn)}
 		return o, o, nil
 	})
 }
 
 type keyedCoProcessOp[K comparable, A, B, OUT any] struct {
-	keyedBase[K]
+	keyedOut[K, OUT]
 	endBoth
 	fn   KeyedCoProcessFunction[K, A, B, OUT]
 	keyA func(A) K
 	keyB func(B) K
-	out  *runtime.Output[OUT]
-	col  collector[OUT]
 }
 
 func (o *keyedCoProcessOp[K, A, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
@@ -470,15 +436,6 @@ func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []runtime.Record[B])
 	return o.out.Err()
 }
 
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessWatermark(wm int64) error {
-	if err := o.advanceWatermark(wm); err != nil {
-		return err
-	}
-	return o.out.EmitWatermark(wm)
-}
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessStatus(idle bool) error {
-	return o.out.EmitStatus(idle)
-}
 func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput1() error { return o.end(0, o.out) }
 func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput2() error { return o.end(1, o.out) }
 
@@ -490,67 +447,50 @@ func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, 
 		ks.first.ds.env.fail(fmt.Errorf("operator %q: %w", "KeyedCoProcess", nilFnError("keyed co-process function")))
 	}
 	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
-		o := &keyedCoProcessOp[K, A, B, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK), fn: cloneFunction(fn),
-			keyA: ks.first.key, keyB: ks.second.key, out: out}
-		o.stateBackend = ks.first.ds.env.keyedStateBackend()
-		o.col.out = out
-		o.timerTS = func(ts int64) { o.col.ts = ts }
-		o.onTimer = func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) }
+		o := &keyedCoProcessOp[K, A, B, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK)}, fn: cloneFunction(fn),
+			keyA: ks.first.key, keyB: ks.second.key}
+		o.init(out, ks.first.ds.env.keyedStateBackend(), func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) })
 		return o, o, nil
 	})
 }
 
-// GetValueState returns the value state of d for the function's current key.
-func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ValueDescriptor[V]) (state.ValueState[V], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
+// keyedState returns the state handle S of d, checked by validate: made
+// by onDisk when the function's state is on disk, else by onHeap.
+func keyedState[K comparable, S, D, HD, HH any](ctx KeyedRuntimeContext[K], d D, validate func() error,
+	onDisk func(*kvstate.Backend[K], D) (HD, error), onHeap func(*istate.Backend[K], D) (HH, error)) (S, error) {
+	if err := validate(); err != nil {
+		var zero S
+		return zero, err
 	}
 	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.ValueState[V]](kvstate.GetValue[K, void, V](pb, d))
+		return handleOf[S](onDisk(pb, d))
 	}
-	return istate.GetValue[K, void, V](ctx.keyedBackend(), d)
+	h, err := onHeap(ctx.keyedBackend(), d)
+	return any(h).(S), err
+}
+
+// GetValueState returns the value state of d for the function's current key.
+func GetValueState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ValueDescriptor[V]) (state.ValueState[V], error) {
+	return keyedState[K, state.ValueState[V]](ctx, d, d.Validate, kvstate.GetValue[K, void, V], istate.GetValue[K, void, V])
 }
 
 // GetListState returns the list state of d for the current key.
 func GetListState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ListDescriptor[V]) (state.ListState[V], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.ListState[V]](kvstate.GetList[K, void, V](pb, d))
-	}
-	return istate.GetList[K, void, V](ctx.keyedBackend(), d)
+	return keyedState[K, state.ListState[V]](ctx, d, d.Validate, kvstate.GetList[K, void, V], istate.GetList[K, void, V])
 }
 
 // GetMapState returns the map state of d for the current key.
 func GetMapState[K comparable, UK comparable, UV any](ctx KeyedRuntimeContext[K], d state.MapDescriptor[UK, UV]) (state.MapState[UK, UV], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.MapState[UK, UV]](kvstate.GetMap[K, void, UK, UV](pb, d))
-	}
-	return istate.GetMap[K, void, UK, UV](ctx.keyedBackend(), d)
+	return keyedState[K, state.MapState[UK, UV]](ctx, d, d.Validate, kvstate.GetMap[K, void, UK, UV], istate.GetMap[K, void, UK, UV])
 }
 
 // GetReducingState returns the reducing state of d for the current key.
 func GetReducingState[K comparable, V any](ctx KeyedRuntimeContext[K], d state.ReducingDescriptor[V]) (state.ReducingState[V], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.ReducingState[V]](kvstate.GetReducing[K, void, V](pb, d))
-	}
-	return istate.GetReducing[K, void, V](ctx.keyedBackend(), d)
+	return keyedState[K, state.ReducingState[V]](ctx, d, d.Validate, kvstate.GetReducing[K, void, V], istate.GetReducing[K, void, V])
 }
 
 // GetAggregatingState returns the aggregating state of d for the current key.
 func GetAggregatingState[K comparable, IN, ACC, OUT any](ctx KeyedRuntimeContext[K], d state.AggregatingDescriptor[IN, ACC, OUT]) (state.AggregatingState[IN, OUT], error) {
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	if pb := diskBackendOf(ctx); pb != nil {
-		return handleOf[state.AggregatingState[IN, OUT]](kvstate.GetAggregating[K, void, IN, ACC, OUT](pb, d))
-	}
-	return istate.GetAggregating[K, void, IN, ACC, OUT](ctx.keyedBackend(), d)
+	return keyedState[K, state.AggregatingState[IN, OUT]](ctx, d, d.Validate,
+		kvstate.GetAggregating[K, void, IN, ACC, OUT], istate.GetAggregating[K, void, IN, ACC, OUT])
 }

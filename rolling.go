@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/rolling"
 	"github.com/weirstream/weir/state"
 )
 
@@ -35,7 +36,7 @@ func RollingReduce[K comparable, T any](ks KeyedStream[K, T], f func(running, v 
 	if f == nil {
 		ks.ds.env.fail(fmt.Errorf("operator %q: %w", "Keyed Reduce", nilFnError("reduce function")))
 	}
-	return rolling(ks, "Keyed Reduce", f)
+	return rollingOp(ks, "Keyed Reduce", f)
 }
 
 // Sum emits, for each record, its key's running sum of a field: the
@@ -46,10 +47,7 @@ func Sum[K comparable, T any, F Number](ks KeyedStream[K, T], get func(T) F, set
 	if get == nil || set == nil {
 		ks.ds.env.fail(fmt.Errorf("operator %q: %w", "Keyed Aggregation", nilFnError("sum field getter or setter")))
 	}
-	return rolling(ks, "Keyed Aggregation", func(acc, v T) T {
-		set(&acc, get(acc)+get(v))
-		return acc
-	})
+	return rollingOp(ks, "Keyed Aggregation", rolling.Sum(get, set))
 }
 
 // Min emits, for each record, the first record of its key with the field
@@ -90,23 +88,15 @@ func MaxBy[K comparable, T any, F cmp.Ordered](ks KeyedStream[K, T], get func(T)
 	return extremeRecord(ks, get, 1, opts)
 }
 
-// extremeField keeps the running record and replaces its field when a
-// record's field is at least as extreme (sign -1: smaller, 1: larger), as
-// Flink's ComparableAggregator for MIN and MAX.
+// extremeField is Min (sign -1) or Max (1).
 func extremeField[K comparable, T any, F cmp.Ordered](ks KeyedStream[K, T], get func(T) F, set func(*T, F), sign int) DataStream[T] {
 	if get == nil || set == nil {
 		ks.ds.env.fail(fmt.Errorf("operator %q: %w", "Keyed Aggregation", nilFnError("field getter or setter")))
 	}
-	return rolling(ks, "Keyed Aggregation", func(acc, v T) T {
-		if x := get(v); javaCompare(get(acc), x)*sign <= 0 {
-			set(&acc, x)
-		}
-		return acc
-	})
+	return rollingOp(ks, "Keyed Aggregation", rolling.ExtremeField(get, set, sign))
 }
 
-// extremeRecord keeps the record with the most extreme field, as Flink's
-// ComparableAggregator for MINBY and MAXBY.
+// extremeRecord is MinBy (sign -1) or MaxBy (1).
 func extremeRecord[K comparable, T any, F cmp.Ordered](ks KeyedStream[K, T], get func(T) F, sign int, opts []ByOption) DataStream[T] {
 	if get == nil {
 		ks.ds.env.fail(fmt.Errorf("operator %q: %w", "Keyed Aggregation", nilFnError("field getter")))
@@ -115,32 +105,11 @@ func extremeRecord[K comparable, T any, F cmp.Ordered](ks KeyedStream[K, T], get
 	for _, o := range opts {
 		o(&c)
 	}
-	return rolling(ks, "Keyed Aggregation", func(acc, v T) T {
-		switch d := javaCompare(get(acc), get(v)) * sign; {
-		case d > 0, d == 0 && !c.last:
-			return acc
-		}
-		return v
-	})
+	return rollingOp(ks, "Keyed Aggregation", rolling.ExtremeRecord(get, sign, c.last))
 }
 
-// javaCompare is cmp.Compare with Java's order for NaN: larger than every
-// other value and equal to itself.
-func javaCompare[F cmp.Ordered](a, b F) int {
-	aNaN, bNaN := a != a, b != b
-	switch {
-	case aNaN && bNaN:
-		return 0
-	case aNaN:
-		return 1
-	case bNaN:
-		return -1
-	}
-	return cmp.Compare(a, b)
-}
-
-// rolling adds the keyed operator of a rolling aggregation.
-func rolling[K comparable, T any](ks KeyedStream[K, T], name string, f func(acc, v T) T) DataStream[T] {
+// rollingOp adds the keyed operator of a rolling aggregation.
+func rollingOp[K comparable, T any](ks KeyedStream[K, T], name string, f func(acc, v T) T) DataStream[T] {
 	return Process(ks, &rollingFn[K, T]{f: f}).Name(name)
 }
 

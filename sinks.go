@@ -2,41 +2,11 @@ package weir
 
 import (
 	"fmt"
-	"io"
-	"slices"
-	"strconv"
-	"sync"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/sinkop"
 )
-
-// sinkOp calls a function per record; control elements end here.
-type sinkOp[T any] struct {
-	opBase
-	f     func(v T, ts int64) error
-	close func() error
-}
-
-func (o *sinkOp[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		if err := o.f(recs[i].Value, recs[i].TS); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-func (o *sinkOp[T]) ProcessWatermark(int64) error { return nil }
-func (o *sinkOp[T]) ProcessStatus(bool) error     { return nil }
-func (o *sinkOp[T]) EndInput() error              { return nil }
-func (o *sinkOp[T]) Open() error                  { return nil }
-func (o *sinkOp[T]) Close() error {
-	if o.close != nil {
-		return o.close()
-	}
-	return nil
-}
 
 // Sink is the end of a stream; it can be named and sized like an operator.
 type Sink struct {
@@ -69,7 +39,8 @@ func addSink[T any](ds DataStream[T], name string, mk func(bc *runtime.BuildCont
 			if err != nil {
 				return runtime.Built{}, err
 			}
-			o := &sinkOp[T]{opBase: base(bc), f: f, close: closeFn}
+			b := base(bc)
+			o := &sinkop.Op[T]{Catch: b.catch, F: f, CloseFn: closeFn}
 			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
 		})
 	if n.Parallelism < 1 {
@@ -91,99 +62,45 @@ func SinkFunc[T any](ds DataStream[T], f func(v T) error) Sink {
 	})
 }
 
-type discardOp[T any] struct{ n int64 }
-
-func (d *discardOp[T]) ProcessBatch(recs []runtime.Record[T]) error {
-	d.n += int64(len(recs))
-	return nil
-}
-func (d *discardOp[T]) ProcessWatermark(int64) error { return nil }
-func (d *discardOp[T]) ProcessStatus(bool) error     { return nil }
-func (d *discardOp[T]) EndInput() error              { return nil }
-
 // Discard drops every record (for benchmarks).
 func Discard[T any](ds DataStream[T]) Sink {
 	n := newNode[struct{}](ds.env, "Discard", runtime.KindOneInput, ds.env.cfg.parallelism,
 		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
-			return runtime.Built{Inputs: []any{runtime.Input[T](&discardOp[T]{})}}, nil
+			return runtime.Built{Inputs: []any{runtime.Input[T](&sinkop.Discard[T]{})}}, nil
 		})
 	n.Sink = true
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
 }
 
-// lockedWriter serialises whole batches of lines from parallel subtasks.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
 // Print writes every record to the environment's stdout with fmt's %v, one
 // per line, prefixed "N> " (N = subtask+1) when the sink runs with
 // parallelism above 1, as Flink's print sink.
 func Print[T any](ds DataStream[T]) Sink {
-	lw := &lockedWriter{w: ds.env.cfg.stdout}
+	lw := sinkop.NewLockedWriter(ds.env.cfg.stdout)
 	return addSink(ds, "Print", func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
-		prefix := ""
-		if bc.Parallelism > 1 {
-			prefix = strconv.Itoa(bc.Subtask+1) + "> "
-		}
-		var buf []byte
-		write := func(v T, _ int64) error {
-			buf = append(buf[:0], prefix...)
-			buf = fmt.Append(buf, v)
-			buf = append(buf, '\n')
-			lw.mu.Lock()
-			_, err := lw.w.Write(buf)
-			lw.mu.Unlock()
-			return err
-		}
-		return write, nil, nil
+		return sinkop.Printer[T](lw, bc.Subtask, bc.Parallelism), nil, nil
 	})
 }
 
 // Collected gathers a stream's records in memory (for tests and
 // embedding); read it after the job has ended.
-type Collected[T any] struct {
-	mu   sync.Mutex
-	recs []Record[T]
-}
+type Collected[T any] struct{ buf sinkop.Buffer[T] }
 
 // Values returns the collected values in arrival order (per subtask).
-func (c *Collected[T]) Values() []T {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]T, len(c.recs))
-	for i, r := range c.recs {
-		out[i] = r.Value
-	}
-	return out
-}
+func (c *Collected[T]) Values() []T { return c.buf.Values() }
 
 // Records returns the collected records with their timestamps.
-func (c *Collected[T]) Records() []Record[T] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.recs)
-}
+func (c *Collected[T]) Records() []Record[T] { return c.buf.Records() }
 
 // Len returns the number of records collected so far.
-func (c *Collected[T]) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.recs)
-}
+func (c *Collected[T]) Len() int { return c.buf.Len() }
 
 // Collect gathers every record of ds in memory.
 func Collect[T any](ds DataStream[T]) *Collected[T] {
 	c := &Collected[T]{}
 	addSink(ds, "Collect", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
-		return func(v T, ts int64) error {
-			c.mu.Lock()
-			c.recs = append(c.recs, Record[T]{Value: v, TS: ts})
-			c.mu.Unlock()
-			return nil
-		}, nil, nil
+		return c.buf.Add, nil, nil
 	})
 	return c
 }
@@ -200,13 +117,6 @@ func ToSink[T any](ds DataStream[T], sink connector.Sink[T], name string) Sink {
 		ds.env.validators = append(ds.env.validators, v.Validate)
 	}
 	return addSink(ds, name, func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
-		w, err := sink.NewWriter(connector.SubtaskInfo{Name: bc.Name, Subtask: bc.Subtask, Parallelism: bc.Parallelism, Partition: -1})
-		if err != nil {
-			return nil, nil, fmt.Errorf("sink %q: %w", name, err)
-		}
-		if w == nil {
-			return nil, nil, fmt.Errorf("sink %q: NewWriter returned no writer", name)
-		}
-		return w.Write, w.Close, nil
+		return sinkop.Writer(sink, name, bc)
 	})
 }

@@ -18,38 +18,6 @@ type TwoPhaseCommitSink[T, TXN any] = connector.TwoPhaseCommitSink[T, TXN]
 // two-phase-commit sink that holds resources per subtask.
 type TwoPhaseCommitSubtasks = connector.TwoPhaseCommitSubtasks
 
-// twoPhaseOp is the operator of a two-phase-commit sink
-// (internal/twophase) reporting errors and panics against the sink.
-type twoPhaseOp[T, TXN any] struct {
-	opBase
-	*twophase.Op[T, TXN]
-}
-
-func (o *twoPhaseOp[T, TXN]) Open() (err error) {
-	defer o.catch(&err)
-	return o.Op.Open()
-}
-
-func (o *twoPhaseOp[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) {
-	defer o.catch(&err)
-	return o.Op.ProcessBatch(recs)
-}
-
-func (o *twoPhaseOp[T, TXN]) EndInput() (err error) {
-	defer o.catch(&err)
-	return o.Op.EndInput()
-}
-
-func (o *twoPhaseOp[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
-	defer o.catch(&err)
-	return o.Op.SnapshotState(id)
-}
-
-func (o *twoPhaseOp[T, TXN]) NotifyCheckpointComplete(id int64) (err error) {
-	defer o.catch(&err)
-	return o.Op.NotifyCheckpointComplete(id)
-}
-
 // AddTwoPhaseCommitSink writes ds exactly once through sink: with
 // checkpointing, output becomes visible when the checkpoint covering it
 // completes; at the end of a bounded job's input every task waits for a
@@ -84,7 +52,8 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 				}
 				return runtime.NewClusterSinkOp(bc, rec), nil
 			}
-			o := &twoPhaseOp[T, TXN]{opBase: base(bc), Op: twophase.New[T, TXN](sink, bc.Name, bc.Subtask, bc.Parallelism,
+			b := base(bc) // reports errors and panics against the sink
+			o := &twophase.Caught[T, TXN]{Catch: b.catch, Op: twophase.New[T, TXN](sink, bc.Name, bc.Subtask, bc.Parallelism,
 				bc.Restored, ds.env.checkpoint != nil)}
 			if ds.env.checkpoint == nil {
 				finals.Attach(bc.Subtask, o.Op)

@@ -48,3 +48,42 @@ type HarnessEnv interface {
 	// Plan plans the job built so far.
 	Plan() (*runtime.Plan, error)
 }
+
+// CaptureOp reports what reaches a harness output to Rec: the records
+// (HarnessRecord, or HarnessSide when Tag names a side output), and, for
+// the main output only, watermarks and statuses.
+type CaptureOp[T any] struct {
+	Rec func(HarnessEvent)
+	Tag string
+}
+
+// ProcessBatch implements runtime.Input.
+func (c *CaptureOp[T]) ProcessBatch(recs []runtime.Record[T]) error {
+	kind := HarnessRecord
+	if c.Tag != "" {
+		kind = HarnessSide
+	}
+	for _, r := range recs {
+		c.Rec(HarnessEvent{Kind: kind, Tag: c.Tag, Value: r.Value, TS: r.TS})
+	}
+	return nil
+}
+
+// ProcessWatermark implements runtime.Input.
+func (c *CaptureOp[T]) ProcessWatermark(wm int64) error {
+	if c.Tag == "" {
+		c.Rec(HarnessEvent{Kind: HarnessWatermark, TS: wm})
+	}
+	return nil
+}
+
+// ProcessStatus implements runtime.Input.
+func (c *CaptureOp[T]) ProcessStatus(idle bool) error {
+	if c.Tag == "" {
+		c.Rec(HarnessEvent{Kind: HarnessStatus, Idle: idle})
+	}
+	return nil
+}
+
+// EndInput implements runtime.Input.
+func (c *CaptureOp[T]) EndInput() error { return nil }

@@ -229,3 +229,40 @@ func (o *Op[T, TXN]) Close() error {
 	}
 	return err
 }
+
+// Caught is Op reporting the errors and panics of its calls that reach
+// the sink through Catch, which is deferred around each of them.
+type Caught[T, TXN any] struct {
+	Catch func(err *error)
+	*Op[T, TXN]
+}
+
+// Open is Op.Open under Catch.
+func (o *Caught[T, TXN]) Open() (err error) {
+	defer o.Catch(&err)
+	return o.Op.Open()
+}
+
+// ProcessBatch is Op.ProcessBatch under Catch.
+func (o *Caught[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+	defer o.Catch(&err)
+	return o.Op.ProcessBatch(recs)
+}
+
+// EndInput is Op.EndInput under Catch.
+func (o *Caught[T, TXN]) EndInput() (err error) {
+	defer o.Catch(&err)
+	return o.Op.EndInput()
+}
+
+// SnapshotState is Op.SnapshotState under Catch.
+func (o *Caught[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
+	defer o.Catch(&err)
+	return o.Op.SnapshotState(id)
+}
+
+// NotifyCheckpointComplete is Op.NotifyCheckpointComplete under Catch.
+func (o *Caught[T, TXN]) NotifyCheckpointComplete(id int64) (err error) {
+	defer o.Catch(&err)
+	return o.Op.NotifyCheckpointComplete(id)
+}

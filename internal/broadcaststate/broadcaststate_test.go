@@ -1,4 +1,4 @@
-package weir
+package broadcaststate
 
 import (
 	"bytes"
@@ -27,22 +27,22 @@ type (
 // job runs), and accepts snapshots without schemas as before.
 func TestBroadcastStateSchemas(t *testing.T) {
 	d1 := state.Map[string, ruleV1]("rules")
-	st, err := newBroadcastStore(map[string]reflect.Type{"rules": broadcastMapType(d1)}, nil)
+	st, err := New(map[string]reflect.Type{"rules": MapType(d1)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := storeMap(st, d1)
+	m, err := Of(st, d1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Put("a", ruleV1{10, 2})
 	m.Put("b", ruleV1{20, 3})
-	snap, err := st.snapshot()
+	snap, err := st.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore := func(d state.Named, data []byte) (*broadcastStore, error) {
-		return newBroadcastStore(map[string]reflect.Type{"rules": broadcastMapType(d)}, &runtime.Restored{State: data})
+	restore := func(d state.Named, data []byte) (*Store, error) {
+		return New(map[string]reflect.Type{"rules": MapType(d)}, &runtime.Restored{State: data})
 	}
 
 	d2 := state.Map[string, ruleV1Reordered]("rules")
@@ -50,7 +50,7 @@ func TestBroadcastStateSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fields reordered and added: %v", err)
 	}
-	m2, err := storeMap(st2, d2)
+	m2, err := Of(st2, d2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestBroadcastStateSchemas(t *testing.T) {
 	}
 
 	// A snapshot written before schemas were recorded restores as before.
-	old, err := (&broadcastStore{maps: map[string]any{"rules": m}}).snapshotWithoutSchemas()
+	old, err := (&Store{maps: map[string]any{"rules": m}}).snapshotWithoutSchemas()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,8 @@ func TestBroadcastStateSchemas(t *testing.T) {
 
 // snapshotWithoutSchemas writes s as broadcast snapshots were written
 // before schemas were recorded.
-func (s *broadcastStore) snapshotWithoutSchemas() ([]byte, error) {
-	snap, err := s.snapshot()
+func (s *Store) snapshotWithoutSchemas() ([]byte, error) {
+	snap, err := s.Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *broadcastStore) snapshotWithoutSchemas() ([]byte, error) {
 	if err := gob.NewDecoder(bytes.NewReader(snap.State)).Decode(&all); err != nil {
 		return nil, err
 	}
-	delete(all, broadcastSchemas)
+	delete(all, schemasEntry)
 	var buf bytes.Buffer
 	err = gob.NewEncoder(&buf).Encode(all)
 	return buf.Bytes(), err

@@ -1,0 +1,48 @@
+package asyncio
+
+import (
+	"fmt"
+	"time"
+)
+
+// Check checks an operator's capacity and timeout and, with retries
+// (withRetry), that it has a strategy (noStrategy false) and a timeout.
+func Check(capacity int, timeout time.Duration, withRetry, noStrategy bool) error {
+	switch {
+	case capacity < 1:
+		return fmt.Errorf("the capacity must be at least 1, got %d", capacity)
+	case timeout < 0 || (timeout > 0 && timeout < time.Millisecond):
+		return fmt.Errorf("the timeout must be 0 (none) or at least 1ms, got %v", timeout)
+	case withRetry && noStrategy:
+		return fmt.Errorf("the retry strategy is nil")
+	case withRetry && timeout <= 0:
+		return fmt.Errorf("a timeout must be set with retries (as Flink requires)")
+	}
+	return nil
+}
+
+// Backoff is the delay before the attempt after attempt n of a fixed
+// (multiplier 0) or exponential backoff from initial to at most max, each
+// product truncated to whole milliseconds.
+func Backoff(initial, max time.Duration, multiplier float64, n int) time.Duration {
+	d, limit := initial.Milliseconds(), max.Milliseconds()
+	for i := 1; i < n && multiplier > 0 && d < limit; i++ {
+		d = min(int64(float64(d)*multiplier), limit)
+	}
+	return time.Duration(d) * time.Millisecond
+}
+
+// NewRetry returns the retry strategy of canRetry, backoff and the
+// predicates; nil (nothing is retried) if neither predicate is set.
+func NewRetry[OUT any](canRetry func(n int) bool, backoff func(n int) time.Duration,
+	ifResult func([]OUT) bool, ifError func(error) bool) *Retry[OUT] {
+	if ifResult == nil && ifError == nil {
+		return nil
+	}
+	return &Retry[OUT]{
+		CanRetry: canRetry,
+		Backoff:  func(n int) int64 { return max(backoff(n).Milliseconds(), 0) },
+		IfResult: ifResult,
+		IfError:  ifError,
+	}
+}

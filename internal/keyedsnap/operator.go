@@ -1,0 +1,53 @@
+package keyedsnap
+
+import (
+	"context"
+
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/timer"
+)
+
+// Operator is Snapshot as an operator's snapshot.
+func Operator[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (runtime.OperatorSnapshot, error) {
+	kgs, err := Snapshot(b, t)
+	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+}
+
+// OperatorAsync is SnapshotAsync as an operator's asynchronous snapshot.
+func OperatorAsync[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (runtime.AsyncSnapshot, error) {
+	async, err := SnapshotAsync(b, t)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+		kgs, err := async(ctx)
+		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	}, nil
+}
+
+// Ready hands over a snapshot taken whole (snap, err) as an asynchronous
+// one.
+func Ready(snap runtime.OperatorSnapshot, err error) (runtime.AsyncSnapshot, error) {
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+}
+
+// WithState adds the operator state that snap encodes now to the
+// asynchronous keyed snapshot keyed; if snap fails, keyed is called with
+// an ended context to release its view.
+func WithState(keyed runtime.AsyncSnapshot, snap func() (runtime.OperatorSnapshot, error)) (runtime.AsyncSnapshot, error) {
+	bs, err := snap()
+	if err != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		keyed(ctx) //nolint:errcheck // releases the view
+		return nil, err
+	}
+	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+		ks, err := keyed(ctx)
+		ks.State = bs.State
+		return ks, err
+	}, nil
+}
