@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state/kv"
 )
@@ -67,7 +68,7 @@ type diskBackend struct {
 	// to a durable store (incremental.go); staged then keeps the staged
 	// checkpoints of ended operators until the attempt ends.
 	incremental bool
-	staged      *stagedSet
+	staged      *durable.StagedSet
 }
 
 // WithStateBackend selects the keyed state backend of the job's keyed
@@ -167,7 +168,7 @@ func (b *keyedBase[K]) closeStateBackend() error {
 	}
 	if d, ok := b.stateBackend.(diskBackend); ok && d.staged != nil {
 		// The coordinator may still store the last staged checkpoint.
-		d.staged.add(b.disk.TakeStaged())
+		d.staged.Add(b.disk.TakeStaged())
 	}
 	err := b.disk.Discard()
 	b.disk = nil
