@@ -2,7 +2,6 @@ package weir
 
 import (
 	"context"
-	"sync"
 
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
@@ -67,43 +66,11 @@ func engineStoreOf(s CheckpointStore) job.Store {
 	if d, ok := s.(*durableStore); ok {
 		return d.d
 	}
-	return &engineStore{s: s}
-}
-
-// engineStore is a CheckpointStore as the engine's store.
-type engineStore struct {
-	s CheckpointStore
-	// last is the checkpoint Latest returned last, conv its conversion:
-	// a restore that drops state of it drops it from last too.
-	mu   sync.Mutex
-	last *Checkpoint
-	conv *durable.Checkpoint
-}
-
-func (s *engineStore) Save(ctx context.Context, cp *durable.Checkpoint) error {
-	return s.s.Save(ctx, publicCheckpoint(cp))
-}
-
-func (s *engineStore) Latest(ctx context.Context) (*durable.Checkpoint, error) {
-	cp, err := s.s.Latest(ctx)
-	conv := engineCheckpoint(cp)
-	s.mu.Lock()
-	s.last, s.conv = cp, conv
-	s.mu.Unlock()
-	return conv, err
-}
-
-func (s *engineStore) Retain(ctx context.Context, n int) error { return s.s.Retain(ctx, n) }
-
-// Dropped implements job.Dropper.
-func (s *engineStore) Dropped(cp *durable.Checkpoint, uids []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cp == s.conv && s.last != nil {
+	return &job.StoreAdapter[*Checkpoint]{S: s, In: engineCheckpoint, Out: publicCheckpoint, Drop: func(cp *Checkpoint, uids []string) {
 		for _, id := range uids {
-			delete(s.last.Operators, id)
+			delete(cp.Operators, id)
 		}
-	}
+	}}
 }
 
 // engineCheckpoint and publicCheckpoint convert a checkpoint between the
@@ -112,34 +79,14 @@ func engineCheckpoint(cp *Checkpoint) *durable.Checkpoint {
 	if cp == nil {
 		return nil
 	}
-	out := &durable.Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism}
-	if cp.Operators != nil {
-		out.Operators = make(map[string][]runtime.OperatorSnapshot, len(cp.Operators))
-		for uid, subs := range cp.Operators {
-			rs := make([]runtime.OperatorSnapshot, len(subs))
-			for i, s := range subs {
-				rs[i] = runtime.OperatorSnapshot(s)
-			}
-			out.Operators[uid] = rs
-		}
-	}
-	return out
+	return &durable.Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism,
+		Operators: job.ConvertOps(cp.Operators, func(s OperatorSnapshot) runtime.OperatorSnapshot { return runtime.OperatorSnapshot(s) })}
 }
 
 func publicCheckpoint(cp *durable.Checkpoint) *Checkpoint {
 	if cp == nil {
 		return nil
 	}
-	out := &Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism}
-	if cp.Operators != nil {
-		out.Operators = make(map[string][]OperatorSnapshot, len(cp.Operators))
-		for uid, subs := range cp.Operators {
-			ps := make([]OperatorSnapshot, len(subs))
-			for i, s := range subs {
-				ps[i] = OperatorSnapshot(s)
-			}
-			out.Operators[uid] = ps
-		}
-	}
-	return out
+	return &Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism,
+		Operators: job.ConvertOps(cp.Operators, func(s runtime.OperatorSnapshot) OperatorSnapshot { return OperatorSnapshot(s) })}
 }

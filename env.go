@@ -249,21 +249,8 @@ func (e *Environment) check(ctx context.Context) error {
 		return fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
-	e.eng.Nodes = e.nodes
-	if err := e.eng.CheckShape(); err != nil {
-		return fmt.Errorf("weir: invalid job: %w", err)
-	}
-	if err := runtime.AssignIDs(e.nodes, e.cfg.chaining); err != nil {
-		return fmt.Errorf("weir: invalid job: %w", err)
-	}
-	var verrs []error
-	for _, v := range e.validators {
-		if err := v(ctx); err != nil {
-			verrs = append(verrs, err)
-		}
-	}
-	if err := errors.Join(verrs...); err != nil {
-		return fmt.Errorf("weir: invalid job: %w", err)
+	if err := e.eng.Check(ctx, e.nodes, e.cfg.chaining, e.validators); err != nil {
+		return err
 	}
 	e.eng.Cfg = e.jobConfig()
 	return nil
@@ -321,12 +308,8 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		return nil, err
 	}
 	log.Debug("job starting", "tasks", len(p.Tasks))
-	go func() {
-		// The control endpoint stops last: its requests end with the job.
-		defer stopControl()
-		defer close(h.done)
-		defer cancel()
-		err := e.eng.Run(jctx, p, h.setPlan, e.onFinished, log)
+	// The control endpoint stops last: its requests end with the job.
+	e.eng.Start(ctx, jctx, p, h.setPlan, e.onFinished, log, func(err error) (string, bool, error) {
 		h.mu.Lock()
 		switch {
 		case h.stopped && ctx.Err() == nil:
@@ -342,23 +325,11 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		h.err = err
 		h.mu.Unlock()
 		var stopped *StoppedError
-		switch {
-		case err == nil:
-			log.Debug("job finished")
-		case errors.As(err, &stopped):
-			log.Info("job stopped with a savepoint", "savepoint", stopped.Savepoint)
-		case jctx.Err() != nil:
-			if cause := context.Cause(ctx); cause != nil && cause != err {
-				log.Info("job cancelled", "cause", cause.Error())
-			} else {
-				log.Info("job cancelled", "reason", err.Error())
-			}
-		default:
-			msg, _ := job.SplitStack(err)
-			log.Error("job failed", "err", msg)
+		if errors.As(err, &stopped) {
+			return stopped.Savepoint, true, err
 		}
-		e.eng.Mon.End()
-	}()
+		return "", false, err
+	}, func() { cancel(); close(h.done); stopControl() })
 	// Every operator opens and restores its state before any record moves:
 	// a state the job cannot read back is refused here, before it runs.
 	select {

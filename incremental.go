@@ -50,7 +50,7 @@ func (e *Environment) keyedStateBackend() StateBackend {
 // per key group (with empty state snapshots).
 func (b *keyedBase[K]) snapshotIncremental(id int64) (runtime.OperatorSnapshot, error) {
 	first, last := b.disk.KeyGroupRange()
-	kgs, err := keyedsnap.Snapshot(filesBackend{first: first, last: last}, b.timers)
+	kgs, err := keyedsnap.Snapshot(durable.FilesBackend{First: first, Last: last}, b.timers)
 	if err != nil {
 		return runtime.OperatorSnapshot{}, err
 	}
@@ -59,53 +59,15 @@ func (b *keyedBase[K]) snapshotIncremental(id int64) (runtime.OperatorSnapshot, 
 		return runtime.OperatorSnapshot{}, err
 	}
 	d, _ := b.stateBackend.(diskBackend)
-	clk := b.clk
-	canonical := func() (map[int][]byte, error) {
-		dir := staged.Dir + ".canonical"
-		db, err := kvstate.RestoreImages[K]([]kvstate.Image{staged.Image()}, dir, first, last, clk, kvstate.Options{Store: d.StateBackend})
-		if err != nil {
-			return nil, err
-		}
-		defer db.Discard()
-		out := make(map[int][]byte, last-first+1)
-		for kg := first; kg <= last; kg++ {
-			if out[kg], err = db.SnapshotKeyGroup(kg); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
+	canonical := durable.Canonical[K](staged, first, last, b.clk, d.StateBackend)
 	return runtime.OperatorSnapshot{KeyGroups: kgs, KeyedFiles: &durable.DBFiles{Staged: staged, Canonical: canonical}}, nil
-}
-
-// filesBackend stands for keyed state kept as files in keyedsnap frames:
-// it snapshots empty state, and its restore skips empty state snapshots
-// (the heap and disk backends never write one) and passes the others to
-// next.
-type filesBackend struct {
-	first, last int
-	next        keyedsnap.Backend
-}
-
-// KeyGroupRange implements keyedsnap.Backend.
-func (f filesBackend) KeyGroupRange() (int, int) { return f.first, f.last }
-
-// SnapshotKeyGroup implements keyedsnap.Backend.
-func (f filesBackend) SnapshotKeyGroup(int) ([]byte, error) { return nil, nil }
-
-// RestoreKeyGroup implements keyedsnap.Backend.
-func (f filesBackend) RestoreKeyGroup(kg int, data []byte) error {
-	if len(data) == 0 || f.next == nil {
-		return nil
-	}
-	return f.next.RestoreKeyGroup(kg, data)
 }
 
 // restoreBackend is the backend keyed snapshots restore into: frames of
 // incremental checkpoints hold no state (it came from the files).
 func (b *keyedBase[K]) restoreBackend() keyedsnap.Backend {
 	first, last := b.snapBackend().KeyGroupRange()
-	return filesBackend{first: first, last: last, next: b.snapBackend()}
+	return durable.FilesBackend{First: first, Last: last, Next: b.snapBackend()}
 }
 
 // restoredImages returns the checkpointed stores the operator restores

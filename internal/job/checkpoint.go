@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
@@ -142,5 +143,69 @@ func (r *Runner) Savepoint(ctx context.Context, name, dir string, stop bool, don
 		}
 	case <-ctx.Done():
 		return "", ctx.Err()
+	}
+}
+
+// ConvertOps converts a checkpoint's snapshots with f (between the API's
+// snapshots and the engine's), keeping a nil map nil.
+func ConvertOps[A, B any](ops map[string][]A, f func(A) B) map[string][]B {
+	if ops == nil {
+		return nil
+	}
+	out := make(map[string][]B, len(ops))
+	for uid, subs := range ops {
+		bs := make([]B, len(subs))
+		for i, s := range subs {
+			bs[i] = f(s)
+		}
+		out[uid] = bs
+	}
+	return out
+}
+
+// StoreAdapter is a store of the API's checkpoints (P: *weir.Checkpoint)
+// as the engine's Store, converting with In and Out. A restore that drops
+// state of the checkpoint Latest returned last drops it from that
+// checkpoint too (Drop).
+type StoreAdapter[P comparable] struct {
+	S interface {
+		Save(ctx context.Context, cp P) error
+		Latest(ctx context.Context) (P, error)
+		Retain(ctx context.Context, n int) error
+	}
+	In   func(P) *durable.Checkpoint
+	Out  func(*durable.Checkpoint) P
+	Drop func(cp P, uids []string)
+
+	mu   sync.Mutex
+	last P
+	conv *durable.Checkpoint
+}
+
+// Save implements Store.
+func (a *StoreAdapter[P]) Save(ctx context.Context, cp *durable.Checkpoint) error {
+	return a.S.Save(ctx, a.Out(cp))
+}
+
+// Latest implements Store.
+func (a *StoreAdapter[P]) Latest(ctx context.Context) (*durable.Checkpoint, error) {
+	cp, err := a.S.Latest(ctx)
+	conv := a.In(cp)
+	a.mu.Lock()
+	a.last, a.conv = cp, conv
+	a.mu.Unlock()
+	return conv, err
+}
+
+// Retain implements Store.
+func (a *StoreAdapter[P]) Retain(ctx context.Context, n int) error { return a.S.Retain(ctx, n) }
+
+// Dropped implements Dropper.
+func (a *StoreAdapter[P]) Dropped(cp *durable.Checkpoint, uids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var zero P
+	if cp == a.conv && a.last != zero {
+		a.Drop(a.last, uids)
 	}
 }

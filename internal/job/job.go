@@ -140,6 +140,29 @@ func (r *Runner) owns(n *runtime.Node) bool {
 	return n.ID >= 1 && n.ID <= len(r.Nodes) && r.Nodes[n.ID-1] == n
 }
 
+// Check checks the job's graph nodes: its shape (CheckShape), its
+// operators' ids (with chaining or not), and the validators of its
+// sources' and sinks' settings.
+func (r *Runner) Check(ctx context.Context, nodes []*runtime.Node, chaining bool, validators []func(context.Context) error) error {
+	r.Nodes = nodes
+	if err := r.CheckShape(); err != nil {
+		return fmt.Errorf("weir: invalid job: %w", err)
+	}
+	if err := runtime.AssignIDs(nodes, chaining); err != nil {
+		return fmt.Errorf("weir: invalid job: %w", err)
+	}
+	var verrs []error
+	for _, v := range validators {
+		if err := v(ctx); err != nil {
+			verrs = append(verrs, err)
+		}
+	}
+	if err := errors.Join(verrs...); err != nil {
+		return fmt.Errorf("weir: invalid job: %w", err)
+	}
+	return nil
+}
+
 // CheckShape refuses jobs Flink refuses: one that reads a stream of
 // another environment (a union, connect or join of streams of two
 // environments), and one without a sink (its output would go nowhere;
@@ -389,16 +412,7 @@ func (r *Runner) BuildPlan(ctx context.Context, cp *durable.Checkpoint) (*runtim
 
 // copyOps copies a checkpoint's snapshots for the runtime.
 func copyOps(ops map[string][]runtime.OperatorSnapshot) map[string][]runtime.OperatorSnapshot {
-	if ops == nil {
-		return nil
-	}
-	out := make(map[string][]runtime.OperatorSnapshot, len(ops))
-	for uid, subs := range ops {
-		rs := make([]runtime.OperatorSnapshot, len(subs))
-		copy(rs, subs)
-		out[uid] = rs
-	}
-	return out
+	return ConvertOps(ops, func(s runtime.OperatorSnapshot) runtime.OperatorSnapshot { return s })
 }
 
 // failAttempt fails the running attempt of the job with err (the
@@ -410,6 +424,34 @@ func (r *Runner) failAttempt(err error) {
 	if cancel != nil {
 		cancel(err)
 	}
+}
+
+// Start runs the job's attempts (Run) on jctx, a child of ctx, on a
+// goroutine of its own. ended decides how the job ended from Run's error
+// and returns the job's error, and the savepoint's path if it was stopped
+// with one; the end is logged, then done is called.
+func (r *Runner) Start(ctx, jctx context.Context, p *runtime.Plan, setPlan func(*runtime.Plan), onFinished []func() error, log *slog.Logger,
+	ended func(error) (savepoint string, stopped bool, err error), done func()) {
+	go func() {
+		defer done()
+		savepoint, stopped, err := ended(r.Run(jctx, p, setPlan, onFinished, log))
+		switch {
+		case err == nil:
+			log.Debug("job finished")
+		case stopped:
+			log.Info("job stopped with a savepoint", "savepoint", savepoint)
+		case jctx.Err() != nil:
+			if cause := context.Cause(ctx); cause != nil && cause != err {
+				log.Info("job cancelled", "cause", cause.Error())
+			} else {
+				log.Info("job cancelled", "reason", err.Error())
+			}
+		default:
+			msg, _ := SplitStack(err)
+			log.Error("job failed", "err", msg)
+		}
+		r.Mon.End()
+	}()
 }
 
 // Run runs the plan and, after a failure, restarts the job from its latest
