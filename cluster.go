@@ -3,8 +3,6 @@ package weir
 import (
 	"context"
 	"errors"
-	"fmt"
-	"reflect"
 
 	"github.com/weirstream/weir/internal/clusterjob"
 	"github.com/weirstream/weir/internal/job"
@@ -32,27 +30,9 @@ type Cluster interface {
 func WithCluster(c Cluster) Option { return func(cf *config) { cf.cluster = c } }
 
 // clusterRecordFunc returns the function that makes the Kafka client's
-// record for a value of a sink that writes through its cluster task's
-// transaction: the sink's method ClusterRecord(v T, ts int64) (R, error),
-// R being the client's record pointer, found by reflection so that this
-// package does not link the client.
+// record for a value of sink (job.ClusterRecordFunc).
 func clusterRecordFunc[T any](sink any) (func(v T, ts int64) (any, error), error) {
-	m := reflect.ValueOf(sink).MethodByName("ClusterRecord")
-	errType := reflect.TypeFor[error]()
-	if !m.IsValid() || m.Type().NumIn() != 2 || m.Type().In(0) != reflect.TypeFor[T]() || m.Type().In(1) != reflect.TypeFor[int64]() ||
-		m.Type().NumOut() != 2 || m.Type().Out(0).Kind() != reflect.Pointer || m.Type().Out(1) != errType {
-		return nil, fmt.Errorf("sink %T writes through its cluster task's transaction but has no method ClusterRecord(%s, int64) (*Record, error)", sink, reflect.TypeFor[T]())
-	}
-	return func(v T, ts int64) (any, error) {
-		out := m.Call([]reflect.Value{reflect.ValueOf(&v).Elem(), reflect.ValueOf(ts)})
-		if err, _ := out[1].Interface().(error); err != nil {
-			return nil, err
-		}
-		if out[0].IsNil() {
-			return nil, nil
-		}
-		return out[0].Interface(), nil
-	}, nil
+	return job.ClusterRecordFunc[T](sink)
 }
 
 // executeCluster runs the job as a cluster member until ctx ends.

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/internal/checkpoint/durable"
-	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/job"
 )
 
@@ -108,19 +106,14 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 		e.checkpoint.savepointDir = savepoints
 	}
 	// The starting point: the savepoint directory stands for its newest
-	// savepoint, and RestoreFromLatest makes a newer checkpoint win
-	// (startingPoint compares their ids, which one sequence numbers).
-	// ctx only asks for the stop: a signal during the start does not
-	// fail the reads (the job then starts and stops at once).
-	switch _, m, err := durable.OpenSavepoint(context.WithoutCancel(ctx), savepoints, remotes, "weir.WithStorage", log); {
-	case err == nil:
-		log.Info("newest savepoint in the service's directory", "dir", savepoints, "savepoint", m.ID)
+	// savepoint, and RestoreFromLatest makes a newer checkpoint win.
+	found, err := job.NewestSavepoint(ctx, savepoints, remotes, log)
+	if err != nil {
+		return JobResult{}, err
+	}
+	if found {
 		allow := e.cfg.savepoint != nil && e.cfg.savepoint.allowNonRestored
 		e.cfg.savepoint = &savepointRestore{path: savepoints, allowNonRestored: allow}
-	case errors.Is(err, store.ErrNotFound):
-		log.Info("no savepoint in the service's directory", "dir", savepoints)
-	default:
-		return JobResult{}, fmt.Errorf("weir: RunService: reading the newest savepoint in %s: %w (move it away to resume from an older one)", savepoints, err)
 	}
 	e.checkpoint.restore = true
 

@@ -2,10 +2,33 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/weirstream/weir/internal/checkpoint/durable"
+	"github.com/weirstream/weir/internal/checkpoint/store"
 )
+
+// NewestSavepoint reports whether the directory savepoints holds a
+// savepoint (weir.RunService's starting point; the checkpoint store's
+// latest wins if newer, as StartingPoint compares their ids, which one
+// sequence numbers). ctx only asks for the stop: a signal during the start
+// does not fail the reads (the job then starts and stops at once). A
+// damaged newest savepoint is an error.
+func NewestSavepoint(ctx context.Context, savepoints string, r store.Remotes, log *slog.Logger) (bool, error) {
+	switch _, m, err := durable.OpenSavepoint(context.WithoutCancel(ctx), savepoints, r, "weir.WithStorage", log); {
+	case err == nil:
+		log.Info("newest savepoint in the service's directory", "dir", savepoints, "savepoint", m.ID)
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		log.Info("no savepoint in the service's directory", "dir", savepoints)
+		return false, nil
+	default:
+		return false, fmt.Errorf("weir: RunService: reading the newest savepoint in %s: %w (move it away to resume from an older one)", savepoints, err)
+	}
+}
 
 // Service is a job run as a service (weir.RunService), as Serve sees its
 // handle.
