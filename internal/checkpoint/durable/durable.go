@@ -163,7 +163,7 @@ func (d *Store) SaveAs(ctx context.Context, cp *Checkpoint, kind store.Kind) (*s
 				}
 			}
 			if sn.KeyedFiles != nil {
-				// Incremental keyed state (incremental.go); a savepoint
+				// Incremental keyed state (files.go); a savepoint
 				// gets it back in KeyGroups.
 				if st.DB, err = SaveFiles(ctx, w, kind, base, &sn); err != nil {
 					return nil, err
