@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 )
 
@@ -44,7 +45,7 @@ func TestLatestWhileRetentionDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := &durableStore{s: local}
+	plain := &durableStore{d: durable.FromStore(local, "")}
 	if err := plain.Save(ctx, testSnapshot(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestLatestWhileRetentionDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cp, err := (&durableStore{s: rs}).Latest(ctx)
+	cp, err := (&durableStore{d: durable.FromStore(rs, "")}).Latest(ctx)
 	if err != nil {
 		t.Fatalf("Latest beside a retention: %v", err)
 	}
@@ -82,7 +83,7 @@ func TestLatestWhileRetentionDeletes(t *testing.T) {
 			}
 		}
 	}}
-	cp, err = (&durableStore{s: rs}).Latest(ctx)
+	cp, err = (&durableStore{d: durable.FromStore(rs, "")}).Latest(ctx)
 	if err != nil || cp.ID != 2 {
 		t.Fatalf("Latest of a checkpoint damaged after verification: %v, %v, want checkpoint 2", cp, err)
 	}

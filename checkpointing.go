@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/job"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -140,7 +141,7 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 		c.store = NewMemoryCheckpointStore()
 	}
 	if d, ok := c.store.(*durableStore); ok {
-		d.useLogger(e.cfg.logger)
+		d.d.UseLogger(e.cfg.logger)
 	}
 	if c.savepointDir != "" {
 		if r, err := e.remotes(); err == nil {
@@ -178,22 +179,6 @@ type OperatorSnapshot struct {
 	// backend's incremental checkpoints); only the checkpoint store and
 	// the operator read it.
 	KeyedFiles any
-}
-
-// runtimeSnapshots converts a checkpoint's snapshots for the runtime.
-func runtimeSnapshots(ops map[string][]OperatorSnapshot) map[string][]runtime.OperatorSnapshot {
-	if ops == nil {
-		return nil
-	}
-	out := make(map[string][]runtime.OperatorSnapshot, len(ops))
-	for uid, subs := range ops {
-		rs := make([]runtime.OperatorSnapshot, len(subs))
-		for i, s := range subs {
-			rs[i] = runtime.OperatorSnapshot(s)
-		}
-		out[uid] = rs
-	}
-	return out
 }
 
 // Checkpoint is a completed checkpoint: every operator's snapshot by
@@ -305,63 +290,28 @@ func ExponentialDelayRestart(initial, max time.Duration, attempts int) RestartSt
 // WithRestartStrategy sets how a failed job restarts (default: it does not).
 func WithRestartStrategy(s RestartStrategy) Option { return func(c *config) { c.restart = s } }
 
-func (e *Environment) runtimeCheckpointConfig(firstID int64, onComplete func(int64)) *runtime.CheckpointConfig {
-	c := e.checkpoint
-	if c == nil {
-		return nil
+// jobConfig returns the job's settings as the engine reads them.
+func (e *Environment) jobConfig() job.Config {
+	c := e.cfg
+	jc := job.Config{
+		Parallelism: c.parallelism, MaxParallelism: c.maxParallelism, BatchSize: c.batchSize, Credits: c.credits,
+		Chaining: c.chaining, WMInterval: c.wmInterval, KeySample: c.keySample, Clock: c.clock, Logger: c.logger,
+		RestartName: "none", StateBackend: e.stateBackendName(), Remotes: e.remotes,
 	}
-	return &runtime.CheckpointConfig{
-		Interval: c.interval, Timeout: c.timeout, MinPause: c.minPause, ExactlyOnce: c.exactlyOnce,
-		FirstID: firstID, Logger: e.logger(), OnComplete: onComplete,
-		TolerableFailures: c.tolerable, Fail: e.failAttempt, Savepoints: e.savepoints,
-		Unaligned: c.unaligned, AlignedTimeout: c.alignedTimeout, Stats: e.cpStats,
-		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
-			if err := c.store.Save(ctx, e.assemble(id, acks)); err != nil {
-				return err
-			}
-			if err := c.store.Retain(ctx, c.retain); err != nil {
-				// The checkpoint is complete; only older ones linger.
-				e.logger().Warn("old checkpoints could not be deleted", "checkpoint", id, "err", err)
-			}
-			return nil
-		},
+	if c.restart != nil {
+		jc.Restart, jc.RestartName = c.restart.Next, fmt.Sprintf("%T", c.restart)
 	}
-}
-
-// assemble turns the tasks' acknowledgements into a checkpoint: every
-// operator's snapshots by subtask.
-func (e *Environment) assemble(id int64, acks []runtime.TaskAck) *Checkpoint {
-	cp := &Checkpoint{ID: id, MaxParallelism: e.cfg.maxParallelism, Operators: map[string][]OperatorSnapshot{}}
-	byID := map[string]*runtime.Node{}
-	for _, n := range e.nodes {
-		byID[runtime.UIDOf(n)] = n
+	if r := c.savepoint; r != nil {
+		jc.Savepoint = &job.Restore{Path: r.path, AllowNonRestored: r.allowNonRestored}
 	}
-	for _, a := range acks {
-		for _, op := range a.Ops {
-			var kind, name string
-			if n := byID[op.UID]; n != nil {
-				kind, name = n.Operator, n.Name
-			}
-			op.Kind, op.Name = kind, name
-			subs := cp.Operators[op.UID]
-			for len(subs) <= a.Subtask {
-				subs = append(subs, OperatorSnapshot{UID: op.UID, Kind: kind, Name: name})
-			}
-			subs[a.Subtask] = OperatorSnapshot(op)
-			cp.Operators[op.UID] = subs
+	if k := e.checkpoint; k != nil {
+		jc.Checkpoint = &job.Checkpointing{
+			Interval: k.interval, Timeout: k.timeout, MinPause: k.minPause, AlignedTimeout: k.alignedTimeout,
+			ExactlyOnce: k.exactlyOnce, Unaligned: k.unaligned, Retain: k.retain, Tolerable: k.tolerable,
+			Restore: k.restore, AllowNonRestored: k.allowNonRestored,
+			Store: engineStoreOf(k.store), StoreName: fmt.Sprintf("%T", k.store),
+			SavepointDir: k.savepointDir, Storage: k.storage,
 		}
 	}
-	return cp
-}
-
-// lastCheckpointID returns the largest checkpoint id in the store.
-func lastCheckpointID(ctx context.Context, s CheckpointStore) (int64, error) {
-	if d, ok := s.(*durableStore); ok {
-		return d.lastID(ctx)
-	}
-	latest, err := s.Latest(ctx)
-	if err != nil || latest == nil {
-		return 0, err
-	}
-	return latest.ID, nil
+	return jc
 }

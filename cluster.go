@@ -3,16 +3,9 @@ package weir
 import (
 	"context"
 	"errors"
-	"fmt"
-	"path"
-	"reflect"
-	"strings"
-	"sync"
 
-	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clusterjob"
-	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/job"
 )
 
 // Cluster runs a job as a member of a cluster of processes: every
@@ -37,81 +30,34 @@ type Cluster interface {
 func WithCluster(c Cluster) Option { return func(cf *config) { cf.cluster = c } }
 
 // clusterRecordFunc returns the function that makes the Kafka client's
-// record for a value of a sink that writes through its cluster task's
-// transaction: the sink's method ClusterRecord(v T, ts int64) (R, error),
-// R being the client's record pointer, found by reflection so that this
-// package does not link the client.
+// record for a value of sink (job.ClusterRecordFunc).
 func clusterRecordFunc[T any](sink any) (func(v T, ts int64) (any, error), error) {
-	m := reflect.ValueOf(sink).MethodByName("ClusterRecord")
-	errType := reflect.TypeFor[error]()
-	if !m.IsValid() || m.Type().NumIn() != 2 || m.Type().In(0) != reflect.TypeFor[T]() || m.Type().In(1) != reflect.TypeFor[int64]() ||
-		m.Type().NumOut() != 2 || m.Type().Out(0).Kind() != reflect.Pointer || m.Type().Out(1) != errType {
-		return nil, fmt.Errorf("sink %T writes through its cluster task's transaction but has no method ClusterRecord(%s, int64) (*Record, error)", sink, reflect.TypeFor[T]())
-	}
-	return func(v T, ts int64) (any, error) {
-		out := m.Call([]reflect.Value{reflect.ValueOf(&v).Elem(), reflect.ValueOf(ts)})
-		if err, _ := out[1].Interface().(error); err != nil {
-			return nil, err
-		}
-		if out[0].IsNil() {
-			return nil, nil
-		}
-		return out[0].Interface(), nil
-	}, nil
+	return job.ClusterRecordFunc[T](sink)
 }
 
 // executeCluster runs the job as a cluster member until ctx ends.
 func (e *Environment) executeCluster(ctx context.Context, name string) (*JobHandle, error) {
-	var errs []error
-	hc, ok := e.cfg.cluster.(hooks.Cluster)
-	switch {
-	case isNil(e.cfg.cluster):
-		errs = append(errs, errors.New("WithCluster(nil)"))
-	case !ok:
-		errs = append(errs, fmt.Errorf("WithCluster: cluster %T does not come from a cluster package of this module (kafkacluster)", e.cfg.cluster))
-	default:
-		if err := e.cfg.cluster.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("WithCluster: %w", err))
-		}
-	}
-	if e.checkpoint == nil || e.checkpoint.storage == "" {
-		errs = append(errs, errors.New("a cluster job needs checkpoints in storage every instance reaches: EnableCheckpointing(interval, CheckpointStorage(\"/shared/dir\" or \"s3://bucket/prefix\")), with WithStorage(s3.New(...)) for s3://"))
-	} else if !e.checkpoint.exactlyOnce || e.checkpoint.unaligned {
-		errs = append(errs, errors.New("a cluster job runs aligned exactly-once checkpoints (no AtLeastOnce, no unaligned checkpoints)"))
-	}
-	if name == "" {
-		errs = append(errs, errors.New("a cluster job needs a name (Execute's), which names its group and topics"))
-	}
-	if e.cfg.savepoint != nil {
-		errs = append(errs, errors.New("a cluster job restores from its own committed checkpoints, not from a savepoint"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("weir: invalid job: %w", err)
+	hc, err := job.CheckCluster(e.cfg.cluster, isNil(e.cfg.cluster), e.jobConfig(), name)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	st := &clusterStore{location: e.checkpoint.storage, job: name, env: e, stores: map[string]CheckpointStore{}}
 	jctx, cancel := context.WithCancel(ctx)
 	h := &JobHandle{name: name, env: e, cancel: cancel, done: make(chan struct{}), cluster: &clusterjob.Owned{}}
 	log := e.cfg.logger.With("job", name)
-	e.mon.start(e.cfg.clock)
+	e.eng.Mon.Start()
 	stopREST, err := e.startREST(h, log)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	spec := clusterjob.Spec{
-		Job: name, Nodes: e.nodes,
-		Runtime: runtime.Config{MaxParallelism: e.cfg.maxParallelism, BatchSize: e.cfg.batchSize,
-			Credits: e.cfg.credits, Chaining: e.cfg.chaining, Clock: e.cfg.clock},
-		Interval: e.checkpoint.interval, Timeout: e.checkpoint.timeout,
-		Store: st, Logger: e.cfg.logger, Owned: h.cluster,
-	}
+	spec := e.eng.ClusterSpec(name, h.cluster)
 	go func() {
 		defer stopREST() // its requests end with the job
 		defer close(h.done)
-		defer e.mon.end()
+		defer e.eng.Mon.End()
 		defer cancel()
 		err := hc.RunCluster(jctx, spec)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -122,97 +68,4 @@ func (e *Environment) executeCluster(ctx context.Context, name string) (*JobHand
 		h.mu.Unlock()
 	}()
 	return h, nil
-}
-
-// clusterStore keeps each task's checkpoints under <location>/<job>/<task>.
-type clusterStore struct {
-	location, job string
-	env           *Environment
-	mu            sync.Mutex
-	stores        map[string]CheckpointStore
-}
-
-func (c *clusterStore) store(task string) (*durableStore, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.stores[task]; ok {
-		return s.(*durableStore), nil
-	}
-	loc := strings.TrimRight(c.location, "/") + "/" + path.Join(c.job, task)
-	r, err := c.env.remotes()
-	if err != nil {
-		return nil, err
-	}
-	d, err := newDurableStore(loc, r, "weir.WithStorage")
-	if err != nil {
-		return nil, err
-	}
-	d.useLogger(c.env.cfg.logger)
-	c.stores[task] = d
-	return d, nil
-}
-
-func (c *clusterStore) Save(ctx context.Context, task string, id int64, acks []runtime.TaskAck) error {
-	d, err := c.store(task)
-	if err != nil {
-		return err
-	}
-	// Nothing is deleted here: until its commit the checkpoint is not the
-	// task's, and the committed one must stay however many stored ones
-	// fail to commit after it (Committed deletes).
-	return d.Save(ctx, c.env.assemble(id, acks))
-}
-
-// Committed deletes the checkpoints of task older than id, its committed
-// one, but for the newest retain-1 of them. A checkpoint that is stored
-// and then not committed (its owner died, was fenced, or its commit
-// failed) is never loaded, so a store that kept only the newest n stored
-// checkpoints would lose the committed one after n such failures, and
-// with it every later restore of the task.
-func (c *clusterStore) Committed(ctx context.Context, task string, id int64) error {
-	d, err := c.store(task)
-	if err != nil {
-		return err
-	}
-	es, err := d.s.List(ctx)
-	if err != nil {
-		return err
-	}
-	keep := max(c.env.checkpoint.retain, 1) - 1 // older than id
-	for _, e := range es {
-		if e.Kind == store.Checkpoint && e.ID >= id {
-			keep++
-		}
-	}
-	if err := d.Retain(ctx, max(keep, 1)); err != nil {
-		return fmt.Errorf("deleting the checkpoints before %d: %w", id, err)
-	}
-	return nil
-}
-
-func (c *clusterStore) Load(ctx context.Context, task string, id int64) (map[string][]runtime.OperatorSnapshot, error) {
-	d, err := c.store(task)
-	if err != nil {
-		return nil, err
-	}
-	m, err := d.s.Open(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := d.load(ctx, m)
-	if err != nil {
-		return nil, err
-	}
-	if cp.MaxParallelism != 0 && cp.MaxParallelism != c.env.cfg.maxParallelism {
-		return nil, fmt.Errorf("checkpoint %d was taken with max parallelism %d, the job has %d", id, cp.MaxParallelism, c.env.cfg.maxParallelism)
-	}
-	return runtimeSnapshots(cp.Operators), nil
-}
-
-func (c *clusterStore) LastID(ctx context.Context, task string) (int64, error) {
-	d, err := c.store(task)
-	if err != nil {
-		return 0, err
-	}
-	return d.lastID(ctx)
 }

@@ -35,14 +35,13 @@ import (
 	"log/slog"
 	"os"
 	goruntime "runtime"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/clusterjob"
 	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/job"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
@@ -135,23 +134,9 @@ type Environment struct {
 	executed   bool
 	checkpoint *checkpointConfig
 
-	// savepoints carries JobHandle savepoint requests to the running
-	// attempt's checkpoint coordinator.
-	savepoints chan *runtime.SavepointRequest
-	// base is the checkpoint or savepoint the job started from (nil: none)
-	// and firstID the id after which its checkpoints are numbered: a
-	// failover restores from the latest checkpoint numbered after firstID,
-	// else from base.
-	base     *Checkpoint
-	firstID  int64
-	numbered bool // firstID is set
-
-	// log is the job's logger, with its name (set by ExecuteAsync); see
-	// logger.
-	log *slog.Logger
-
-	mu            sync.Mutex
-	cancelAttempt context.CancelCauseFunc // the running attempt's
+	// eng runs the job: its plans, failover, checkpoints and savepoints,
+	// checkpoint statistics and monitor (internal/job).
+	eng *job.Runner
 
 	// validators check sources' and sinks' settings when the job is built
 	// (Validator).
@@ -161,16 +146,6 @@ type Environment struct {
 	// checkpointing, exactly-once sinks commit the transactions of their
 	// last stretch of input then (with it, the final checkpoint did).
 	onFinished []func() error
-
-	// cpStats tracks the checkpoints' statistics across attempts, mon the
-	// job's identity and failures (monitor.go).
-	cpStats *runtime.CheckpointStats
-	mon     jobMonitor
-
-	// staged holds the staged Pebble checkpoints of operators that ended
-	// while the coordinator could still store them (incremental.go);
-	// each attempt discards them when it has ended.
-	staged stagedSet
 }
 
 // NewEnvironment returns an environment with the given options. Invalid
@@ -193,8 +168,7 @@ func NewEnvironment(opts ...Option) *Environment {
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	e := &Environment{cfg: c, tagTypes: map[string]string{}, savepoints: make(chan *runtime.SavepointRequest),
-		cpStats: runtime.NewCheckpointStats(checkpointHistory)}
+	e := &Environment{cfg: c, tagTypes: map[string]string{}, eng: job.NewRunner()}
 	switch {
 	case c.maxParallelism < 1 || c.maxParallelism > keygroup.MaxParallelismLimit:
 		e.fail(fmt.Errorf("max parallelism must be in [1, %d], got %d", keygroup.MaxParallelismLimit, c.maxParallelism))
@@ -237,8 +211,8 @@ func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
 // logger returns the job's logger once it runs (its entries name the job),
 // else the environment's.
 func (e *Environment) logger() *slog.Logger {
-	if e.log != nil {
-		return e.log
+	if e.eng.Log != nil {
+		return e.eng.Log
 	}
 	return e.cfg.logger
 }
@@ -248,27 +222,6 @@ func (e *Environment) owns(n *runtime.Node) bool {
 	return n.ID >= 1 && n.ID <= len(e.nodes) && e.nodes[n.ID-1] == n
 }
 
-// checkShape refuses jobs Flink refuses: one that reads a stream of
-// another environment (a union, connect or join of streams of two
-// environments), and one without a sink (its output would go nowhere;
-// Flink's DataSet API refused such a program, its DataStream API an empty
-// one).
-func (e *Environment) checkShape() error {
-	sink := false
-	for _, n := range e.nodes {
-		sink = sink || n.Sink
-		for _, in := range n.Inputs {
-			if !e.owns(in.From) {
-				return fmt.Errorf("operator %q reads the stream of %q, which belongs to another environment; streams of two environments cannot be combined (build the whole job on one Environment)", n.Name, in.From.Name)
-			}
-		}
-	}
-	if !sink {
-		return fmt.Errorf("the job has no sink, so what its operators compute goes nowhere; end its streams in sinks (weir.Print, weir.SinkFunc, weir.Collect, weir.FileSink, weir.Discard, ...)")
-	}
-	return nil
-}
-
 // Err returns the build errors recorded so far, joined.
 func (e *Environment) Err() error { return errors.Join(e.errs...) }
 
@@ -276,11 +229,11 @@ func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	cp, err := e.startingPoint(ctx)
+	cp, err := e.eng.StartingPoint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return e.buildPlan(ctx, cp)
+	return e.eng.BuildPlan(ctx, cp)
 }
 
 // check refuses an invalid job, one run before, and sources' and sinks'
@@ -296,251 +249,11 @@ func (e *Environment) check(ctx context.Context) error {
 		return fmt.Errorf("weir: the job has no operators")
 	}
 	e.executed = true
-	if err := e.checkShape(); err != nil {
-		return fmt.Errorf("weir: invalid job: %w", err)
+	if err := e.eng.Check(ctx, e.nodes, e.cfg.chaining, e.validators); err != nil {
+		return err
 	}
-	if err := runtime.AssignIDs(e.nodes, e.cfg.chaining); err != nil {
-		return fmt.Errorf("weir: invalid job: %w", err)
-	}
-	var verrs []error
-	for _, v := range e.validators {
-		if err := v(ctx); err != nil {
-			verrs = append(verrs, err)
-		}
-	}
-	if err := errors.Join(verrs...); err != nil {
-		return fmt.Errorf("weir: invalid job: %w", err)
-	}
+	e.eng.Cfg = e.jobConfig()
 	return nil
-}
-
-// startingPoint returns what the job starts from: the savepoint of
-// RestoreFromSavepoint, or with RestoreFromLatest the latest checkpoint if
-// it is newer (a restarted process resumes from its own checkpoints), or
-// nothing. A restore is checked against the job: every operator state must
-// map to an operator UID of the job (unless AllowNonRestoredState) and the
-// max parallelism must be the same.
-func (e *Environment) startingPoint(ctx context.Context) (*Checkpoint, error) {
-	var (
-		cp    *Checkpoint
-		what  string
-		allow bool
-	)
-	if r := e.cfg.savepoint; r != nil {
-		rm, err := e.remotes()
-		if err != nil {
-			return nil, err
-		}
-		sp, err := readSavepoint(ctx, r.path, rm, "weir.WithStorage", e.logger())
-		if err != nil {
-			return nil, fmt.Errorf("weir: restoring from savepoint: %w", err)
-		}
-		cp, what, allow = sp, "savepoint "+r.path, r.allowNonRestored
-	}
-	if e.checkpoint != nil && e.checkpoint.restore {
-		latest, err := e.checkpoint.store.Latest(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
-		}
-		if latest != nil && (cp == nil || latest.ID > cp.ID) {
-			cp, what, allow = latest, fmt.Sprintf("checkpoint %d", latest.ID), e.checkpoint.allowNonRestored
-		}
-	}
-	if cp == nil {
-		return nil, nil
-	}
-	if err := e.checkRestore(cp, what, allow); err != nil {
-		return nil, err
-	}
-	e.logger().Info("restoring", "from", what, "checkpoint", cp.ID)
-	e.restored(cp, what)
-	e.base = cp
-	return cp, nil
-}
-
-// checkRestore checks that cp fits the job: the same max parallelism, and
-// every operator state it holds claimed by an operator of the job with the
-// same id and kind (unless allow: then the rest is dropped, with a
-// warning).
-func (e *Environment) checkRestore(cp *Checkpoint, what string, allow bool) error {
-	if cp.MaxParallelism != 0 && cp.MaxParallelism != e.cfg.maxParallelism {
-		return fmt.Errorf("weir: cannot restore from %s: it was taken with max parallelism %d and the job has %d; keyed state is split into max-parallelism key groups, which cannot be remapped (set weir.WithMaxParallelism(%d))",
-			what, cp.MaxParallelism, e.cfg.maxParallelism, cp.MaxParallelism)
-	}
-	byID := map[string]*runtime.Node{}
-	for _, n := range e.nodes {
-		byID[runtime.UIDOf(n)] = n
-	}
-	ids := make([]string, 0, len(cp.Operators))
-	for id := range cp.Operators {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var unclaimed, dropped []string
-	missing := false
-	for _, id := range ids {
-		subs := cp.Operators[id]
-		if !hasState(subs) {
-			continue
-		}
-		n := byID[id]
-		why := e.unclaimedBecause(id, subs[0], n)
-		if why == "" {
-			continue
-		}
-		missing = missing || n == nil
-		unclaimed = append(unclaimed, describeState(id, subs)+": "+why)
-		dropped = append(dropped, id)
-	}
-	if len(unclaimed) == 0 {
-		return nil
-	}
-	if !allow {
-		hint := ""
-		if missing {
-			hint = "An operator without .UID(...) has an id derived from its place in the job's graph, as in Flink, so adding or removing an operator before it, " +
-				"or a change of chaining, changes the id; give stateful operators the same .UID(...) in both versions of the job, or "
-		} else {
-			hint = "Change the job back, or "
-		}
-		return fmt.Errorf("weir: cannot restore from %s: the state of %d operator(s) would not be restored: %s. %srestore with weir.AllowNonRestoredState() to drop that state",
-			what, len(unclaimed), strings.Join(unclaimed, "; "), hint)
-	}
-	e.logger().Warn("restoring without state no operator of the job claims (AllowNonRestoredState)", "from", what, "dropped", unclaimed)
-	for _, id := range dropped {
-		delete(cp.Operators, id)
-	}
-	return nil
-}
-
-// unclaimedBecause says why the saved state of operator id (of which snap
-// is the first subtask's) would not be restored into n, the job's operator
-// with that id (nil if none), or returns "" if it would.
-func (e *Environment) unclaimedBecause(id string, snap OperatorSnapshot, n *runtime.Node) string {
-	switch {
-	case n == nil:
-		if pos, ok := runtime.LegacyID(id); ok {
-			why := "a positional id of Weir before automatic ids followed the graph, which no operator has now"
-			if pos <= len(e.nodes) && e.nodes[pos-1].Kind != runtime.KindExternal {
-				o := e.nodes[pos-1]
-				why += fmt.Sprintf(" (it was the job's operator number %d; if that is still %q (%s), give it .UID(%q) to restore this state into it)", pos, o.Name, o.Operator, id)
-			}
-			return why
-		}
-		return "no operator of the job has this id"
-	case snap.Kind != "" && snap.Kind != n.Operator:
-		why := fmt.Sprintf("the job's operator with this id is %q (%s), another kind of operator", n.Name, n.Operator)
-		if strings.HasPrefix(snap.Kind, "source ") && strings.HasPrefix(n.Operator, "source ") {
-			why = fmt.Sprintf("the job's operator with this id is the source %q (%s): the source was replaced by another kind of source", n.Name, n.Operator)
-		}
-		return why
-	}
-	return ""
-}
-
-// describeState names an operator's saved state and says how much there
-// is: `operator 1f3a... ("KeyedProcess", KeyedProcess): 2 subtasks, 10
-// key groups, 1.2 KiB`.
-func describeState(id string, subs []OperatorSnapshot) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "operator %s", id)
-	switch s := subs[0]; {
-	case s.Name != "" && s.Kind != "":
-		fmt.Fprintf(&b, " (%q, %s)", s.Name, s.Kind)
-	case s.Name != "":
-		fmt.Fprintf(&b, " (%q)", s.Name)
-	}
-	var bytes int64
-	keyGroups, files := 0, false
-	for _, s := range subs {
-		bytes += int64(len(s.State) + len(s.ChannelState))
-		for _, kg := range s.KeyGroups {
-			bytes += int64(len(kg))
-		}
-		keyGroups += len(s.KeyGroups)
-		files = files || s.KeyedFiles != nil
-	}
-	fmt.Fprintf(&b, ": %d subtask(s)", len(subs))
-	if keyGroups > 0 {
-		fmt.Fprintf(&b, ", %d key groups", keyGroups)
-	}
-	fmt.Fprintf(&b, ", %s", byteSize(bytes))
-	if files {
-		b.WriteString(" plus keyed state in database files")
-	}
-	return b.String()
-}
-
-// byteSize formats n bytes as "512 B", "1.2 KiB", "3.4 MiB", ...
-func byteSize(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, unit := float64(n)/1024, "KiB"
-	for _, u := range []string{"MiB", "GiB", "TiB"} {
-		if f < 1024 {
-			break
-		}
-		f, unit = f/1024, u
-	}
-	return fmt.Sprintf("%.1f %s", f, unit)
-}
-
-func hasState(subs []OperatorSnapshot) bool {
-	for _, s := range subs {
-		if len(s.State) > 0 || len(s.KeyGroups) > 0 || len(s.ChannelState) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// buildPlan builds the physical plan, restoring from cp if it is not nil.
-func (e *Environment) buildPlan(ctx context.Context, cp *Checkpoint) (*runtime.Plan, error) {
-	cfg := runtime.Config{
-		MaxParallelism: e.cfg.maxParallelism,
-		BatchSize:      e.cfg.batchSize,
-		Credits:        e.cfg.credits,
-		Chaining:       e.cfg.chaining,
-		Clock:          e.cfg.clock,
-		KeySample:      e.cfg.keySample,
-	}
-	var first int64
-	if cp != nil {
-		if cp.MaxParallelism != 0 && cp.MaxParallelism != e.cfg.maxParallelism {
-			return nil, fmt.Errorf("weir: checkpoint %d was taken with max parallelism %d, the job has %d; key groups cannot be remapped", cp.ID, cp.MaxParallelism, e.cfg.maxParallelism)
-		}
-		cfg.Restore = runtimeSnapshots(cp.Operators)
-		first = cp.ID
-	}
-	if e.checkpoint != nil {
-		// Number new checkpoints after any already in the store.
-		last, err := lastCheckpointID(ctx, e.checkpoint.store)
-		if err != nil {
-			return nil, fmt.Errorf("weir: reading the checkpoint store: %w", err)
-		}
-		first = max(first, last)
-	}
-	if !e.numbered {
-		e.numbered, e.firstID = true, first
-	}
-	cfg.Checkpoint = e.runtimeCheckpointConfig(first, nil)
-	p, err := runtime.BuildPlan(ctx, e.nodes, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("weir: invalid job: %w", err)
-	}
-	return p, nil
-}
-
-// failAttempt fails the running attempt of the job with err (the
-// coordinator calls it when too many checkpoints failed).
-func (e *Environment) failAttempt(err error) {
-	e.mu.Lock()
-	cancel := e.cancelAttempt
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel(err)
-	}
 }
 
 // Execute runs the job and blocks until it ends, and returns what
@@ -576,7 +289,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	if !e.executed {
-		e.log = e.cfg.logger.With("job", name)
+		e.eng.Log = e.cfg.logger.With("job", name)
 	}
 	p, err := e.plan(jctx)
 	if err != nil {
@@ -587,20 +300,16 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 	h.setPlan(p)
 	opened := make(chan error, 1)
 	p.OnOpen(func(err error) { opened <- err })
-	log := e.log
-	e.mon.start(e.cfg.clock)
+	log := e.eng.Log
+	e.eng.Mon.Start()
 	stopControl, err := e.startREST(h, log)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	log.Debug("job starting", "tasks", len(p.Tasks))
-	go func() {
-		// The control endpoint stops last: its requests end with the job.
-		defer stopControl()
-		defer close(h.done)
-		defer cancel()
-		err := e.run(jctx, h, p, log)
+	// The control endpoint stops last: its requests end with the job.
+	e.eng.Start(ctx, jctx, p, h.setPlan, e.onFinished, log, func(err error) (string, bool, error) {
 		h.mu.Lock()
 		switch {
 		case h.stopped && ctx.Err() == nil:
@@ -616,23 +325,11 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		h.err = err
 		h.mu.Unlock()
 		var stopped *StoppedError
-		switch {
-		case err == nil:
-			log.Debug("job finished")
-		case errors.As(err, &stopped):
-			log.Info("job stopped with a savepoint", "savepoint", stopped.Savepoint)
-		case jctx.Err() != nil:
-			if cause := context.Cause(ctx); cause != nil && cause != err {
-				log.Info("job cancelled", "cause", cause.Error())
-			} else {
-				log.Info("job cancelled", "reason", err.Error())
-			}
-		default:
-			msg, _ := splitStack(err)
-			log.Error("job failed", "err", msg)
+		if errors.As(err, &stopped) {
+			return stopped.Savepoint, true, err
 		}
-		e.mon.end()
-	}()
+		return "", false, err
+	}, func() { cancel(); close(h.done); stopControl() })
 	// Every operator opens and restores its state before any record moves:
 	// a state the job cannot read back is refused here, before it runs.
 	select {
@@ -645,92 +342,6 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 		return nil, err
 	}
 	return h, nil
-}
-
-// run runs the plan and, after a failure, restarts the job from its latest
-// completed checkpoint as the restart strategy allows.
-func (e *Environment) run(ctx context.Context, h *JobHandle, p *runtime.Plan, log *slog.Logger) error {
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithCancelCause(ctx)
-		e.mu.Lock()
-		e.cancelAttempt = cancel
-		e.mu.Unlock()
-		err := p.Run(actx)
-		e.staged.discard()
-		if cause := context.Cause(actx); ctx.Err() == nil && errors.Is(cause, ErrTooManyCheckpointFailures) {
-			err = fmt.Errorf("weir: %w", cause)
-		}
-		e.mu.Lock()
-		e.cancelAttempt = nil
-		e.mu.Unlock()
-		cancel(nil)
-		if err != nil && ctx.Err() == nil {
-			e.mon.failure(err, e.cfg.restart != nil)
-		}
-		if err == nil {
-			for _, f := range e.onFinished {
-				if err := f(); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if ctx.Err() != nil || e.cfg.restart == nil || errors.Is(err, state.ErrIncompatible) {
-			return err // a restart would refuse the same state again
-		}
-		delay, ok := e.cfg.restart.Next(attempt)
-		if !ok {
-			return fmt.Errorf("weir: giving up after %d restarts: %w", attempt-1, err)
-		}
-		msg, stack := splitStack(err)
-		if stack != "" {
-			log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", msg, "stack", stack)
-		} else {
-			log.Warn("job failed; restarting", "attempt", attempt, "delay", delay, "err", msg)
-		}
-		e.mon.restarting(true)
-		if err := sleep(ctx, e.cfg.clock, e.cfg.clock.NowMillis()+delay.Milliseconds()); err != nil {
-			return err
-		}
-		cp, err := e.failoverPoint(ctx)
-		if err != nil {
-			return err
-		}
-		if cp != nil {
-			log.Info("restoring from checkpoint", "checkpoint", cp.ID)
-		}
-		if p, err = e.buildPlan(ctx, cp); err != nil {
-			return err
-		}
-		h.setPlan(p)
-		e.mon.restarting(false)
-	}
-}
-
-// splitStack returns err's message without the stack of the panic it
-// carries, and that stack ("" if none).
-func splitStack(err error) (msg, stack string) {
-	msg = err.Error()
-	var oe *runtime.OperatorError
-	if errors.As(err, &oe) && oe.Stack != "" {
-		return strings.Replace(msg, "\n"+oe.Stack, "", 1), oe.Stack
-	}
-	return msg, ""
-}
-
-// failoverPoint returns what a restarted attempt restores from: the latest
-// checkpoint this job completed, else what the job started from.
-func (e *Environment) failoverPoint(ctx context.Context) (*Checkpoint, error) {
-	if e.checkpoint != nil {
-		cp, err := e.checkpoint.store.Latest(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("weir: reading the latest checkpoint: %w", err)
-		}
-		if cp != nil && cp.ID > e.firstID {
-			return cp, nil
-		}
-	}
-	return e.base, nil
 }
 
 // JobHandle controls a running job.
@@ -953,80 +564,34 @@ type Gauge struct {
 // Metrics returns a snapshot of every subtask's counters.
 func (h *JobHandle) Metrics() []TaskMetrics {
 	var out []TaskMetrics
-	for _, tp := range h.taskPlans() {
-		out = append(out, tp.metrics()...)
-	}
-	return out
-}
-
-// taskPlan is a plan whose subtasks the job runs: the job's plan, or one
-// task of a cluster member's (whose only subtask stands for the task's
-// partition, part of a stage of tasks).
-type taskPlan struct {
-	plan      *runtime.Plan
-	cluster   bool
-	partition int // of a cluster task
-	tasks     int // the cluster stage's task count
-}
-
-// taskPlans returns the plans running now.
-func (h *JobHandle) taskPlans() []taskPlan {
-	if h.cluster == nil {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return []taskPlan{{plan: h.plan}}
-	}
-	var out []taskPlan
-	for _, t := range h.cluster.Tasks() {
-		if t.Plan != nil {
-			out = append(out, taskPlan{plan: t.Plan, cluster: true, partition: t.Partition, tasks: t.Tasks})
-		}
-	}
-	return out
-}
-
-// metrics returns the counters of the plan's subtasks.
-func (tp taskPlan) metrics() []TaskMetrics {
-	var out []TaskMetrics
-	for _, t := range tp.plan.Tasks {
-		m := t.Metrics
-		busy, idle, bp := m.Times()
+	for _, m := range job.Metrics(h.taskPlans()) {
 		tm := TaskMetrics{
-			Task: m.Name, Subtask: m.Subtask,
-			Busy: busy, Idle: idle,
-			BackPressured:   bp,
-			Checkpoints:     m.Checkpoints.Load(),
-			CheckpointSync:  time.Duration(m.CheckpointSyncNanos.Load()),
-			CheckpointAsync: time.Duration(m.CheckpointAsyncNanos.Load()),
-		}
-		if tp.cluster {
-			tm.Subtask = tp.partition
+			Task: m.Task, Subtask: m.Subtask, Busy: m.Busy, Idle: m.Idle, BackPressured: m.BackPressured,
+			Checkpoints: m.Checkpoints, CheckpointSync: m.CheckpointSync, CheckpointAsync: m.CheckpointAsync,
+			TaskIO: TaskIO{Vertex: m.Vertex, RecordsIn: m.RecordsIn, RecordsOut: m.RecordsOut,
+				BytesIn: m.BytesIn, BytesOut: m.BytesOut, Finished: m.Finished},
 		}
 		for _, o := range m.Operators {
-			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}
-			if o.RecordsIn != nil {
-				om.RecordsIn = o.RecordsIn()
-			}
-			if o.InputWatermarks != nil {
-				om.InputWatermarks = o.InputWatermarks()
-			}
-			if o.OutputWatermark != nil {
-				om.OutputWatermark, om.OutputIdle = o.OutputWatermark(), o.OutputIdle()
-			}
-			if o.LateDropped != nil {
-				om.LateRecordsDropped = o.LateDropped()
-			}
-			if o.Gauges != nil {
-				for _, g := range o.Gauges() {
-					om.Gauges = append(om.Gauges, Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
-				}
-			}
-			om.OperatorGauges = operatorGauges(o)
-			om.UserMetrics = userMetrics(o.User)
-			tm.Operators = append(tm.Operators, om)
+			tm.Operators = append(tm.Operators, operatorMetrics(o))
 		}
-		tm.TaskIO = taskIO(t)
+		for _, ks := range m.KeySketches {
+			k := KeySketch{Target: ks.Target, Every: ks.Every, Sampled: ks.Sampled}
+			for _, it := range ks.Keys {
+				k.Keys = append(k.Keys, HotKey{Key: it.Key, Count: it.Count, Error: it.Error, Subtask: it.Tag})
+			}
+			tm.KeySketches = append(tm.KeySketches, k)
+		}
 		out = append(out, tm)
 	}
 	return out
+}
+
+// taskPlans returns the plans running now.
+func (h *JobHandle) taskPlans() []job.TaskPlan {
+	if h.cluster == nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return []job.TaskPlan{{Plan: h.plan}}
+	}
+	return job.ClusterPlans(h.cluster)
 }

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/kv"
@@ -66,7 +68,7 @@ func BenchmarkPebbleRestore(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	d := &durableStore{s: ps.s}
+	d := durable.FromStore(ps.s, "")
 	dirs := b.TempDir()
 	b.ResetTimer()
 	for i := range b.N {
@@ -74,7 +76,7 @@ func BenchmarkPebbleRestore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		img := cp.Operators["op"][0].KeyedFiles.(*dbFiles).image
+		img := cp.Operators["op"][0].KeyedFiles.(*durable.DBFiles).Image
 		be, err := kvstate.RestoreImages[int64]([]kvstate.Image{img}, filepath.Join(dirs, strconv.Itoa(i)), 0, pebbleBenchMaxP-1, clock.NewManual(0), kvstate.Options{Store: pebbleOpener})
 		if err != nil {
 			b.Fatal(err)
@@ -163,8 +165,8 @@ func (ps *pebbleBenchState) checkpoint(full bool) *store.Manifest {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sn := OperatorSnapshot{KeyedFiles: &dbFiles{staged: staged}}
-		if st.DB, err = saveFiles(ctx, w, store.Checkpoint, "op.0", &sn); err != nil {
+		sn := runtime.OperatorSnapshot{KeyedFiles: &durable.DBFiles{Staged: staged}}
+		if st.DB, err = durable.SaveFiles(ctx, w, store.Checkpoint, "op.0", &sn); err != nil {
 			b.Fatal(err)
 		}
 	}

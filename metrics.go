@@ -1,7 +1,7 @@
 package weir
 
 import (
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/job"
 )
 
 // TaskIO is the part of TaskMetrics about the network and keys: what a
@@ -107,46 +107,22 @@ type JoinSample struct {
 	MirroredMatched int64
 }
 
-func taskIO(t *runtime.Task) TaskIO {
-	m := t.Metrics
-	io := TaskIO{
-		Vertex: t.Vertex, RecordsIn: m.IO.RecordsIn.Load(), RecordsOut: m.IO.RecordsOut.Load(),
-		BytesIn: m.IO.BytesIn.Load(), BytesOut: m.IO.BytesOut.Load(), Finished: m.Finished(),
+// operatorMetrics converts an operator's counters for the API.
+func operatorMetrics(o job.OperatorMetrics) OperatorMetrics {
+	om := OperatorMetrics{Name: o.Name, RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, InputWatermarks: o.InputWatermarks,
+		OutputWatermark: o.OutputWatermark, OutputIdle: o.OutputIdle, LateRecordsDropped: o.LateRecordsDropped,
+		OperatorGauges: OperatorGauges{UID: o.UID, InputIdle: o.InputIdle, InputRecords: o.InputRecords, Keyed: o.Keyed,
+			StateEntries: o.StateEntries, Timers: o.Timers, TimersRegistered: o.TimersRegistered, StatesWithoutTTL: o.StatesWithoutTTL}}
+	for _, g := range o.Gauges {
+		om.Gauges = append(om.Gauges, Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
 	}
-	for _, ks := range m.KeySketches {
-		top, total := ks.Sketch.Top(16)
-		k := KeySketch{Target: ks.Target, Every: ks.Every, Sampled: total}
-		for _, it := range top {
-			k.Keys = append(k.Keys, HotKey{Key: it.Key, Count: it.Count, Error: it.Error, Subtask: it.Tag})
-		}
-		io.KeySketches = append(io.KeySketches, k)
-	}
-	return io
-}
-
-func operatorGauges(o *runtime.OperatorMetrics) OperatorGauges {
-	g := OperatorGauges{UID: o.UID}
-	if o.InputIdle != nil {
-		g.InputIdle = o.InputIdle()
-	}
-	if o.InputRecords != nil {
-		g.InputRecords = o.InputRecords()
-	}
-	if o.Splits != nil {
-		for _, s := range o.Splits() {
-			g.Splits = append(g.Splits, SplitMetrics(s))
-		}
+	for _, s := range o.Splits {
+		om.Splits = append(om.Splits, SplitMetrics(s))
 	}
 	if o.Join != nil {
-		j := JoinSample(o.Join())
-		g.Join = &j
+		j := JoinSample(*o.Join)
+		om.Join = &j
 	}
-	if gg := o.State; gg != nil && o.Splits == nil {
-		g.Keyed = true
-		g.StateEntries = gg.StateEntries.Load()
-		g.Timers = gg.Timers.Load()
-		g.TimersRegistered = gg.TimersRegistered.Load()
-		g.StatesWithoutTTL = gg.StatesWithoutTTL.Load()
-	}
-	return g
+	om.UserMetrics = userMetrics(o.User)
+	return om
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/job"
 )
 
 // Plugin is something attached to each job an Environment runs, for as
@@ -71,32 +72,17 @@ func (e *Environment) checkPlugins() {
 // server, ...) to h; the returned function stops them, last attached
 // first.
 func (e *Environment) startREST(h *JobHandle, log *slog.Logger) (func(), error) {
-	var stops []func()
-	stopAll := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
-	for _, p := range e.cfg.plugins {
-		var stop func()
-		var err error
+	return job.Attach(e.cfg.plugins, func(p Plugin) (func(), bool, error) {
 		if jp, ok := p.(hooks.JobPlugin); ok {
-			stop, err = jp.Attach(pluginJob{h}, e.cfg.logger, log)
-		} else if ja, ok := p.(JobAttacher); ok {
-			stop, err = ja.Attach(h)
-		} else {
-			continue // refused by checkPlugins
+			stop, err := jp.Attach(pluginJob{h}, e.cfg.logger, log)
+			return stop, true, err
 		}
-		if stop == nil {
-			stop = func() {}
+		if ja, ok := p.(JobAttacher); ok {
+			stop, err := ja.Attach(h)
+			return stop, true, err
 		}
-		if err != nil {
-			stopAll()
-			return nil, fmt.Errorf("weir: %s: %w", p.PluginName(), err)
-		}
-		stops = append(stops, stop)
-	}
-	return stopAll, nil
+		return nil, false, nil // refused by checkPlugins
+	})
 }
 
 // pluginJob adapts a JobHandle to hooks.Job.

@@ -3,12 +3,9 @@ package weir
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 
-	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // savepointRestore is the RestoreFromSavepoint setting.
@@ -67,21 +64,8 @@ func ReadSavepoint(ctx context.Context, path string, opts ...ReadOption) (*Check
 	if err != nil {
 		return nil, err
 	}
-	return readSavepoint(ctx, path, r, "weir.ReadWithStorage", nil)
-}
-
-// readSavepoint reads the savepoint at path; option names the option that
-// adds a storage, for messages.
-func readSavepoint(ctx context.Context, path string, r store.Remotes, option string, log *slog.Logger) (*Checkpoint, error) {
-	if path == "" {
-		return nil, errors.New("no savepoint path given")
-	}
-	s, m, err := openSavepoint(ctx, path, r, option, log)
-	if err != nil {
-		return nil, err
-	}
-	d := &durableStore{s: s}
-	return d.load(ctx, m)
+	cp, err := durable.ReadSavepoint(ctx, path, r, "weir.ReadWithStorage", nil)
+	return publicCheckpoint(cp), err
 }
 
 // TriggerSavepoint takes a savepoint of the running job and returns its
@@ -121,74 +105,13 @@ func (h *JobHandle) StopWithSavepoint(ctx context.Context, dir string) (string, 
 }
 
 func (h *JobHandle) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
-	e := h.env
 	if h.cluster != nil {
 		return "", errors.New("weir: a cluster job keeps its state in its committed checkpoints; savepoints do not run on a cluster member")
 	}
-	if e.checkpoint == nil {
-		return "", errors.New("weir: savepoints need checkpointing: call EnableCheckpointing on the environment")
-	}
-	if dir == "" {
-		dir = e.checkpoint.savepointDir
-	}
-	if dir == "" {
-		return "", fmt.Errorf("weir: savepoint: %w (set one with DefaultSavepointDir)", hooks.ErrNoSavepointTarget)
-	}
-	r, err := e.remotes()
-	if err != nil {
-		return "", fmt.Errorf("weir: savepoint: %w", err)
-	}
-	s, pathOf, err := savepointTarget(dir, r, e.logger())
-	if err != nil {
-		return "", fmt.Errorf("weir: savepoint: %w", err)
-	}
-	ds := &durableStore{s: s, jobID: h.name}
-	type result struct {
-		path string
-		err  error
-	}
-	res := make(chan result, 1)
-	req := &runtime.SavepointRequest{
-		Stop: stop,
-		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
-			_, err := ds.save(ctx, e.assemble(id, acks), store.Savepoint)
-			return err
-		},
-		Done: func(id int64, err error) {
-			if err != nil {
-				res <- result{err: fmt.Errorf("weir: %w", err)}
-				return
-			}
-			path := pathOf(id)
-			e.cpStats.SetExternalPath(id, path)
-			e.logger().Info("savepoint completed", "savepoint", id, "path", path, "stop", stop)
-			res <- result{path: path} // before the job ends (h.done)
-			if stop {
-				h.mu.Lock()
-				h.stopped, h.savepointPath = true, path
-				h.mu.Unlock()
-				h.cancel()
-			}
-		},
-	}
-	select {
-	case e.savepoints <- req:
-	case <-h.done:
-		return "", errors.New("weir: savepoint: the job has ended")
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	select {
-	case r := <-res:
-		return r.path, r.err
-	case <-h.done:
-		select {
-		case r := <-res:
-			return r.path, r.err
-		default:
-			return "", errors.New("weir: savepoint: the job ended before the savepoint was taken")
-		}
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
+	return h.env.eng.Savepoint(ctx, h.name, dir, stop, h.done, func(path string) {
+		h.mu.Lock()
+		h.stopped, h.savepointPath = true, path
+		h.mu.Unlock()
+		h.cancel()
+	})
 }

@@ -1,9 +1,6 @@
 package weir
 
 import (
-	"context"
-	"log/slog"
-
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/hooks"
 )
@@ -56,36 +53,4 @@ func ReadWithStorage(s Storage) ReadOption {
 // s3://bucket/prefix.
 func DefaultSavepointDir(target string) CheckpointOption {
 	return func(c *checkpointConfig) { c.savepointDir = target }
-}
-
-// savepointTarget opens the store a savepoint into target is written to
-// and returns it with the path savepoint id will have there, in the form
-// target was given in.
-func savepointTarget(target string, r store.Remotes, log *slog.Logger) (store.Store, func(id int64) string, error) {
-	loc, err := hooks.CheckLocation(target, r, "weir.WithStorage")
-	if err != nil {
-		return nil, nil, err
-	}
-	if loc, err = loc.Abs(); err != nil {
-		return nil, nil, err
-	}
-	s, err := loc.NewStore(r, store.WithCreateDir(), store.WithLogger(log))
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, func(id int64) string { return loc.Child(store.DirName(store.Savepoint, id)).String() }, nil
-}
-
-// openSavepoint opens the savepoint or checkpoint at path (the forms of
-// RestoreFromSavepoint) and returns its store and manifest.
-// option names the option that adds a storage, for messages.
-func openSavepoint(ctx context.Context, path string, r store.Remotes, option string, log *slog.Logger) (store.Store, *store.Manifest, error) {
-	loc, err := hooks.CheckLocation(path, r, option)
-	if err != nil {
-		return nil, nil, err
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	return store.OpenLocation(ctx, loc, r, store.WithLogger(log))
 }

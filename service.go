@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/job"
 )
 
 // ServiceOption configures RunService.
@@ -99,26 +99,21 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 		if err != nil {
 			return JobResult{}, fmt.Errorf("weir: RunService: checkpoint storage in %s: %w", dir, err)
 		}
-		d.useLogger(e.cfg.logger)
+		d.d.UseLogger(e.cfg.logger)
 		e.checkpoint.store, e.checkpoint.storage = d, base+"/checkpoints"
 	}
 	if e.checkpoint.savepointDir == "" {
 		e.checkpoint.savepointDir = savepoints
 	}
 	// The starting point: the savepoint directory stands for its newest
-	// savepoint, and RestoreFromLatest makes a newer checkpoint win
-	// (startingPoint compares their ids, which one sequence numbers).
-	// ctx only asks for the stop: a signal during the start does not
-	// fail the reads (the job then starts and stops at once).
-	switch _, m, err := openSavepoint(context.WithoutCancel(ctx), savepoints, remotes, "weir.WithStorage", log); {
-	case err == nil:
-		log.Info("newest savepoint in the service's directory", "dir", savepoints, "savepoint", m.ID)
+	// savepoint, and RestoreFromLatest makes a newer checkpoint win.
+	found, err := job.NewestSavepoint(ctx, savepoints, remotes, log)
+	if err != nil {
+		return JobResult{}, err
+	}
+	if found {
 		allow := e.cfg.savepoint != nil && e.cfg.savepoint.allowNonRestored
 		e.cfg.savepoint = &savepointRestore{path: savepoints, allowNonRestored: allow}
-	case errors.Is(err, store.ErrNotFound):
-		log.Info("no savepoint in the service's directory", "dir", savepoints)
-	default:
-		return JobResult{}, fmt.Errorf("weir: RunService: reading the newest savepoint in %s: %w (move it away to resume from an older one)", savepoints, err)
 	}
 	e.checkpoint.restore = true
 
@@ -131,28 +126,7 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	if sc.onStart != nil {
 		sc.onStart(h)
 	}
-	var stopErr error
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		log.Info("stopping the service with a savepoint", "dir", savepoints, "cause", context.Cause(ctx))
-		sctx := context.WithoutCancel(ctx)
-		if sc.stopTimeout > 0 {
-			var cancel context.CancelFunc
-			sctx, cancel = context.WithTimeout(sctx, sc.stopTimeout)
-			defer cancel()
-		}
-		_, err := h.StopWithSavepoint(sctx, savepoints)
-		if err != nil {
-			select {
-			case <-h.Done(): // it ended meanwhile: its own result tells
-			default:
-				log.Error("the stop with a savepoint failed; cancelling the job, which resumes from its latest checkpoint", "err", err)
-				stopErr = fmt.Errorf("weir: service %q: the stop with a savepoint failed, so the job was cancelled and resumes from its latest checkpoint: %w", name, err)
-				h.Cancel()
-			}
-		}
-	}
+	stopErr := job.Serve(ctx, h, name, savepoints, sc.stopTimeout, log)
 	res := h.Result()
 	switch {
 	case stopErr != nil:

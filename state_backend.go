@@ -2,10 +2,8 @@ package weir
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"strings"
 
+	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state/kv"
 )
@@ -67,7 +65,7 @@ type diskBackend struct {
 	// to a durable store (incremental.go); staged then keeps the staged
 	// checkpoints of ended operators until the attempt ends.
 	incremental bool
-	staged      *stagedSet
+	staged      *durable.StagedSet
 }
 
 // WithStateBackend selects the keyed state backend of the job's keyed
@@ -130,30 +128,9 @@ func (b *keyedBase[K]) openStateBackend() error {
 		}
 		return nil
 	}
-	root := d.Dir()
-	if root == "" {
-		root = os.TempDir()
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("%s state backend: %w", d.Name(), err)
-	}
-	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == os.PathSeparator || r < ' ' {
-			return '_'
-		}
-		return r
-	}, b.name)
-	dir, err := os.MkdirTemp(root, fmt.Sprintf("%s-%d-*", name, b.subtask))
-	if err != nil {
-		return fmt.Errorf("%s state backend: %w", d.Name(), err)
-	}
 	first, last := b.backend.KeyGroupRange()
-	// A store failing on a goroutine of its own fails the task
-	// (kv.Options.OnFault), never the process.
-	kb, err := kvstate.RestoreImages[K](images, dir, first, last, b.clk,
-		kvstate.Options{Store: d.StateBackend, OnFault: b.fail})
+	kb, err := durable.OpenDisk[K](d.StateBackend, images, b.name, b.subtask, first, last, b.clk, b.fail)
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return err
 	}
 	b.disk = kb
@@ -167,7 +144,7 @@ func (b *keyedBase[K]) closeStateBackend() error {
 	}
 	if d, ok := b.stateBackend.(diskBackend); ok && d.staged != nil {
 		// The coordinator may still store the last staged checkpoint.
-		d.staged.add(b.disk.TakeStaged())
+		d.staged.Add(b.disk.TakeStaged())
 	}
 	err := b.disk.Discard()
 	b.disk = nil

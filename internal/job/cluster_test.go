@@ -1,10 +1,12 @@
-package weir
+package job
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -18,9 +20,11 @@ import (
 // could never be restored again: it restarted forever without committing.)
 func TestClusterStoreKeepsTheCommittedCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	env := NewEnvironment()
-	env.EnableCheckpointing(time.Second, CheckpointStorage(t.TempDir()))
-	cs := &clusterStore{location: env.checkpoint.storage, job: "job", env: env, stores: map[string]CheckpointStore{}}
+	r := NewRunner()
+	r.Cfg = Config{MaxParallelism: 128, Logger: slog.Default(),
+		Remotes:    func() (store.Remotes, error) { return store.Remotes{}, nil },
+		Checkpoint: &Checkpointing{Interval: time.Second, Retain: 1, Storage: t.TempDir()}}
+	cs := r.ClusterStore("job")
 	ack := func(id int64) []runtime.TaskAck {
 		return []runtime.TaskAck{{ID: id, Ops: []runtime.OperatorSnapshot{{UID: "op", State: []byte{byte(id)}}}}}
 	}

@@ -1,0 +1,324 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/weirstream/weir/internal/capture"
+	"github.com/weirstream/weir/internal/clusterjob"
+	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/sketch"
+	"github.com/weirstream/weir/internal/usermetric"
+)
+
+// The job's counters (the root's JobHandle.Metrics converts them) and its
+// model for the REST API, Prometheus, the dashboard and `weir doctor`
+// (internal/monitor), built from them, the plans' vertices and the
+// checkpoint statistics.
+
+// TaskPlan is a plan whose subtasks the job runs: the job's plan, or one
+// task of a cluster member's (whose only subtask stands for the task's
+// partition, part of a stage of tasks).
+type TaskPlan struct {
+	Plan      *runtime.Plan
+	Cluster   bool
+	Partition int // of a cluster task
+	Tasks     int // the cluster stage's task count
+}
+
+// ClusterPlans returns the plans of the tasks a cluster member runs now.
+func ClusterPlans(o *clusterjob.Owned) []TaskPlan {
+	var out []TaskPlan
+	for _, t := range o.Tasks() {
+		if t.Plan != nil {
+			out = append(out, TaskPlan{Plan: t.Plan, Cluster: true, Partition: t.Partition, Tasks: t.Tasks})
+		}
+	}
+	return out
+}
+
+// TaskMetrics is one subtask's counters (weir.TaskMetrics with its
+// TaskIO).
+type TaskMetrics struct {
+	Task                                     string
+	Subtask                                  int
+	Busy, Idle, BackPressured                time.Duration
+	Checkpoints                              int64
+	CheckpointSync, CheckpointAsync          time.Duration
+	Operators                                []OperatorMetrics
+	Vertex                                   string
+	RecordsIn, RecordsOut, BytesIn, BytesOut int64
+	KeySketches                              []KeySketch
+	Finished                                 bool
+}
+
+// KeySketch is the sketch of the keys one subtask sent into a keyBy; an
+// item's Tag is the subtask the key goes to.
+type KeySketch struct {
+	Target  string
+	Every   int
+	Sampled int64
+	Keys    []sketch.Item
+}
+
+// OperatorMetrics is one operator's counters in one subtask
+// (weir.OperatorMetrics with its OperatorGauges).
+type OperatorMetrics struct {
+	Name                                                     string
+	RecordsIn, RecordsOut                                    int64
+	InputWatermarks                                          []int64
+	OutputWatermark                                          int64
+	OutputIdle                                               bool
+	LateRecordsDropped                                       int64
+	Gauges                                                   []runtime.Gauge
+	User                                                     *usermetric.Group
+	UID                                                      string
+	InputIdle                                                []bool
+	InputRecords                                             []int64
+	Keyed                                                    bool
+	StateEntries, Timers, TimersRegistered, StatesWithoutTTL int64
+	Splits                                                   []runtime.SplitMetrics
+	Join                                                     *runtime.JoinSample
+}
+
+// Metrics returns the counters of the plans' subtasks.
+func Metrics(plans []TaskPlan) []TaskMetrics {
+	var out []TaskMetrics
+	for _, tp := range plans {
+		out = append(out, tp.metrics()...)
+	}
+	return out
+}
+
+// metrics returns the counters of the plan's subtasks.
+func (tp TaskPlan) metrics() []TaskMetrics {
+	var out []TaskMetrics
+	for _, t := range tp.Plan.Tasks {
+		m := t.Metrics
+		busy, idle, bp := m.Times()
+		tm := TaskMetrics{
+			Task: m.Name, Subtask: m.Subtask,
+			Busy: busy, Idle: idle,
+			BackPressured:   bp,
+			Checkpoints:     m.Checkpoints.Load(),
+			CheckpointSync:  time.Duration(m.CheckpointSyncNanos.Load()),
+			CheckpointAsync: time.Duration(m.CheckpointAsyncNanos.Load()),
+		}
+		if tp.Cluster {
+			tm.Subtask = tp.Partition
+		}
+		for _, o := range m.Operators {
+			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}
+			if o.RecordsIn != nil {
+				om.RecordsIn = o.RecordsIn()
+			}
+			if o.InputWatermarks != nil {
+				om.InputWatermarks = o.InputWatermarks()
+			}
+			if o.OutputWatermark != nil {
+				om.OutputWatermark, om.OutputIdle = o.OutputWatermark(), o.OutputIdle()
+			}
+			if o.LateDropped != nil {
+				om.LateRecordsDropped = o.LateDropped()
+			}
+			if o.Gauges != nil {
+				om.Gauges = o.Gauges()
+			}
+			operatorGauges(o, &om)
+			om.User = o.User
+			tm.Operators = append(tm.Operators, om)
+		}
+		taskIO(t, &tm)
+		out = append(out, tm)
+	}
+	return out
+}
+
+func taskIO(t *runtime.Task, tm *TaskMetrics) {
+	m := t.Metrics
+	tm.Vertex, tm.RecordsIn, tm.RecordsOut = t.Vertex, m.IO.RecordsIn.Load(), m.IO.RecordsOut.Load()
+	tm.BytesIn, tm.BytesOut, tm.Finished = m.IO.BytesIn.Load(), m.IO.BytesOut.Load(), m.Finished()
+	for _, ks := range m.KeySketches {
+		top, total := ks.Sketch.Top(16)
+		tm.KeySketches = append(tm.KeySketches, KeySketch{Target: ks.Target, Every: ks.Every, Sampled: total, Keys: top})
+	}
+}
+
+func operatorGauges(o *runtime.OperatorMetrics, g *OperatorMetrics) {
+	g.UID = o.UID
+	if o.InputIdle != nil {
+		g.InputIdle = o.InputIdle()
+	}
+	if o.InputRecords != nil {
+		g.InputRecords = o.InputRecords()
+	}
+	if o.Splits != nil {
+		g.Splits = o.Splits()
+	}
+	if o.Join != nil {
+		j := o.Join()
+		g.Join = &j
+	}
+	if gg := o.State; gg != nil && o.Splits == nil {
+		g.Keyed = true
+		g.StateEntries = gg.StateEntries.Load()
+		g.Timers = gg.Timers.Load()
+		g.TimersRegistered = gg.TimersRegistered.Load()
+		g.StatesWithoutTTL = gg.StatesWithoutTTL.Load()
+	}
+}
+
+// Handle is what Snapshot reads of a job's handle.
+type Handle struct {
+	Name string
+	// Plans are the plans running now; Owned, for a cluster member, its
+	// tasks.
+	Plans []TaskPlan
+	Owned *clusterjob.Owned
+	// Status returns the job's Flink state (RUNNING, RESTARTING, ...),
+	// its status (weir.JobStatus's name) and the savepoint it stopped
+	// with.
+	Status func() (state, status, savepoint string)
+	// UserMetrics converts an operator's user metrics for the monitor.
+	UserMetrics func(*usermetric.Group) []monitor.UserMetric
+}
+
+// Snapshot builds the job's monitor.Snapshot.
+func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
+	plans := h.Plans
+	job, exceptions := r.Job(h.Name)
+	job.State, job.Status, job.Savepoint = h.Status()
+	snap := &monitor.Snapshot{Timestamp: time.Now().UnixMilli(), Job: job, Exceptions: exceptions}
+	snap.Checkpoints = r.Checkpoints()
+	byUID := map[string]int{}
+	var metrics []TaskMetrics
+	for _, tp := range plans {
+		for _, v := range tp.Plan.Vertices {
+			if _, ok := byUID[v.UID]; ok {
+				continue // a vertex of another task of the same stage
+			}
+			mv := monitor.Vertex{ID: monitor.VertexID(v.UID), UID: v.UID, Name: v.Name, Parallelism: v.Parallelism}
+			if tp.Cluster {
+				mv.Parallelism = tp.Tasks
+			}
+			for _, op := range v.Operators {
+				mv.Operators = append(mv.Operators, monitor.Operator{Name: op.Name, UID: op.UID, Kind: op.Kind})
+			}
+			for _, in := range v.Inputs {
+				mv.Inputs = append(mv.Inputs, monitor.Input{From: monitor.VertexID(in.From), Input: in.Input, ShipStrategy: ShipStrategy(in.Partition), Side: in.Side})
+			}
+			byUID[v.UID] = len(snap.Vertices)
+			snap.Vertices = append(snap.Vertices, mv)
+		}
+		metrics = append(metrics, tp.metrics()...)
+	}
+	if h.Owned != nil {
+		snap.Cluster = ClusterOf(h.Owned)
+		sort.SliceStable(metrics, func(i, j int) bool { return metrics[i].Subtask < metrics[j].Subtask })
+	}
+	sketches := map[string][][]sketch.Item{} // by target name
+	every := map[string]int{}
+	sampled := map[string]int64{}
+	sizes := OperatorSizes(snap.Checkpoints.Completed)
+	for _, tm := range metrics {
+		i, ok := byUID[tm.Vertex]
+		if !ok {
+			continue
+		}
+		st := monitor.Subtask{
+			Index: tm.Subtask, Status: SubtaskStatus(job.State, tm.Finished),
+			RecordsIn: tm.RecordsIn, RecordsOut: tm.RecordsOut, BytesIn: tm.BytesIn, BytesOut: tm.BytesOut,
+			BusyNanos: int64(tm.Busy - tm.BackPressured), IdleNanos: int64(tm.Idle), BackPressuredNanos: int64(tm.BackPressured),
+			Checkpoints: tm.Checkpoints,
+		}
+		for j, om := range tm.Operators {
+			if j == 0 {
+				st.InputWatermarks, st.InputIdle, st.InputRecords = om.InputWatermarks, om.InputIdle, om.InputRecords
+				if len(st.InputIdle) != len(st.InputWatermarks) {
+					st.InputIdle = make([]bool, len(st.InputWatermarks))
+				}
+			}
+			mo := monitor.OpMetric{
+				Name: om.Name, UID: om.UID, RecordsIn: om.RecordsIn, RecordsOut: om.RecordsOut,
+				LateRecordsDropped: om.LateRecordsDropped, Keyed: om.Keyed, StateEntries: om.StateEntries,
+				StateBytes: sizes[om.UID][tm.Subtask], Timers: om.Timers, TimersRegistered: om.TimersRegistered,
+				StatesWithoutTTL: om.StatesWithoutTTL, InputWatermarks: om.InputWatermarks,
+			}
+			for _, s := range om.Splits {
+				mo.Splits = append(mo.Splits, monitor.Split(s))
+			}
+			for _, g := range om.Gauges {
+				mo.Gauges = append(mo.Gauges, monitor.Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
+			}
+			mo.User = h.UserMetrics(om.User)
+			if j := om.Join; j != nil {
+				mo.Join = &monitor.JoinSample{Lower: j.Lower, Upper: j.Upper, Probes: j.Probes, Matched: j.Matched, MirroredMatched: j.MirroredMatched}
+			}
+			st.Operators = append(st.Operators, mo)
+		}
+		for _, ks := range tm.KeySketches {
+			var items []sketch.Item
+			for _, k := range ks.Keys {
+				items = append(items, sketch.Item{Key: k.Key, Count: k.Count, Error: k.Error, Tag: k.Tag})
+			}
+			sketches[ks.Target] = append(sketches[ks.Target], items)
+			every[ks.Target] = ks.Every
+			sampled[ks.Target] += ks.Sampled
+		}
+		v := &snap.Vertices[i]
+		v.Subtasks = append(v.Subtasks, st)
+	}
+	for i := range snap.Vertices {
+		v := &snap.Vertices[i]
+		head := v.Operators[0].Name
+		if tops, ok := sketches[head]; ok {
+			ks := monitor.KeySkew{Every: every[head], Sampled: sampled[head]}
+			for _, it := range sketch.Merge(16, tops...) {
+				ks.Keys = append(ks.Keys, monitor.HotKey{Key: it.Key, Count: it.Count, Error: it.Error, Subtask: it.Tag})
+			}
+			v.KeySkew = append(v.KeySkew, ks)
+		}
+	}
+	return snap
+}
+
+// Record captures the inputs of one subtask of a vertex (by id, name or
+// head UID) of the job named name, whose model is snap and whose plan
+// plan returns, until ctx ends, limit input lines were taken or done is
+// closed, and returns them as a scenario file (internal/capture; `weir
+// record`).
+func Record(ctx context.Context, name string, snap *monitor.Snapshot, plan func() *runtime.Plan, done <-chan struct{}, vertex string, subtask int, limit int) ([]byte, error) {
+	v := snap.Vertex(vertex)
+	if v == nil {
+		return nil, fmt.Errorf("no vertex %q in job %s", vertex, name)
+	}
+	for _, t := range plan().Tasks {
+		if monitor.VertexID(t.Vertex) != v.ID || t.Subtask != subtask {
+			continue
+		}
+		start := time.Now()
+		rec := capture.New(limit,
+			fmt.Sprintf("recorded by weir record from job %q (%s), vertex %q, subtask %d, at %s", name, snap.Job.ID, v.Name, subtask, start.UTC().Format(time.RFC3339)),
+			fmt.Sprintf("the inputs of %q as its watermark valves and combiner saw them; replay with: weir scenario --check FILE", v.Operators[0].Name))
+		if err := t.StartCapture(ctx, rec); err != nil {
+			return nil, fmt.Errorf("vertex %q, subtask %d: %w", v.Name, subtask, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-rec.Full():
+		case <-done:
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := t.StopCapture(stopCtx)
+		rec.Close()
+		if err != nil {
+			return nil, fmt.Errorf("vertex %q, subtask %d: stopping the capture: %w", v.Name, subtask, err)
+		}
+		return rec.Scenario(), nil
+	}
+	return nil, fmt.Errorf("vertex %q has no subtask %d (parallelism %d)", v.Name, subtask, v.Parallelism)
+}
