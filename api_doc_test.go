@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // TestPublicAPIDocumented: in the packages a user reads (weir, window,
@@ -117,9 +117,9 @@ func exportedRecv(r *ast.FieldList) bool {
 // without copying (source_api.go).
 func TestRecordLayout(t *testing.T) {
 	var r weir.Record[[3]int16]
-	var rr runtime.Record[[3]int16]
+	var rr engine.Record[[3]int16]
 	if unsafe.Sizeof(r) != unsafe.Sizeof(rr) || unsafe.Offsetof(r.TS) != unsafe.Offsetof(rr.TS) || unsafe.Alignof(r) != unsafe.Alignof(rr) {
 		t.Fatal("Record's layout differs from the runtime's record type")
 	}
-	_ = runtime.Record[int](weir.Record[int]{}) // identical underlying types, or this does not compile
+	_ = engine.Record[int](weir.Record[int]{}) // identical underlying types, or this does not compile
 }

@@ -29,10 +29,12 @@ const (
 	maxFootprintBytes    = 12 << 20
 	// maxRootLines ratchets the root's size down: issue 31 aims at 5,000
 	// non-test lines; v0.2.0 moved the interval join, two-phase commit,
-	// the harness, the REST server and the backends out (11,375 -> 9,2xx),
-	// and the window operator, the monitor model and job planning are
-	// next. Lower it as they move; never raise it.
-	maxRootLines = 9300
+	// the harness, the REST server and the backends out (11,375 -> 9,245),
+	// then the tasks of every operator, job planning, failover, checkpoint
+	// storage and the monitor model (-> 5,875). What is left is the API,
+	// its doc comments and the contexts that implement it. Lower it as
+	// more moves; never raise it.
+	maxRootLines = 5900
 )
 
 // heavy are the dependencies a program pays for only when it imports the

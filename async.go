@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/asyncio"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	istate "github.com/weirstream/weir/internal/state"
 )
 
@@ -267,7 +267,7 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 		p := retry.RetryPredicate()
 		rs = asyncio.NewRetry(retry.CanRetry, retry.BackoffTime, p.Result, p.Error)
 	}
-	return oneInput(ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	return oneInput(ds, name, func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		b, f, rc := base(bc), cloneFunction(fn), newRuntimeCtx(bc)
 		cfg := asyncio.Config[IN, OUT]{
 			Ordered: ordered, Capacity: capacity, Timeout: timeout.Milliseconds(), Retry: rs,

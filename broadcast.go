@@ -5,8 +5,8 @@ import (
 	"reflect"
 
 	"github.com/weirstream/weir/internal/broadcaststate"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keyedsnap"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
 )
 
@@ -28,7 +28,7 @@ func Broadcast[T any](ds DataStream[T], descs ...state.Named) BroadcastStream[T]
 		}
 		names[d.StateName()] = broadcaststate.MapType(d)
 	}
-	return BroadcastStream[T]{ds: ds.withPartition(runtime.PartitionBroadcast, nil), names: names}
+	return BroadcastStream[T]{ds: ds.withPartition(engine.PartitionBroadcast, nil), names: names}
 }
 
 // BroadcastStates is implemented by every context of a broadcast-connected
@@ -161,11 +161,11 @@ func (o *broadcastOp[IN, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase,
 func (o *broadcastOp[IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 // SnapshotState snapshots the broadcast state.
-func (o *broadcastOp[IN, B, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+func (o *broadcastOp[IN, B, OUT]) SnapshotState(int64) (engine.OperatorSnapshot, error) {
 	return o.store.Snapshot()
 }
 
-func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
+func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
@@ -179,7 +179,7 @@ func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err 
 	return o.out.Err()
 }
 
-func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
@@ -204,7 +204,7 @@ func ProcessBroadcast[IN, B, OUT any](cs BroadcastConnectedStreams[IN, B], fn Br
 		cs.in.env.fail(fmt.Errorf("operator %q: %w", "BroadcastProcess", nilFnError("broadcast process function")))
 	}
 	names := cs.bs.names
-	return twoInput(cs.in, cs.bs.ds, "BroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
+	return twoInput(cs.in, cs.bs.ds, "BroadcastProcess", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[IN, B], engine.Lifecycle, error) {
 		st, err := broadcaststate.New(names, bc.Restored)
 		if err != nil {
 			return nil, nil, err
@@ -258,7 +258,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) Open() error  { return openKeyed[K](o.
 func (o *keyedBroadcastOp[K, IN, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
 // SnapshotState snapshots keyed state, timers and the broadcast state.
-func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotState(id int64) (runtime.OperatorSnapshot, error) {
+func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotState(id int64) (engine.OperatorSnapshot, error) {
 	ks, err := o.keyedBase.SnapshotState(id)
 	if err != nil {
 		return ks, err
@@ -270,7 +270,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotState(id int64) (runtime.Opera
 
 // SnapshotStateAsync is the asynchronous form of SnapshotState: the
 // keyed part is keyedBase's, the broadcast state is encoded at once.
-func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
+func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (engine.AsyncSnapshot, error) {
 	keyed, err := o.keyedBase.SnapshotStateAsync(id)
 	if err != nil {
 		return nil, err
@@ -278,7 +278,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (runtime.
 	return keyedsnap.WithState(keyed, o.store.Snapshot)
 }
 
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN]) (err error) {
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.setKey(o.keyFn(recs[i].Value))
@@ -293,7 +293,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []runtime.Record[IN
 	return o.out.Err()
 }
 
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
@@ -320,7 +320,7 @@ func ProcessKeyedBroadcast[K comparable, IN, B, OUT any](cs KeyedBroadcastConnec
 		cs.in.ds.env.fail(fmt.Errorf("operator %q: %w", "KeyedBroadcastProcess", nilFnError("keyed broadcast process function")))
 	}
 	names := cs.bs.names
-	return twoInput(cs.in.ds, cs.bs.ds, "KeyedBroadcastProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[IN, B], runtime.Lifecycle, error) {
+	return twoInput(cs.in.ds, cs.bs.ds, "KeyedBroadcastProcess", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[IN, B], engine.Lifecycle, error) {
 		st, err := broadcaststate.New(names, bc.Restored)
 		if err != nil {
 			return nil, nil, err

@@ -5,9 +5,9 @@ import (
 
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/job"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // NewDirCheckpointStore keeps checkpoints in a local directory (created if
@@ -80,7 +80,7 @@ func engineCheckpoint(cp *Checkpoint) *durable.Checkpoint {
 		return nil
 	}
 	return &durable.Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism,
-		Operators: job.ConvertOps(cp.Operators, func(s OperatorSnapshot) runtime.OperatorSnapshot { return runtime.OperatorSnapshot(s) })}
+		Operators: job.ConvertOps(cp.Operators, func(s OperatorSnapshot) engine.OperatorSnapshot { return engine.OperatorSnapshot(s) })}
 }
 
 func publicCheckpoint(cp *durable.Checkpoint) *Checkpoint {
@@ -88,5 +88,5 @@ func publicCheckpoint(cp *durable.Checkpoint) *Checkpoint {
 		return nil
 	}
 	return &Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism,
-		Operators: job.ConvertOps(cp.Operators, func(s runtime.OperatorSnapshot) OperatorSnapshot { return OperatorSnapshot(s) })}
+		Operators: job.ConvertOps(cp.Operators, func(s engine.OperatorSnapshot) OperatorSnapshot { return OperatorSnapshot(s) })}
 }

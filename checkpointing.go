@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/job"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // CheckpointOption configures checkpointing.
@@ -103,12 +103,24 @@ func TolerableCheckpointFailures(n int) CheckpointOption {
 // ErrTooManyCheckpointFailures is wrapped by the error of a job that had
 // more consecutive checkpoint failures than TolerableCheckpointFailures
 // allows.
-var ErrTooManyCheckpointFailures = runtime.ErrTooManyCheckpointFailures
+var ErrTooManyCheckpointFailures = engine.ErrTooManyCheckpointFailures
+
+// WithCheckpointing takes a checkpoint every interval, with the given
+// checkpoint options, as EnableCheckpointing does; it is the same setting
+// given with the environment's other options:
+//
+//	env := weir.NewEnvironment(weir.WithParallelism(4),
+//		weir.WithCheckpointing(10*time.Second, weir.CheckpointStorage("checkpoints")))
+func WithCheckpointing(interval time.Duration, opts ...CheckpointOption) Option {
+	return func(c *config) { c.checkpointing = &checkpointing{interval, opts} }
+}
 
 // EnableCheckpointing takes a checkpoint every interval: barriers flow from
 // the sources with the data, tasks with several inputs align them
 // (exactly-once unless AtLeastOnce), every operator snapshots its state at
 // the barrier, and a restart resumes from the latest completed checkpoint.
+// It is Flink's env.enableCheckpointing; WithCheckpointing gives the same
+// setting as an option of NewEnvironment. The later call wins.
 func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...CheckpointOption) {
 	c := &checkpointConfig{interval: interval, timeout: 10 * time.Minute, exactlyOnce: true, retain: 1}
 	for _, o := range opts {

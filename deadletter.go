@@ -5,7 +5,7 @@ import (
 
 	"github.com/weirstream/weir/internal/basicop"
 	"github.com/weirstream/weir/internal/deadletter"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // DeadLetter is a record a user function failed on, with its timestamp,
@@ -75,7 +75,7 @@ func MapErr[IN, OUT any](ds DataStream[IN], f func(IN) (OUT, error), opts ...Err
 		ds.env.fail(fmt.Errorf("operator %q: %w", "Map", nilFnError("map function")))
 	}
 	cfg := errorOptions(opts)
-	out := oneInput(ds, "Map", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	out := oneInput(ds, "Map", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		o := &basicop.MapErr[IN, OUT]{Failing: newFailing[IN](bc, cfg), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
 		return o, nil, nil
 	})
@@ -92,7 +92,7 @@ func FlatMapErr[IN, OUT any](ds DataStream[IN], f func(v IN, out Collector[OUT])
 		ds.env.fail(fmt.Errorf("operator %q: %w", "FlatMap", nilFnError("flatMap function")))
 	}
 	cfg := errorOptions(opts)
-	out := oneInput(ds, "FlatMap", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	out := oneInput(ds, "FlatMap", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		o := &basicop.FlatMapErr[IN, OUT, Collector[OUT]]{Failing: newFailing[IN](bc, cfg), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
 		o.Col.Out = out
 		o.C = &o.Col
@@ -114,7 +114,7 @@ func errorOptions[T any](opts []ErrorOption[T]) errorConfig {
 
 // newFailing returns the error handling of an operator bc builds:
 // failing the job, or sending DeadLetters.
-func newFailing[T any](bc *runtime.BuildContext, c errorConfig) basicop.Failing[T] {
+func newFailing[T any](bc *engine.BuildContext, c errorConfig) basicop.Failing[T] {
 	return basicop.NewFailing(bc, c.deadTag, func(v T, ts int64, err error, operator string) any {
 		return DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: operator}
 	})

@@ -40,10 +40,10 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/clusterjob"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/job"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
 )
 
@@ -89,6 +89,13 @@ type config struct {
 	stateBackend   StateBackend      // WithStateBackend (nil: heap)
 	storages       []Storage         // WithStorage
 	cluster        Cluster           // WithCluster
+	checkpointing  *checkpointing    // WithCheckpointing
+}
+
+// checkpointing is what WithCheckpointing asked for.
+type checkpointing struct {
+	interval time.Duration
+	opts     []CheckpointOption
 }
 
 // Option configures an Environment.
@@ -128,7 +135,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // Environment builds and runs one job.
 type Environment struct {
 	cfg        config
-	nodes      []*runtime.Node
+	nodes      []*engine.Node
 	errs       []error
 	tagTypes   map[string]string
 	executed   bool
@@ -197,6 +204,9 @@ func NewEnvironment(opts ...Option) *Environment {
 		hc.BindHarness(harnessEnv{env: e})
 	}
 	e.checkPlugins()
+	if cp := c.checkpointing; cp != nil {
+		e.EnableCheckpointing(cp.interval, cp.opts...)
+	}
 	return e
 }
 
@@ -218,14 +228,14 @@ func (e *Environment) logger() *slog.Logger {
 }
 
 // owns reports whether n is an operator of this environment's job.
-func (e *Environment) owns(n *runtime.Node) bool {
+func (e *Environment) owns(n *engine.Node) bool {
 	return n.ID >= 1 && n.ID <= len(e.nodes) && e.nodes[n.ID-1] == n
 }
 
 // Err returns the build errors recorded so far, joined.
 func (e *Environment) Err() error { return errors.Join(e.errs...) }
 
-func (e *Environment) plan(ctx context.Context) (*runtime.Plan, error) {
+func (e *Environment) plan(ctx context.Context) (*engine.Plan, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
@@ -348,7 +358,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobHandle
 type JobHandle struct {
 	name    string
 	env     *Environment
-	plan    *runtime.Plan // guarded by mu
+	plan    *engine.Plan // guarded by mu
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
@@ -362,7 +372,7 @@ type JobHandle struct {
 	cluster *clusterjob.Owned
 }
 
-func (h *JobHandle) setPlan(p *runtime.Plan) {
+func (h *JobHandle) setPlan(p *engine.Plan) {
 	h.mu.Lock()
 	h.plan = p
 	h.mu.Unlock()

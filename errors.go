@@ -1,8 +1,8 @@
 package weir
 
 import (
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/joberr"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // OperatorError is a failure of one operator's subtask: an error returned
@@ -26,7 +26,7 @@ type OperatorError struct {
 }
 
 // Error returns the message the job's log shows for the failure.
-func (e *OperatorError) Error() string { return (*runtime.OperatorError)(e).Error() }
+func (e *OperatorError) Error() string { return (*engine.OperatorError)(e).Error() }
 
 // Unwrap returns the cause.
 func (e *OperatorError) Unwrap() error { return e.Err }
@@ -35,7 +35,7 @@ func (e *OperatorError) Unwrap() error { return e.Err }
 // operator's failure is in its chain, which errors.As then finds as a
 // public *OperatorError (internal/joberr).
 func publicError(err error) error {
-	return joberr.Public(err, func(oe *runtime.OperatorError) *OperatorError {
+	return joberr.Public(err, func(oe *engine.OperatorError) *OperatorError {
 		return &OperatorError{Operator: oe.Operator, Subtask: oe.Subtask, Err: oe.Err, Stack: oe.Stack}
 	})
 }

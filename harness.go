@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // The root's side of the test harness (package weirtest): an environment
@@ -28,7 +28,7 @@ type harnessOutput interface {
 
 // sideCapture is implemented by OutputTag[T].
 type sideCapture interface {
-	captureSide(env *Environment, n *runtime.Node, rec func(hooks.HarnessEvent))
+	captureSide(env *Environment, n *engine.Node, rec func(hooks.HarnessEvent))
 }
 
 func (h harnessEnv) ExternalInput(ds any, name string, channels int) error {
@@ -53,7 +53,7 @@ func (h harnessEnv) CaptureSide(ds any, tag any, rec func(hooks.HarnessEvent)) e
 	if !ok {
 		return fmt.Errorf("harness: %T is not a weir.OutputTag", tag)
 	}
-	s, ok := ds.(interface{ harnessNode() *runtime.Node })
+	s, ok := ds.(interface{ harnessNode() *engine.Node })
 	if !ok {
 		return fmt.Errorf("harness: %T is not a weir.DataStream", ds)
 	}
@@ -61,15 +61,15 @@ func (h harnessEnv) CaptureSide(ds any, tag any, rec func(hooks.HarnessEvent)) e
 	return nil
 }
 
-func (h harnessEnv) Plan() (*runtime.Plan, error) { return h.env.plan(context.Background()) }
+func (h harnessEnv) Plan() (*engine.Plan, error) { return h.env.plan(context.Background()) }
 
 func (ds *DataStream[T]) harnessExternal(env *Environment, name string, channels int) {
-	n := &runtime.Node{ID: len(env.nodes) + 1, Name: name, Kind: runtime.KindExternal, Parallelism: 1, Channels: channels}
+	n := &engine.Node{ID: len(env.nodes) + 1, Name: name, Kind: engine.KindExternal, Parallelism: 1, Channels: channels}
 	env.nodes = append(env.nodes, n)
 	*ds = streamOf[T](env, n)
 }
 
-func (ds DataStream[T]) harnessNode() *runtime.Node { return ds.single("harness") }
+func (ds DataStream[T]) harnessNode() *engine.Node { return ds.single("harness") }
 
 func (ds DataStream[T]) harnessCapture(env *Environment, rec func(hooks.HarnessEvent)) error {
 	if ds.env != env {
@@ -79,15 +79,15 @@ func (ds DataStream[T]) harnessCapture(env *Environment, rec func(hooks.HarnessE
 	return nil
 }
 
-func (t OutputTag[T]) captureSide(env *Environment, n *runtime.Node, rec func(hooks.HarnessEvent)) {
+func (t OutputTag[T]) captureSide(env *Environment, n *engine.Node, rec func(hooks.HarnessEvent)) {
 	ds := DataStream[T]{env: env, origins: []origin[T]{{node: n, tag: t.id}}}
 	captureSink(ds, rec, t.id)
 }
 
 func captureSink[T any](ds DataStream[T], rec func(hooks.HarnessEvent), tag string) {
-	n := newNode[struct{}](ds.env, "HarnessOutput", runtime.KindOneInput, 1,
-		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
-			return runtime.Built{Inputs: []any{runtime.Input[T](&hooks.CaptureOp[T]{Rec: rec, Tag: tag})}}, nil
+	n := newNode[struct{}](ds.env, "HarnessOutput", engine.KindOneInput, 1,
+		func(*engine.BuildContext, *engine.Output[struct{}]) (engine.Built, error) {
+			return engine.Built{Inputs: []any{engine.Input[T](&hooks.CaptureOp[T]{Rec: rec, Tag: tag})}}, nil
 		})
 	n.Sink = true
 	ds.connect(n, 0)

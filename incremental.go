@@ -2,8 +2,8 @@ package weir
 
 import (
 	"github.com/weirstream/weir/internal/checkpoint/durable"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keyedsnap"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/state/kvstate"
 )
 
@@ -48,19 +48,19 @@ func (e *Environment) keyedStateBackend() StateBackend {
 
 // snapshotIncremental stages the store and snapshots the timers
 // per key group (with empty state snapshots).
-func (b *keyedBase[K]) snapshotIncremental(id int64) (runtime.OperatorSnapshot, error) {
+func (b *keyedBase[K]) snapshotIncremental(id int64) (engine.OperatorSnapshot, error) {
 	first, last := b.disk.KeyGroupRange()
 	kgs, err := keyedsnap.Snapshot(durable.FilesBackend{First: first, Last: last}, b.timers)
 	if err != nil {
-		return runtime.OperatorSnapshot{}, err
+		return engine.OperatorSnapshot{}, err
 	}
 	staged, err := b.disk.Stage(id)
 	if err != nil {
-		return runtime.OperatorSnapshot{}, err
+		return engine.OperatorSnapshot{}, err
 	}
 	d, _ := b.stateBackend.(diskBackend)
 	canonical := durable.Canonical[K](staged, first, last, b.clk, d.StateBackend)
-	return runtime.OperatorSnapshot{KeyGroups: kgs, KeyedFiles: &durable.DBFiles{Staged: staged, Canonical: canonical}}, nil
+	return engine.OperatorSnapshot{KeyGroups: kgs, KeyedFiles: &durable.DBFiles{Staged: staged, Canonical: canonical}}, nil
 }
 
 // restoreBackend is the backend keyed snapshots restore into: frames of

@@ -11,8 +11,8 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/kv"
@@ -165,7 +165,7 @@ func (ps *pebbleBenchState) checkpoint(full bool) *store.Manifest {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sn := runtime.OperatorSnapshot{KeyedFiles: &durable.DBFiles{Staged: staged}}
+		sn := engine.OperatorSnapshot{KeyedFiles: &durable.DBFiles{Staged: staged}}
 		if st.DB, err = durable.SaveFiles(ctx, w, store.Checkpoint, "op.0", &sn); err != nil {
 			b.Fatal(err)
 		}

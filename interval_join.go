@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/intervaljoin"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // JoinContext is given to a join function with each pair.
@@ -168,7 +168,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	if cfg.upperExclusive {
 		upper--
 	}
-	ds := twoInput(left.ds, right.ds, name, func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[L, R], runtime.Lifecycle, error) {
+	ds := twoInput(left.ds, right.ds, name, func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[L, R], engine.Lifecycle, error) {
 		fn, user := newFn()
 		ob, rc := base(bc), newRuntimeCtx(bc)
 		ctx := &joinCtx{sides: bc.Sides}
@@ -203,7 +203,7 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 // joinCtx is the JoinContext of an interval join.
 type joinCtx struct {
 	lts, rts int64
-	sides    map[string]runtime.OutputPort
+	sides    map[string]engine.OutputPort
 	sideErr  error
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // The ceiling of BenchmarkIntervalJoinThroughput: the same two keyed
@@ -19,18 +19,18 @@ type ceilRec struct {
 
 type ceilOp struct {
 	endBoth
-	out *runtime.Output[int64]
+	out *engine.Output[int64]
 	n   int64
 }
 
-func (c *ceilOp) ProcessBatch1(r []runtime.Record[ceilRec]) error { c.n += int64(len(r)); return nil }
-func (c *ceilOp) ProcessBatch2(r []runtime.Record[ceilRec]) error { c.n += int64(len(r)); return nil }
-func (c *ceilOp) ProcessWatermark(wm int64) error                 { return c.out.EmitWatermark(wm) }
-func (c *ceilOp) ProcessStatus(idle bool) error                   { return c.out.EmitStatus(idle) }
-func (c *ceilOp) EndInput1() error                                { return c.end(0, c.out) }
-func (c *ceilOp) EndInput2() error                                { return c.end(1, c.out) }
-func (c *ceilOp) Open() error                                     { return nil }
-func (c *ceilOp) Close() error                                    { return nil }
+func (c *ceilOp) ProcessBatch1(r []engine.Record[ceilRec]) error { c.n += int64(len(r)); return nil }
+func (c *ceilOp) ProcessBatch2(r []engine.Record[ceilRec]) error { c.n += int64(len(r)); return nil }
+func (c *ceilOp) ProcessWatermark(wm int64) error                { return c.out.EmitWatermark(wm) }
+func (c *ceilOp) ProcessStatus(idle bool) error                  { return c.out.EmitStatus(idle) }
+func (c *ceilOp) EndInput1() error                               { return c.end(0, c.out) }
+func (c *ceilOp) EndInput2() error                               { return c.end(1, c.out) }
+func (c *ceilOp) Open() error                                    { return nil }
+func (c *ceilOp) Close() error                                   { return nil }
 
 func ceilGen(n int64, shift int64) func(i int64) ceilRec {
 	const par = 2
@@ -56,7 +56,7 @@ func BenchmarkIntervalJoinCeiling(b *testing.B) {
 	right := Generate(env, n-n/2, 0, ceilGen(n-n/2, 5), strategy)
 	k := func(r ceilRec) int64 { return r.K }
 	lk, rk := KeyBy(left, k), KeyBy(right, k)
-	ds := twoInput(lk.ds, rk.ds, "Ceiling", func(bc *runtime.BuildContext, out *runtime.Output[int64]) (runtime.TwoInput[ceilRec, ceilRec], runtime.Lifecycle, error) {
+	ds := twoInput(lk.ds, rk.ds, "Ceiling", func(bc *engine.BuildContext, out *engine.Output[int64]) (engine.TwoInput[ceilRec, ceilRec], engine.Lifecycle, error) {
 		o := &ceilOp{out: out}
 		return o, o, nil
 	})

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/internal/clock"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/timer"
@@ -36,13 +36,13 @@ type keyedBase[K comparable] struct {
 	domain       TimeDomain
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
-	restored     *runtime.Restored
+	restored     *engine.Restored
 	registered   int64        // timers registered, for metrics (metrics_ops.go)
 	fail         func(error)  // fails the task from any goroutine (BuildContext.Fail)
 	metrics      *MetricGroup // the functions' user metrics (metrics_user.go)
 }
 
-func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) keyedBase[K] {
+func newKeyedBase[K comparable](bc *engine.BuildContext, hash func(K) int32) keyedBase[K] {
 	timers := timer.NewService[K, void]()
 	return keyedBase[K]{
 		opContext: newOpContext(bc),
@@ -59,7 +59,7 @@ func newKeyedBase[K comparable](bc *runtime.BuildContext, hash func(K) int32) ke
 }
 
 // SnapshotState snapshots the keyed state and timers.
-func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error) {
+func (b *keyedBase[K]) SnapshotState(id int64) (engine.OperatorSnapshot, error) {
 	if b.incremental() {
 		return b.snapshotIncremental(id) // incremental.go
 	}
@@ -70,7 +70,7 @@ func (b *keyedBase[K]) SnapshotState(id int64) (runtime.OperatorSnapshot, error)
 // keyed state and timers: with the heap backend, a copy-on-write view and
 // a copy of the timers (keyedsnap.SnapshotAsync); on disk the whole
 // snapshot (SnapshotState), handed over as it is.
-func (b *keyedBase[K]) SnapshotStateAsync(id int64) (runtime.AsyncSnapshot, error) {
+func (b *keyedBase[K]) SnapshotStateAsync(id int64) (engine.AsyncSnapshot, error) {
 	if b.disk != nil {
 		return keyedsnap.Ready(b.SnapshotState(id))
 	}
@@ -220,14 +220,14 @@ func closeFn(fn any, b *opBase) (err error) {
 // event-time timers it passes before it goes on.
 type keyedOut[K comparable, OUT any] struct {
 	keyedBase[K]
-	out *runtime.Output[OUT]
+	out *engine.Output[OUT]
 	col collector[OUT]
 }
 
 // init sets the output, the job's state backend (nil: heap) and the
 // timer callback; a timer's records carry its timestamp (event time) or
 // none (processing time).
-func (o *keyedOut[K, OUT]) init(out *runtime.Output[OUT], sb StateBackend, onTimer func(ts int64) error) {
+func (o *keyedOut[K, OUT]) init(out *engine.Output[OUT], sb StateBackend, onTimer func(ts int64) error) {
 	o.out, o.col.out, o.stateBackend, o.onTimer = out, out, sb, onTimer
 	o.timerTS = func(ts int64) { o.col.ts = ts }
 }
@@ -250,7 +250,7 @@ type keyedProcessOp[K comparable, IN, OUT any] struct {
 func (o *keyedProcessOp[K, IN, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
 func (o *keyedProcessOp[K, IN, OUT]) Close() error { return closeKeyed(o.fn, &o.keyedBase) }
 
-func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.setKey(o.keyFn(recs[i].Value))
@@ -274,7 +274,7 @@ func Process[K comparable, IN, OUT any](ks KeyedStream[K, IN], fn KeyedProcessFu
 	if isNil(fn) {
 		env.fail(fmt.Errorf("operator %q: %w", "KeyedProcess", nilFnError("keyed process function")))
 	}
-	return oneInput(ks.ds, "KeyedProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	return oneInput(ks.ds, "KeyedProcess", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		o := &keyedProcessOp[K, IN, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, ks.hashK)}, fn: cloneFunction(fn), keyFn: ks.key}
 		o.init(out, env.keyedStateBackend(), func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) })
 		return o, o, nil
@@ -316,16 +316,16 @@ func KeyByConnected[K comparable, A, B any](cs ConnectedStreams[A, B], keyA func
 }
 
 func twoInput[A, B, OUT any](a DataStream[A], b DataStream[B], name string,
-	mk func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error)) DataStream[OUT] {
+	mk func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[A, B], engine.Lifecycle, error)) DataStream[OUT] {
 	env := a.env
-	n := newNode[OUT](env, name, runtime.KindTwoInput, env.cfg.parallelism,
-		func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error) {
+	n := newNode[OUT](env, name, engine.KindTwoInput, env.cfg.parallelism,
+		func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Built, error) {
 			op, life, err := mk(bc, out)
 			if err != nil {
-				return runtime.Built{}, err
+				return engine.Built{}, err
 			}
-			ad := runtime.NewTwoInputAdapter(op)
-			return runtime.Built{Inputs: []any{ad.First(), ad.Second()}, Life: life}, nil
+			ad := engine.NewTwoInputAdapter(op)
+			return engine.Built{Inputs: []any{ad.First(), ad.Second()}, Life: life}, nil
 		})
 	a.connect(n, 0)
 	b.connect(n, 1)
@@ -335,7 +335,7 @@ func twoInput[A, B, OUT any](a DataStream[A], b DataStream[B], name string,
 // endBoth ends the output once both inputs have ended.
 type endBoth struct{ ended [2]bool }
 
-func (e *endBoth) end(i int, out runtime.OutputPort) error {
+func (e *endBoth) end(i int, out engine.OutputPort) error {
 	e.ended[i] = true
 	if e.ended[0] && e.ended[1] {
 		return out.End()
@@ -352,7 +352,7 @@ type coProcessOp[A, B, OUT any] struct {
 func (o *coProcessOp[A, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *coProcessOp[A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
-func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {
+func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
@@ -366,7 +366,7 @@ func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err er
 	return o.out.Err()
 }
 
-func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
@@ -389,7 +389,7 @@ func CoProcess[A, B, OUT any](cs ConnectedStreams[A, B], fn CoProcessFunction[A,
 	if isNil(fn) {
 		cs.first.env.fail(fmt.Errorf("operator %q: %w", "CoProcess", nilFnError("co-process function")))
 	}
-	return twoInput(cs.first, cs.second, "CoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
+	return twoInput(cs.first, cs.second, "CoProcess", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[A, B], engine.Lifecycle, error) {
 		o := &coProcessOp[A, B, OUT]{plainOut: newPlainOut(bc, out), fn: cloneFunction(fn)}
 		return o, o, nil
 	})
@@ -406,7 +406,7 @@ type keyedCoProcessOp[K comparable, A, B, OUT any] struct {
 func (o *keyedCoProcessOp[K, A, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
 func (o *keyedCoProcessOp[K, A, B, OUT]) Close() error { return closeKeyed(o.fn, &o.keyedBase) }
 
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []runtime.Record[A]) (err error) {
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.setKey(o.keyA(recs[i].Value))
@@ -421,7 +421,7 @@ func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []runtime.Record[A])
 	return o.out.Err()
 }
 
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []runtime.Record[B]) (err error) {
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.setKey(o.keyB(recs[i].Value))
@@ -446,7 +446,7 @@ func KeyedCoProcess[K comparable, A, B, OUT any](ks KeyedConnectedStreams[K, A, 
 	if isNil(fn) {
 		ks.first.ds.env.fail(fmt.Errorf("operator %q: %w", "KeyedCoProcess", nilFnError("keyed co-process function")))
 	}
-	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.TwoInput[A, B], runtime.Lifecycle, error) {
+	return twoInput(ks.first.ds, ks.second.ds, "KeyedCoProcess", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[A, B], engine.Lifecycle, error) {
 		o := &keyedCoProcessOp[K, A, B, OUT]{keyedOut: keyedOut[K, OUT]{keyedBase: newKeyedBase(bc, ks.first.hashK)}, fn: cloneFunction(fn),
 			keyA: ks.first.key, keyB: ks.second.key}
 		o.init(out, ks.first.ds.env.keyedStateBackend(), func(ts int64) error { return o.fn.OnTimer(ts, &o.keyedBase, &o.col) })

@@ -1,17 +1,17 @@
 package weir
 
 import (
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // The operators' gauges for the REST API, Prometheus and `weir doctor`
-// (runtime.StateReporter): the task calls ReportState on its goroutine
+// (engine.StateReporter): the task calls ReportState on its goroutine
 // now and then, never per record.
 
-// ReportState implements runtime.StateReporter: keyed-state entries
+// ReportState implements engine.StateReporter: keyed-state entries
 // (heap backend), registered timers, and whether the function uses TTL
 // and timers.
-func (b *keyedBase[K]) ReportState(g *runtime.StateGauges) {
+func (b *keyedBase[K]) ReportState(g *engine.StateGauges) {
 	if b.disk == nil {
 		entries, noTTL := b.backend.Stats()
 		g.StateEntries.Store(int64(entries))
@@ -21,9 +21,9 @@ func (b *keyedBase[K]) ReportState(g *runtime.StateGauges) {
 	g.TimersRegistered.Store(b.registered)
 }
 
-// ReportState implements runtime.StateReporter: window contents, window
+// ReportState implements engine.StateReporter: window contents, window
 // and trigger state entries, trigger and cleanup timers.
-func (o *windowOp[K, T, OUT, W]) ReportState(g *runtime.StateGauges) {
+func (o *windowOp[K, T, OUT, W]) ReportState(g *engine.StateGauges) {
 	if o.rc.b != nil {
 		entries, _ := o.rc.b.Stats()
 		g.StateEntries.Store(int64(entries))

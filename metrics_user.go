@@ -3,8 +3,8 @@ package weir
 import (
 	"math"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/usermetric"
 )
 
@@ -150,7 +150,7 @@ func monitorUserMetric(u UserMetric) monitor.UserMetric {
 }
 
 // metricGroupOf returns the metric group of the operator bc builds.
-func metricGroupOf(bc *runtime.BuildContext) *MetricGroup {
+func metricGroupOf(bc *engine.BuildContext) *MetricGroup {
 	g := bc.UserMetrics
 	if g == nil { // outside a plan: the metrics are not reported
 		g = usermetric.NewGroup(bc.Name)
@@ -159,6 +159,6 @@ func metricGroupOf(bc *runtime.BuildContext) *MetricGroup {
 }
 
 // newRuntimeCtx returns the RuntimeContext of the operator bc builds.
-func newRuntimeCtx(bc *runtime.BuildContext) runtimeCtx {
+func newRuntimeCtx(bc *engine.BuildContext) runtimeCtx {
 	return runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism, metrics: metricGroupOf(bc)}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/internal/basicop"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // opBase carries an operator's identity for error reports.
@@ -23,14 +23,14 @@ func (b *opBase) settle(r any, err *error) {
 	(&basicop.Base{Name: b.name, Subtask: b.subtask}).Settle(r, err)
 }
 
-func base(bc *runtime.BuildContext) opBase { return opBase{name: bc.Name, subtask: bc.Subtask} }
+func base(bc *engine.BuildContext) opBase { return opBase{name: bc.Name, subtask: bc.Subtask} }
 
 // Map applies f to every record.
 func Map[IN, OUT any](ds DataStream[IN], f func(IN) OUT) DataStream[OUT] {
 	if f == nil {
 		ds.env.fail(fmt.Errorf("operator %q: %w", "Map", nilFnError("map function")))
 	}
-	return oneInput(ds, "Map", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	return oneInput(ds, "Map", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		return &basicop.Map[IN, OUT]{Base: basicop.NewBase(bc), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}, nil, nil
 	})
 }
@@ -40,14 +40,14 @@ func Filter[T any](ds DataStream[T], f func(T) bool) DataStream[T] {
 	if f == nil {
 		ds.env.fail(fmt.Errorf("operator %q: %w", "Filter", nilFnError("filter function")))
 	}
-	return oneInput(ds, "Filter", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
+	return oneInput(ds, "Filter", func(bc *engine.BuildContext, out *engine.Output[T]) (engine.Input[T], engine.Lifecycle, error) {
 		return &basicop.Filter[T]{Base: basicop.NewBase(bc), ForwardControl: basicop.ForwardControl[T]{Out: out}, F: f}, nil, nil
 	})
 }
 
 // collector emits with a timestamp chosen by the operator.
 type collector[T any] struct {
-	out *runtime.Output[T]
+	out *engine.Output[T]
 	ts  int64
 }
 
@@ -58,7 +58,7 @@ func FlatMap[IN, OUT any](ds DataStream[IN], f func(v IN, out Collector[OUT]) er
 	if f == nil {
 		ds.env.fail(fmt.Errorf("operator %q: %w", "FlatMap", nilFnError("flatMap function")))
 	}
-	return oneInput(ds, "FlatMap", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	return oneInput(ds, "FlatMap", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		o := &basicop.FlatMap[IN, OUT, Collector[OUT]]{Base: basicop.NewBase(bc), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
 		o.Col.Out = out
 		o.C = &o.Col
@@ -68,14 +68,14 @@ func FlatMap[IN, OUT any](ds DataStream[IN], f func(v IN, out Collector[OUT]) er
 
 // oneInput adds a one-input operator fed by ds.
 func oneInput[IN, OUT any](ds DataStream[IN], name string,
-	mk func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error)) DataStream[OUT] {
-	n := newNode[OUT](ds.env, name, runtime.KindOneInput, ds.env.cfg.parallelism,
-		func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error) {
+	mk func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error)) DataStream[OUT] {
+	n := newNode[OUT](ds.env, name, engine.KindOneInput, ds.env.cfg.parallelism,
+		func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Built, error) {
 			in, life, err := mk(bc, out)
 			if err != nil {
-				return runtime.Built{}, err
+				return engine.Built{}, err
 			}
-			return runtime.Built{Inputs: []any{in}, Life: life}, nil
+			return engine.Built{Inputs: []any{in}, Life: life}, nil
 		})
 	ds.connect(n, 0)
 	return streamOf[OUT](ds.env, n)
@@ -86,7 +86,7 @@ type opContext struct {
 	opBase
 	ts      int64
 	wm      int64
-	sides   map[string]runtime.OutputPort
+	sides   map[string]engine.OutputPort
 	now     func() int64
 	sideErr error
 }
@@ -115,20 +115,20 @@ func (c *opContext) takeSideErr() error {
 	return err
 }
 
-func newOpContext(bc *runtime.BuildContext) opContext {
-	return opContext{opBase: base(bc), wm: runtime.NoTimestamp, sides: bc.Sides, now: bc.Time.Now}
+func newOpContext(bc *engine.BuildContext) opContext {
+	return opContext{opBase: base(bc), wm: engine.NoTimestamp, sides: bc.Sides, now: bc.Time.Now}
 }
 
 // plainOut is a non-keyed operator with its output and the runtime
 // context of its function.
 type plainOut[OUT any] struct {
 	opContext
-	out *runtime.Output[OUT]
+	out *engine.Output[OUT]
 	col collector[OUT]
 	rc  runtimeCtx
 }
 
-func newPlainOut[OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT]) plainOut[OUT] {
+func newPlainOut[OUT any](bc *engine.BuildContext, out *engine.Output[OUT]) plainOut[OUT] {
 	return plainOut[OUT]{opContext: newOpContext(bc), out: out, col: collector[OUT]{out: out}, rc: newRuntimeCtx(bc)}
 }
 
@@ -147,7 +147,7 @@ type processOp[IN, OUT any] struct {
 }
 
 // ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
-func (o *processOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *basicop.Base) (kept int, err error) {
+func (o *processOp[IN, OUT]) ProcessFiltered(recs []engine.Record[IN], keep func(IN) bool, filter *basicop.Base) (kept int, err error) {
 	defer o.CatchFiltered(&err, &o.self, filter)
 	for i := range recs {
 		r := &recs[i]
@@ -169,7 +169,7 @@ func (o *processOp[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep fun
 func (o *processOp[IN, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *processOp[IN, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
-func (o *processOp[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+func (o *processOp[IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
@@ -191,7 +191,7 @@ func ProcessStream[IN, OUT any](ds DataStream[IN], fn ProcessFunction[IN, OUT]) 
 	if isNil(fn) {
 		ds.env.fail(fmt.Errorf("operator %q: %w", "Process", nilFnError("process function")))
 	}
-	return oneInput(ds, "Process", func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Input[IN], runtime.Lifecycle, error) {
+	return oneInput(ds, "Process", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
 		o := &processOp[IN, OUT]{plainOut: newPlainOut(bc, out), self: basicop.NewBase(bc), fn: cloneFunction(fn)}
 		return o, o, nil
 	})

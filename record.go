@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/job"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // record captures the inputs of one subtask of a vertex (by id, name or
@@ -15,7 +15,7 @@ func (h *JobHandle) record(ctx context.Context, vertex string, subtask int, limi
 	if h.cluster != nil {
 		return nil, errors.New("weir record: input capture does not run on a cluster member yet")
 	}
-	plan := func() *runtime.Plan {
+	plan := func() *engine.Plan {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.plan

@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/sinkop"
 )
 
 // Sink is the end of a stream; it can be named and sized like an operator.
 type Sink struct {
-	node *runtime.Node
+	node *engine.Node
 	env  *Environment
 }
 
@@ -32,16 +32,16 @@ func (s Sink) SetParallelism(p int) Sink {
 	return s
 }
 
-func addSink[T any](ds DataStream[T], name string, mk func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error)) Sink {
-	n := newNode[struct{}](ds.env, name, runtime.KindOneInput, ds.env.cfg.parallelism,
-		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
+func addSink[T any](ds DataStream[T], name string, mk func(bc *engine.BuildContext) (func(T, int64) error, func() error, error)) Sink {
+	n := newNode[struct{}](ds.env, name, engine.KindOneInput, ds.env.cfg.parallelism,
+		func(bc *engine.BuildContext, _ *engine.Output[struct{}]) (engine.Built, error) {
 			f, closeFn, err := mk(bc)
 			if err != nil {
-				return runtime.Built{}, err
+				return engine.Built{}, err
 			}
 			b := base(bc)
 			o := &sinkop.Op[T]{Catch: b.catch, F: f, CloseFn: closeFn}
-			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
+			return engine.Built{Inputs: []any{engine.Input[T](o)}, Life: o}, nil
 		})
 	if n.Parallelism < 1 {
 		n.Parallelism = ds.env.cfg.parallelism
@@ -57,16 +57,16 @@ func SinkFunc[T any](ds DataStream[T], f func(v T) error) Sink {
 	if f == nil {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "SinkFunc", nilFnError("sink function")))
 	}
-	return addSink(ds, "SinkFunc", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
+	return addSink(ds, "SinkFunc", func(*engine.BuildContext) (func(T, int64) error, func() error, error) {
 		return func(v T, _ int64) error { return f(v) }, nil, nil
 	})
 }
 
 // Discard drops every record (for benchmarks).
 func Discard[T any](ds DataStream[T]) Sink {
-	n := newNode[struct{}](ds.env, "Discard", runtime.KindOneInput, ds.env.cfg.parallelism,
-		func(*runtime.BuildContext, *runtime.Output[struct{}]) (runtime.Built, error) {
-			return runtime.Built{Inputs: []any{runtime.Input[T](&sinkop.Discard[T]{})}}, nil
+	n := newNode[struct{}](ds.env, "Discard", engine.KindOneInput, ds.env.cfg.parallelism,
+		func(*engine.BuildContext, *engine.Output[struct{}]) (engine.Built, error) {
+			return engine.Built{Inputs: []any{engine.Input[T](&sinkop.Discard[T]{})}}, nil
 		})
 	n.Sink = true
 	ds.connect(n, 0)
@@ -78,7 +78,7 @@ func Discard[T any](ds DataStream[T]) Sink {
 // parallelism above 1, as Flink's print sink.
 func Print[T any](ds DataStream[T]) Sink {
 	lw := sinkop.NewLockedWriter(ds.env.cfg.stdout)
-	return addSink(ds, "Print", func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
+	return addSink(ds, "Print", func(bc *engine.BuildContext) (func(T, int64) error, func() error, error) {
 		return sinkop.Printer[T](lw, bc.Subtask, bc.Parallelism), nil, nil
 	})
 }
@@ -99,7 +99,7 @@ func (c *Collected[T]) Len() int { return c.buf.Len() }
 // Collect gathers every record of ds in memory.
 func Collect[T any](ds DataStream[T]) *Collected[T] {
 	c := &Collected[T]{}
-	addSink(ds, "Collect", func(*runtime.BuildContext) (func(T, int64) error, func() error, error) {
+	addSink(ds, "Collect", func(*engine.BuildContext) (func(T, int64) error, func() error, error) {
 		return c.buf.Add, nil, nil
 	})
 	return c
@@ -116,7 +116,7 @@ func ToSink[T any](ds DataStream[T], sink connector.Sink[T], name string) Sink {
 	} else if v, ok := sink.(connector.Validator); ok {
 		ds.env.validators = append(ds.env.validators, v.Validate)
 	}
-	return addSink(ds, name, func(bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
+	return addSink(ds, name, func(bc *engine.BuildContext) (func(T, int64) error, func() error, error) {
 		return sinkop.Writer(sink, name, bc)
 	})
 }

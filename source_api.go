@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // FromSource adds a source whose splits are made when the job is built
@@ -41,13 +41,13 @@ func addSource[T any](env *Environment, src any, strategy WatermarkStrategy[T], 
 	if v, ok := src.(connector.Validator); ok {
 		env.validators = append(env.validators, v.Validate)
 	}
-	n := newNode[T](env, name, runtime.KindSource, env.cfg.parallelism,
-		func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Built, error) {
-			op, err := runtime.NewSourceOperator(bc, src, strategy.runtime(env), out)
+	n := newNode[T](env, name, engine.KindSource, env.cfg.parallelism,
+		func(bc *engine.BuildContext, out *engine.Output[T]) (engine.Built, error) {
+			op, err := engine.NewSourceOperator(bc, src, strategy.runtime(env), out)
 			if err != nil {
-				return runtime.Built{}, err
+				return engine.Built{}, err
 			}
-			return runtime.Built{Life: op, Source: op}, nil
+			return engine.Built{Life: op, Source: op}, nil
 		})
 	n.Operator = sourceKind(src)
 	n.Connector = src

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"github.com/weirstream/weir/connector"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/streamgraph"
 )
 
@@ -21,7 +21,7 @@ const NoTimestamp = connector.NoTimestamp
 // origin is one upstream of a stream: an operator's main or side output,
 // with the partitioning the next edge uses.
 type origin[T any] struct {
-	node *runtime.Node
+	node *engine.Node
 	tag  string
 	part streamgraph.Part[T]
 }
@@ -36,7 +36,7 @@ type DataStream[T any] struct {
 // Env returns the stream's environment.
 func (ds DataStream[T]) Env() *Environment { return ds.env }
 
-func (ds DataStream[T]) single(what string) *runtime.Node {
+func (ds DataStream[T]) single(what string) *engine.Node {
 	if len(ds.origins) != 1 || ds.origins[0].tag != "" {
 		ds.env.fail(fmt.Errorf("%s: applies to an operator's output, not to a union or side output", what))
 		return nil
@@ -87,7 +87,7 @@ func (ds DataStream[T]) Parallelism() int {
 	return ds.origins[0].node.Parallelism
 }
 
-func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int32) DataStream[T] {
+func (ds DataStream[T]) withPartition(p engine.Partitioning, hash func(*T) int32) DataStream[T] {
 	out := DataStream[T]{env: ds.env, origins: make([]origin[T], len(ds.origins))}
 	for i, o := range ds.origins {
 		o.part = streamgraph.Part[T]{Kind: p, Hash: hash}
@@ -99,7 +99,7 @@ func (ds DataStream[T]) withPartition(p runtime.Partitioning, hash func(*T) int3
 // connect adds edges from every origin of ds to input of n. Streams of two
 // environments cannot meet: n's environment refuses the job (checkShape),
 // and so does ds's, told here.
-func (ds DataStream[T]) connect(n *runtime.Node, input int) {
+func (ds DataStream[T]) connect(n *engine.Node, input int) {
 	if !ds.env.owns(n) {
 		ds.env.fail(fmt.Errorf("operator %q of another environment reads this environment's stream; streams of two environments cannot be combined (build the whole job on one Environment)", n.Name))
 	}
@@ -110,29 +110,29 @@ func (ds DataStream[T]) connect(n *runtime.Node, input int) {
 
 // Rebalance distributes records round-robin to the next operator.
 func Rebalance[T any](ds DataStream[T]) DataStream[T] {
-	return ds.withPartition(runtime.PartitionRebalance, nil)
+	return ds.withPartition(engine.PartitionRebalance, nil)
 }
 
 // Forward sends each subtask's records to the same subtask of the next
 // operator (which must have the same parallelism).
 func Forward[T any](ds DataStream[T]) DataStream[T] {
-	return ds.withPartition(runtime.PartitionForward, nil)
+	return ds.withPartition(engine.PartitionForward, nil)
 }
 
 // BroadcastPartition sends every record to every subtask of the next operator.
 func BroadcastPartition[T any](ds DataStream[T]) DataStream[T] {
-	return ds.withPartition(runtime.PartitionBroadcast, nil)
+	return ds.withPartition(engine.PartitionBroadcast, nil)
 }
 
 // Global sends every record to the first subtask of the next operator.
 func Global[T any](ds DataStream[T]) DataStream[T] {
-	return ds.withPartition(runtime.PartitionGlobal, nil)
+	return ds.withPartition(engine.PartitionGlobal, nil)
 }
 
 // Shuffle sends each record to a subtask of the next operator chosen
 // uniformly at random (Flink's DataStream.shuffle).
 func Shuffle[T any](ds DataStream[T]) DataStream[T] {
-	return ds.withPartition(runtime.PartitionShuffle, nil)
+	return ds.withPartition(engine.PartitionShuffle, nil)
 }
 
 // Rescale distributes records round robin to a subset of the next
@@ -146,7 +146,7 @@ func Shuffle[T any](ds DataStream[T]) DataStream[T] {
 // subtasks get unequal shares. Unlike Forward the parallelisms may differ,
 // and unlike Rebalance watermarks only flow along the pointwise channels.
 func Rescale[T any](ds DataStream[T]) DataStream[T] {
-	return ds.withPartition(runtime.PartitionRescale, nil)
+	return ds.withPartition(engine.PartitionRescale, nil)
 }
 
 // PartitionCustom sends each record to the subtask of the next operator
@@ -166,7 +166,7 @@ func PartitionCustom[K, T any](ds DataStream[T], partition func(key K, numPartit
 		ds.env.fail(fmt.Errorf("PartitionCustom: %w", nilFnError("partitioner or key function")))
 		return ds
 	}
-	out := ds.withPartition(runtime.PartitionCustom, nil)
+	out := ds.withPartition(engine.PartitionCustom, nil)
 	route := func(v *T, n int) int { return partition(key(*v), n) }
 	for i := range out.origins {
 		out.origins[i].part.Custom = route
@@ -267,7 +267,7 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 		ds.env.fail(fmt.Errorf("KeyBy: %w", err))
 		h = func(K) int32 { return 0 }
 	}
-	keyed := ds.withPartition(runtime.PartitionHash, func(v *T) int32 { return h(key(*v)) })
+	keyed := ds.withPartition(engine.PartitionHash, func(v *T) int32 { return h(key(*v)) })
 	for i := range keyed.origins {
 		keyed.origins[i].part.KeyStr = func(v *T) string { return fmt.Sprint(key(*v)) }
 	}
@@ -279,15 +279,15 @@ func KeyBy[K comparable, T any](ds DataStream[T], key func(T) K) KeyedStream[K, 
 }
 
 // newNode adds an operator node producing OUT. Its default name is also
-// its kind (runtime.Node.Operator), which a later .Name does not change.
-func newNode[OUT any](env *Environment, name string, kind runtime.NodeKind, parallelism int,
-	build func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error)) *runtime.Node {
+// its kind (engine.Node.Operator), which a later .Name does not change.
+func newNode[OUT any](env *Environment, name string, kind engine.NodeKind, parallelism int,
+	build func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Built, error)) *engine.Node {
 	n := streamgraph.NewNode(len(env.nodes)+1, name, kind, parallelism, build)
 	env.nodes = append(env.nodes, n)
 	return n
 }
 
-func streamOf[T any](env *Environment, n *runtime.Node) DataStream[T] {
+func streamOf[T any](env *Environment, n *engine.Node) DataStream[T] {
 	return DataStream[T]{env: env, origins: []origin[T]{{node: n}}}
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/twophase"
 )
 
@@ -33,7 +33,7 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	if v, ok := any(sink).(connector.Validator); ok {
 		env := ds.env
 		ds.env.validators = append(ds.env.validators, func(ctx context.Context) error {
-			if cv, ok := any(sink).(runtime.ClusterValidator); ok && env.cfg.cluster != nil {
+			if cv, ok := any(sink).(engine.ClusterValidator); ok && env.cfg.cluster != nil {
 				return cv.ValidateCluster(ctx)
 			}
 			return v.Validate(ctx)
@@ -41,16 +41,16 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	}
 	finals := &twophase.Finals[T, TXN]{}
 	ds.env.onFinished = append(ds.env.onFinished, finals.Commit)
-	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", runtime.KindOneInput, ds.env.cfg.parallelism,
-		func(bc *runtime.BuildContext, _ *runtime.Output[struct{}]) (runtime.Built, error) {
-			if cs, ok := any(sink).(runtime.ClusterSink); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
+	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", engine.KindOneInput, ds.env.cfg.parallelism,
+		func(bc *engine.BuildContext, _ *engine.Output[struct{}]) (engine.Built, error) {
+			if cs, ok := any(sink).(engine.ClusterSink); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
 				// In a cluster task the sink writes through the task's
 				// transaction (WithCluster).
 				rec, err := clusterRecordFunc[T](sink)
 				if err != nil {
-					return runtime.Built{}, err
+					return engine.Built{}, err
 				}
-				return runtime.NewClusterSinkOp(bc, rec), nil
+				return engine.NewClusterSinkOp(bc, rec), nil
 			}
 			b := base(bc) // reports errors and panics against the sink
 			o := &twophase.Caught[T, TXN]{Catch: b.catch, Op: twophase.New[T, TXN](sink, bc.Name, bc.Subtask, bc.Parallelism,
@@ -58,7 +58,7 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 			if ds.env.checkpoint == nil {
 				finals.Attach(bc.Subtask, o.Op)
 			}
-			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
+			return engine.Built{Inputs: []any{engine.Input[T](o)}, Life: o}, nil
 		})
 	n.Sink = true
 	n.Operator = "sink " + typeName(sink)

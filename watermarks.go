@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/watermark"
 	"github.com/weirstream/weir/internal/watermark/assigner"
 )
@@ -50,7 +50,7 @@ type WatermarkStrategy[T any] struct {
 	gen   func() watermark.Generator[T]
 	ts    func(v T, recordTS int64) int64
 	idle  time.Duration
-	align *runtime.Alignment
+	align *engine.Alignment
 	err   error
 	durs  []durationSetting // checked where the strategy is used (durations.go)
 }
@@ -154,7 +154,7 @@ func (s WatermarkStrategy[T]) WithWatermarkAlignment(group string, maxDrift, upd
 	}
 	s.durs = append(append([]durationSetting(nil), s.durs...),
 		durationSetting{"watermark alignment maximum drift", maxDrift}, durationSetting{"watermark alignment update interval", updateInterval})
-	s.align = &runtime.Alignment{Group: group, MaxDrift: maxDrift.Milliseconds(), UpdateInterval: updateInterval.Milliseconds()}
+	s.align = &engine.Alignment{Group: group, MaxDrift: maxDrift.Milliseconds(), UpdateInterval: updateInterval.Milliseconds()}
 	return s
 }
 
@@ -164,8 +164,8 @@ func (s WatermarkStrategy[T]) factory() func(activity clock.Relative) watermark.
 	return watermark.Factory(s.gen, s.idle)
 }
 
-func (s WatermarkStrategy[T]) runtime(env *Environment) runtime.SourceWatermarks[T] {
-	return runtime.SourceWatermarks[T]{
+func (s WatermarkStrategy[T]) runtime(env *Environment) engine.SourceWatermarks[T] {
+	return engine.SourceWatermarks[T]{
 		NewGenerator: s.factory(),
 		Timestamp:    s.ts,
 		Interval:     env.cfg.wmInterval.Milliseconds(),
@@ -183,7 +183,7 @@ func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[
 		ds.env.fail(fmt.Errorf("operator %q: watermark alignment applies to sources only (group %q)", "Timestamps/Watermarks", s.align.Group))
 	}
 	env := ds.env
-	return oneInput(ds, "Timestamps/Watermarks", func(bc *runtime.BuildContext, out *runtime.Output[T]) (runtime.Input[T], runtime.Lifecycle, error) {
+	return oneInput(ds, "Timestamps/Watermarks", func(bc *engine.BuildContext, out *engine.Output[T]) (engine.Input[T], engine.Lifecycle, error) {
 		var gen watermark.Generator[T]
 		if f := s.factory(); f != nil {
 			// Idleness measures on the task's input-activity clock, which

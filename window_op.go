@@ -3,7 +3,7 @@ package weir
 import (
 	"fmt"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/windowing"
 	"github.com/weirstream/weir/state"
@@ -126,7 +126,7 @@ func applyList[K comparable, T, OUT any, W window.Window](u any) windowFn[K, []T
 // window's max timestamp) and the ProcessWindowContext.
 type winCtx[K comparable, OUT any, W window.Window] struct {
 	opContext
-	out      *runtime.Output[OUT]
+	out      *engine.Output[OUT]
 	col      collector[OUT]
 	w        W
 	wmFn     func() int64
@@ -191,8 +191,8 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 		par = 1
 	}
 	lateTag, hasLate := ws.lateTag, ws.hasLateTag
-	n := newNode[OUT](env, name, runtime.KindOneInput, par,
-		func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error) {
+	n := newNode[OUT](env, name, engine.KindOneInput, par,
+		func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Built, error) {
 			o := &windowOp[K, T, OUT, W]{}
 			c := &o.ctx
 			c.opContext = newOpContext(bc)
@@ -242,10 +242,10 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 				Fns:  spec.fns, Out: out,
 			})
 			if err != nil {
-				return runtime.Built{}, err
+				return engine.Built{}, err
 			}
 			o.eng, o.Eng, c.wmFn = eng, eng, eng.CurrentWatermark
-			return runtime.Built{Inputs: []any{runtime.Input[T](o)}, Life: o}, nil
+			return engine.Built{Inputs: []any{engine.Input[T](o)}, Life: o}, nil
 		})
 	ws.ks.ds.connect(n, 0)
 	return streamOf[OUT](env, n)

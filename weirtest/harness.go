@@ -8,8 +8,8 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // EventKind tells what a harness output event is.
@@ -92,10 +92,10 @@ func (r *recorder) add(e hooks.HarnessEvent) {
 // the caller's goroutine, exactly as a task goroutine drives it.
 type harness struct {
 	clock  *harnessClock
-	tasks  []*runtime.Task
+	tasks  []*engine.Task
 	rec    *recorder
 	gates  [2]any
-	owner  [2]*runtime.Task
+	owner  [2]*engine.Task
 	chans  [2]int
 	inputs int
 	closed bool
@@ -224,8 +224,8 @@ func (h *harness) Close() error {
 	return first
 }
 
-func gateOf[T any](h *harness, input int) (*runtime.Gate[T], error) {
-	g, ok := h.gates[input].(*runtime.Gate[T])
+func gateOf[T any](h *harness, input int) (*engine.Gate[T], error) {
+	g, ok := h.gates[input].(*engine.Gate[T])
 	if !ok {
 		return nil, fmt.Errorf("harness: input %d is not connected to the operator under test", input+1)
 	}
@@ -247,7 +247,7 @@ func harnessRecord[T any](h *harness, input, ch int, v T, ts int64) error {
 	if err != nil {
 		return err
 	}
-	return h.do(input, func() error { return g.Records(ch, []runtime.Record[T]{{Value: v, TS: ts}}) })
+	return h.do(input, func() error { return g.Records(ch, []engine.Record[T]{{Value: v, TS: ts}}) })
 }
 
 func harnessWatermark[T any](h *harness, input, ch int, wm int64) error {

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Answer takes the answer to one request (the root's ResultFuture).
@@ -26,7 +26,7 @@ func Call[IN, OUT any](wg *sync.WaitGroup, operator string, subtask int, call fu
 		defer wg.Done()
 		defer func() {
 			if p := recover(); p != nil {
-				err := &runtime.OperatorError{Operator: operator, Subtask: subtask,
+				err := &engine.OperatorError{Operator: operator, Subtask: subtask,
 					Err: fmt.Errorf("async call for record %v: %v", in, p), Stack: string(debug.Stack())}
 				if f, ok := result.(interface{ Fail(error) }); ok {
 					f.Fail(err)

@@ -3,7 +3,7 @@ package asyncio
 import (
 	"fmt"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/state"
 )
 
@@ -14,7 +14,7 @@ type Task[IN, OUT any] struct {
 	catch    func(err *error)
 	open     func() error
 	close    func() error
-	restored *runtime.Restored
+	restored *engine.Restored
 	subtask  int
 	par      int
 	codec    state.Codec[IN]
@@ -23,7 +23,7 @@ type Task[IN, OUT any] struct {
 // NewTask returns the task of the operator bc builds, emitting to out.
 // cfg.Catch is deferred by every method that calls user code; open opens
 // the user's function, close closes it.
-func NewTask[IN, OUT any](cfg Config[IN, OUT], bc *runtime.BuildContext, out *runtime.Output[OUT], codec state.Codec[IN],
+func NewTask[IN, OUT any](cfg Config[IN, OUT], bc *engine.BuildContext, out *engine.Output[OUT], codec state.Codec[IN],
 	open, close func() error) (*Task[IN, OUT], error) {
 	core, err := New(cfg, Output[OUT](out), bc.Time, bc.Mailbox)
 	if err != nil {
@@ -56,8 +56,8 @@ func (o *Task[IN, OUT]) Close() error {
 	return o.close()
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *Task[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *Task[IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
 		if err := o.core.Add(Element[IN]{Kind: KindRecord, Value: recs[i].Value, TS: recs[i].TS}); err != nil {
@@ -67,19 +67,19 @@ func (o *Task[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
 	return nil
 }
 
-// ProcessWatermark implements runtime.Input.
+// ProcessWatermark implements engine.Input.
 func (o *Task[IN, OUT]) ProcessWatermark(wm int64) (err error) {
 	defer o.catch(&err)
 	return o.core.Add(Element[IN]{Kind: KindWatermark, TS: wm})
 }
 
-// ProcessStatus implements runtime.Input.
+// ProcessStatus implements engine.Input.
 func (o *Task[IN, OUT]) ProcessStatus(idle bool) (err error) {
 	defer o.catch(&err)
 	return o.core.Add(Element[IN]{Kind: KindStatus, Idle: idle})
 }
 
-// EndInput implements runtime.Input: it waits for every answer.
+// EndInput implements engine.Input: it waits for every answer.
 func (o *Task[IN, OUT]) EndInput() (err error) {
 	defer o.catch(&err)
 	return o.core.EndInput()
@@ -87,7 +87,7 @@ func (o *Task[IN, OUT]) EndInput() (err error) {
 
 // SnapshotState stores the input elements of the requests in flight (and
 // of answered ones not emitted yet) and the watermarks between them.
-func (o *Task[IN, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+func (o *Task[IN, OUT]) SnapshotState(int64) (engine.OperatorSnapshot, error) {
 	data, err := Encode(o.core.Snapshot(), o.codec)
-	return runtime.OperatorSnapshot{State: data}, err
+	return engine.OperatorSnapshot{State: data}, err
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Base carries an operator's identity for error reports.
@@ -19,7 +19,7 @@ type Base struct {
 }
 
 // NewBase returns the identity of the operator bc builds.
-func NewBase(bc *runtime.BuildContext) Base { return Base{Name: bc.Name, Subtask: bc.Subtask} }
+func NewBase(bc *engine.BuildContext) Base { return Base{Name: bc.Name, Subtask: bc.Subtask} }
 
 // Catch is deferred by every operator method that calls user code: it
 // turns a panic into an OperatorError with the stack, and names the
@@ -33,29 +33,29 @@ func (b *Base) Settle(r any, err *error) {
 		if !ok {
 			e = fmt.Errorf("%v", r)
 		}
-		*err = &runtime.OperatorError{Operator: b.Name, Subtask: b.Subtask, Err: e, Stack: string(debug.Stack())}
+		*err = &engine.OperatorError{Operator: b.Name, Subtask: b.Subtask, Err: e, Stack: string(debug.Stack())}
 		return
 	}
 	if *err != nil {
-		var oe *runtime.OperatorError
+		var oe *engine.OperatorError
 		if !errors.As(*err, &oe) {
-			*err = &runtime.OperatorError{Operator: b.Name, Subtask: b.Subtask, Err: *err}
+			*err = &engine.OperatorError{Operator: b.Name, Subtask: b.Subtask, Err: *err}
 		}
 	}
 }
 
 // ForwardControl passes watermarks, statuses and the end of input on.
 type ForwardControl[OUT any] struct {
-	Out *runtime.Output[OUT]
+	Out *engine.Output[OUT]
 }
 
-// ProcessWatermark implements runtime.Input.
+// ProcessWatermark implements engine.Input.
 func (f ForwardControl[OUT]) ProcessWatermark(wm int64) error { return f.Out.EmitWatermark(wm) }
 
-// ProcessStatus implements runtime.Input.
+// ProcessStatus implements engine.Input.
 func (f ForwardControl[OUT]) ProcessStatus(idle bool) error { return f.Out.EmitStatus(idle) }
 
-// EndInput implements runtime.Input.
+// EndInput implements engine.Input.
 func (f ForwardControl[OUT]) EndInput() error { return f.Out.End() }
 
 // FilterGuard is embedded by the operators that implement FilteredInput:
@@ -93,7 +93,7 @@ func (g *FilterGuard) CatchFiltered(err *error, own, filter *Base) {
 // at a time (as Flink's chained operators). It returns how many records
 // were kept; filter names the filter in a panic of the predicate.
 type FilteredInput[T any] interface {
-	ProcessFiltered(recs []runtime.Record[T], keep func(T) bool, filter *Base) (kept int, err error)
+	ProcessFiltered(recs []engine.Record[T], keep func(T) bool, filter *Base) (kept int, err error)
 }
 
 // Map applies F to every record.
@@ -105,7 +105,7 @@ type Map[IN, OUT any] struct {
 }
 
 // ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
-func (o *Map[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *Base) (kept int, err error) {
+func (o *Map[IN, OUT]) ProcessFiltered(recs []engine.Record[IN], keep func(IN) bool, filter *Base) (kept int, err error) {
 	defer o.CatchFiltered(&err, &o.Base, filter)
 	out, f := o.Out, o.F
 	for len(recs) > 0 {
@@ -114,7 +114,7 @@ func (o *Map[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) 
 		for ; i < len(recs) && k < len(dst); i++ {
 			r := &recs[i]
 			if KeepOne(&o.FilterGuard, keep, r.Value) {
-				dst[k] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
+				dst[k] = engine.Record[OUT]{Value: f(r.Value), TS: r.TS}
 				k++
 			}
 		}
@@ -125,15 +125,15 @@ func (o *Map[IN, OUT]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) 
 	return kept, out.Err()
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *Map[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *Map[IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.Catch(&err)
 	out, f := o.Out, o.F
 	for len(recs) > 0 {
 		dst := out.Space()
 		n := min(len(dst), len(recs))
 		for i, r := range recs[:n] {
-			dst[i] = runtime.Record[OUT]{Value: f(r.Value), TS: r.TS}
+			dst[i] = engine.Record[OUT]{Value: f(r.Value), TS: r.TS}
 		}
 		out.Advance(n)
 		recs = recs[n:]
@@ -152,8 +152,8 @@ type Filter[T any] struct {
 	checked bool
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *Filter[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *Filter[T]) ProcessBatch(recs []engine.Record[T]) (err error) {
 	if !o.checked {
 		o.next, _ = o.Out.Target().(FilteredInput[T])
 		o.checked = true
@@ -179,7 +179,7 @@ func (o *Filter[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 }
 
 // handOn hands recs and the predicate to the next operator.
-func (o *Filter[T]) handOn(recs []runtime.Record[T]) error {
+func (o *Filter[T]) handOn(recs []engine.Record[T]) error {
 	if err := o.Out.Flush(); err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (o *Filter[T]) handOn(recs []runtime.Record[T]) error {
 
 // Collector emits with the timestamp TS chosen by the operator.
 type Collector[T any] struct {
-	Out *runtime.Output[T]
+	Out *engine.Output[T]
 	TS  int64
 }
 
@@ -210,7 +210,7 @@ type FlatMap[IN, OUT, C any] struct {
 }
 
 // ProcessFiltered is ProcessBatch on the records of recs that keep keeps.
-func (o *FlatMap[IN, OUT, C]) ProcessFiltered(recs []runtime.Record[IN], keep func(IN) bool, filter *Base) (kept int, err error) {
+func (o *FlatMap[IN, OUT, C]) ProcessFiltered(recs []engine.Record[IN], keep func(IN) bool, filter *Base) (kept int, err error) {
 	defer o.CatchFiltered(&err, &o.Base, filter)
 	for i := range recs {
 		r := &recs[i]
@@ -226,8 +226,8 @@ func (o *FlatMap[IN, OUT, C]) ProcessFiltered(recs []runtime.Record[IN], keep fu
 	return kept, o.Out.Err()
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *FlatMap[IN, OUT, C]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *FlatMap[IN, OUT, C]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.Catch(&err)
 	for i := range recs {
 		o.Col.TS = recs[i].TS

@@ -4,22 +4,22 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/internal/deadletter"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Failing handles the errors a function returns for records of type T:
 // it fails the job, or emits a dead letter.
 type Failing[T any] struct {
 	Base
-	dead   runtime.OutputPort // nil: fail the job (or nobody reads the dead letters)
-	tag    bool               // dead letters were asked for
+	dead   engine.OutputPort // nil: fail the job (or nobody reads the dead letters)
+	tag    bool              // dead letters were asked for
 	letter func(v T, ts int64, err error, operator string) any
 }
 
 // NewFailing returns the error handling of the operator bc builds: with
 // deadTag "" an error fails the job, else letter makes the dead letter
 // emitted to the side output deadTag.
-func NewFailing[T any](bc *runtime.BuildContext, deadTag string, letter func(v T, ts int64, err error, operator string) any) Failing[T] {
+func NewFailing[T any](bc *engine.BuildContext, deadTag string, letter func(v T, ts int64, err error, operator string) any) Failing[T] {
 	f := Failing[T]{Base: NewBase(bc), tag: deadTag != "", letter: letter}
 	if f.tag {
 		f.dead = bc.Side(deadTag)
@@ -49,8 +49,8 @@ type MapErr[IN, OUT any] struct {
 	F func(IN) (OUT, error)
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *MapErr[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *MapErr[IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.Catch(&err)
 	out, f := o.Out, o.F
 	for len(recs) > 0 {
@@ -65,7 +65,7 @@ func (o *MapErr[IN, OUT]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
 				}
 				continue
 			}
-			dst[k] = runtime.Record[OUT]{Value: v, TS: r.TS}
+			dst[k] = engine.Record[OUT]{Value: v, TS: r.TS}
 			k++
 		}
 		out.Advance(k)
@@ -83,8 +83,8 @@ type FlatMapErr[IN, OUT, C any] struct {
 	C   C
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *FlatMapErr[IN, OUT, C]) ProcessBatch(recs []runtime.Record[IN]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *FlatMapErr[IN, OUT, C]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.Catch(&err)
 	for i := range recs {
 		o.Col.TS = recs[i].TS

@@ -13,7 +13,7 @@ import (
 	"maps"
 	"reflect"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
 )
@@ -62,7 +62,7 @@ func (b *Map[K, V]) encode() ([]byte, error) {
 }
 
 // Snapshot encodes every broadcast state (and restored ones not used yet).
-func (s *Store) Snapshot() (runtime.OperatorSnapshot, error) {
+func (s *Store) Snapshot() (engine.OperatorSnapshot, error) {
 	all := map[string][]byte{}
 	for name, data := range s.restored {
 		all[name] = data
@@ -70,7 +70,7 @@ func (s *Store) Snapshot() (runtime.OperatorSnapshot, error) {
 	for name, m := range s.maps {
 		data, err := m.(encodedMap).encode()
 		if err != nil {
-			return runtime.OperatorSnapshot{}, fmt.Errorf("broadcast state %q: %w", name, err)
+			return engine.OperatorSnapshot{}, fmt.Errorf("broadcast state %q: %w", name, err)
 		}
 		all[name] = data
 	}
@@ -87,14 +87,14 @@ func (s *Store) Snapshot() (runtime.OperatorSnapshot, error) {
 	}
 	var sb bytes.Buffer
 	if err := gob.NewEncoder(&sb).Encode(schemas); err != nil {
-		return runtime.OperatorSnapshot{}, err
+		return engine.OperatorSnapshot{}, err
 	}
 	all[schemasEntry] = sb.Bytes()
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(all); err != nil {
-		return runtime.OperatorSnapshot{}, err
+		return engine.OperatorSnapshot{}, err
 	}
-	return runtime.OperatorSnapshot{State: buf.Bytes()}, nil
+	return engine.OperatorSnapshot{State: buf.Bytes()}, nil
 }
 
 // New makes a subtask's store of the declared states names (their map
@@ -104,7 +104,7 @@ func (s *Store) Snapshot() (runtime.OperatorSnapshot, error) {
 // The schema each restored map recorded is resolved against its
 // declared type before the job runs (gob reads struct fields by name; a
 // changed type is refused with a state.IncompatibleError).
-func New(names map[string]reflect.Type, r *runtime.Restored) (*Store, error) {
+func New(names map[string]reflect.Type, r *engine.Restored) (*Store, error) {
 	s := &Store{declared: names, maps: map[string]any{}}
 	if r != nil && len(r.State) > 0 {
 		if err := gob.NewDecoder(bytes.NewReader(r.State)).Decode(&s.restored); err != nil {

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/state"
 )
 
@@ -42,7 +42,7 @@ func TestBroadcastStateSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	restore := func(d state.Named, data []byte) (*Store, error) {
-		return New(map[string]reflect.Type{"rules": MapType(d)}, &runtime.Restored{State: data})
+		return New(map[string]reflect.Type{"rules": MapType(d)}, &engine.Restored{State: data})
 	}
 
 	d2 := state.Map[string, ruleV1Reordered]("rules")

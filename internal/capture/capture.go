@@ -1,5 +1,5 @@
 // Package capture turns what one subtask's head operator is given (a
-// runtime.Capturer's calls) into a scenario file of the conformance
+// engine.Capturer's calls) into a scenario file of the conformance
 // format (docs/scenario-format.md): `weir record` takes one from a
 // live job and `weir scenario` replays it offline.
 //
@@ -24,11 +24,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
-// Recorder is a runtime.Capturer that writes a scenario file. It is safe
+// Recorder is a engine.Capturer that writes a scenario file. It is safe
 // for concurrent use: the task goroutine captures, another reads.
 type Recorder struct {
 	mu      sync.Mutex
@@ -92,10 +92,10 @@ func eventLine(e watermark.Event) string {
 	return fmt.Sprintf("wm %d", e.Watermark)
 }
 
-// Begin implements runtime.Capturer: it writes the preamble that restores
+// Begin implements engine.Capturer: it writes the preamble that restores
 // the channels' state, with the outputs the engine's valves and combiner
 // give it.
-func (r *Recorder) Begin(inputs []runtime.CaptureInput) {
+func (r *Recorder) Begin(inputs []engine.CaptureInput) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.began = true
@@ -139,7 +139,7 @@ func (r *Recorder) add(line string, now int64) bool {
 	return true
 }
 
-// Record implements runtime.Capturer.
+// Record implements engine.Capturer.
 func (r *Recorder) Record(input, ch int, key, value string, ts, now int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -150,14 +150,14 @@ func (r *Recorder) Record(input, ch int, key, value string, ts, now int64) {
 	}
 }
 
-// Watermark implements runtime.Capturer.
+// Watermark implements engine.Capturer.
 func (r *Recorder) Watermark(input, ch int, wm, now int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.add(fmt.Sprintf("%s wm %d", chanName(input, ch), wm), now)
 }
 
-// Status implements runtime.Capturer.
+// Status implements engine.Capturer.
 func (r *Recorder) Status(input, ch int, idle bool, now int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -168,7 +168,7 @@ func (r *Recorder) Status(input, ch int, idle bool, now int64) {
 	r.add(chanName(input, ch)+" "+s, now)
 }
 
-// Output implements runtime.Capturer: the event belongs to the last input
+// Output implements engine.Capturer: the event belongs to the last input
 // line.
 func (r *Recorder) Output(e watermark.Event) {
 	r.mu.Lock()
@@ -215,16 +215,16 @@ func (r *Recorder) Scenario() []byte {
 
 // simulator runs the engine's valves and combiner over the preamble.
 type simulator struct {
-	gates []*runtime.Gate[struct{}]
+	gates []*engine.Gate[struct{}]
 	out   *sink
 }
 
 // sink collects what the simulated operator is given.
 type sink struct{ events []string }
 
-func (s *sink) ProcessBatch([]runtime.Record[struct{}]) error  { return nil }
-func (s *sink) ProcessBatch1([]runtime.Record[struct{}]) error { return nil }
-func (s *sink) ProcessBatch2([]runtime.Record[struct{}]) error { return nil }
+func (s *sink) ProcessBatch([]engine.Record[struct{}]) error  { return nil }
+func (s *sink) ProcessBatch1([]engine.Record[struct{}]) error { return nil }
+func (s *sink) ProcessBatch2([]engine.Record[struct{}]) error { return nil }
 func (s *sink) ProcessWatermark(wm int64) error {
 	s.events = append(s.events, eventLine(watermark.Event{Watermark: wm}))
 	return nil
@@ -240,11 +240,11 @@ func (s *sink) EndInput2() error { return nil }
 func newSimulator(inputs, chans int) *simulator {
 	s := &simulator{out: &sink{}}
 	if inputs == 2 {
-		a := runtime.NewTwoInputAdapter[struct{}, struct{}](s.out)
-		s.gates = []*runtime.Gate[struct{}]{runtime.NewGate(chans, a.First()), runtime.NewGate(chans, a.Second())}
+		a := engine.NewTwoInputAdapter[struct{}, struct{}](s.out)
+		s.gates = []*engine.Gate[struct{}]{engine.NewGate(chans, a.First()), engine.NewGate(chans, a.Second())}
 		return s
 	}
-	s.gates = []*runtime.Gate[struct{}]{runtime.NewGate[struct{}](chans, s.out)}
+	s.gates = []*engine.Gate[struct{}]{engine.NewGate[struct{}](chans, s.out)}
 	return s
 }
 

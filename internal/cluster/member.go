@@ -18,7 +18,7 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/clusterjob"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Config is a cluster member's configuration: the job's Spec and the
@@ -404,11 +404,11 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 	defer prod.close()
 	var runningAt atomic.Int64 // set when the plan starts
 	firstDone := false
-	rc.Task = &runtime.ClusterTask{ID: t.id, Index: t.index, Count: t.st.tasks, Producer: prod}
-	rc.Checkpoint = &runtime.CheckpointConfig{
+	rc.Task = &engine.ClusterTask{ID: t.id, Index: t.index, Count: t.st.tasks, Producer: prod}
+	rc.Checkpoint = &engine.CheckpointConfig{
 		Interval: m.cfg.Interval, Timeout: m.cfg.Timeout, ExactlyOnce: true,
 		FirstID: max(committed, last), Logger: log,
-		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
+		Persist: func(ctx context.Context, id int64, acks []engine.TaskAck) error {
 			if err := m.cfg.Store.Save(ctx, t.id, id, acks); err != nil {
 				return err
 			}
@@ -437,7 +437,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 		}
 		cancel(err)
 	}
-	plan, err := runtime.BuildPlan(pctx, m.taskPlanNodes(t.st), rc)
+	plan, err := engine.BuildPlan(pctx, m.taskPlanNodes(t.st), rc)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", t.id, err)
 	}
@@ -460,7 +460,7 @@ func (m *member) attempt(ctx context.Context, t taskRef, log *slog.Logger) error
 // committed records that task t committed checkpoint id with its inputs
 // at positions in; the first commit of an attempt (since is when its plan
 // started) is logged with the time since: the catch-up after a move.
-func (m *member) committed(t taskRef, log *slog.Logger, id int64, in []runtime.PartitionOffset, first bool, since int64) {
+func (m *member) committed(t taskRef, log *slog.Logger, id int64, in []engine.PartitionOffset, first bool, since int64) {
 	now := m.cfg.Runtime.Clock.NowMillis()
 	updateTask(m.cfg.Owned, t, func(ti *TaskInfo) {
 		ti.Committed, ti.CommittedAt, ti.Inputs = id, now, in

@@ -7,25 +7,25 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // inputPositions returns the positions of a task's inputs in the
 // snapshots of one checkpoint: the Kafka sources' (their encoded splits
 // and positions) and the repartition readers'.
-func (m *member) inputPositions(t taskRef, acks []runtime.TaskAck) []runtime.PartitionOffset {
-	sources := map[string]runtime.ClusterSource{}
+func (m *member) inputPositions(t taskRef, acks []engine.TaskAck) []engine.PartitionOffset {
+	sources := map[string]engine.ClusterSource{}
 	for _, n := range t.st.nodes {
-		if cs, ok := n.Connector.(runtime.ClusterSource); ok && n.Kind == runtime.KindSource {
-			sources[runtime.UIDOf(n)] = cs
+		if cs, ok := n.Connector.(engine.ClusterSource); ok && n.Kind == engine.KindSource {
+			sources[engine.UIDOf(n)] = cs
 		}
 	}
-	var out []runtime.PartitionOffset
+	var out []engine.PartitionOffset
 	for _, a := range acks {
 		for _, op := range a.Ops {
 			if topic, ok := strings.CutPrefix(op.UID, remoteInUID); ok {
-				if next, err := runtime.DecodeRemoteReaderOffset(op.State); err == nil {
-					out = append(out, runtime.PartitionOffset{Topic: topic, Partition: int32(t.index), Offset: next})
+				if next, err := engine.DecodeRemoteReaderOffset(op.State); err == nil {
+					out = append(out, engine.PartitionOffset{Topic: topic, Partition: int32(t.index), Offset: next})
 				}
 				continue
 			}
@@ -33,14 +33,14 @@ func (m *member) inputPositions(t taskRef, acks []runtime.TaskAck) []runtime.Par
 			if cs == nil || len(op.State) == 0 {
 				continue
 			}
-			splits, pos, err := runtime.DecodeSourceState(op.State)
+			splits, pos, err := engine.DecodeSourceState(op.State)
 			if err != nil {
 				continue
 			}
 			if offs, err := cs.SplitOffsets(splits, pos); err == nil {
 				for topic, parts := range offs {
 					for p, off := range parts {
-						out = append(out, runtime.PartitionOffset{Topic: topic, Partition: p, Offset: off})
+						out = append(out, engine.PartitionOffset{Topic: topic, Partition: p, Offset: off})
 					}
 				}
 			}
@@ -56,7 +56,7 @@ func (m *member) inputPositions(t taskRef, acks []runtime.TaskAck) []runtime.Par
 		return out[i].Offset < out[j].Offset
 	})
 	// Two sources of one topic in a task: keep the smaller position.
-	return slices.CompactFunc(out, func(a, b runtime.PartitionOffset) bool {
+	return slices.CompactFunc(out, func(a, b engine.PartitionOffset) bool {
 		return a.Topic == b.Topic && a.Partition == b.Partition
 	})
 }
@@ -71,7 +71,7 @@ const maxPointerMetadata = 3500
 
 // pointerMetadata is the metadata of a task's committed checkpoint
 // pointer: "weir checkpoint ID task TASK in TOPIC:P=NEXT,...".
-func pointerMetadata(id int64, task string, in []runtime.PartitionOffset) string {
+func pointerMetadata(id int64, task string, in []engine.PartitionOffset) string {
 	meta := "weir checkpoint " + strconv.FormatInt(id, 10) + " task " + task
 	if len(in) == 0 {
 		return meta
@@ -93,7 +93,7 @@ func pointerMetadata(id int64, task string, in []runtime.PartitionOffset) string
 
 // parsePointerMetadata returns the task and input positions of a
 // pointer's metadata (ok false: not a Weir pointer).
-func parsePointerMetadata(meta string) (task string, in []runtime.PartitionOffset, ok bool) {
+func parsePointerMetadata(meta string) (task string, in []engine.PartitionOffset, ok bool) {
 	_, rest, ok := strings.Cut(meta, " task ")
 	if !ok {
 		return "", nil, false
@@ -108,7 +108,7 @@ func parsePointerMetadata(meta string) (task string, in []runtime.PartitionOffse
 		p, err1 := strconv.ParseInt(tp[i+1:], 10, 32)
 		o, err2 := strconv.ParseInt(off, 10, 64)
 		if err1 == nil && err2 == nil {
-			in = append(in, runtime.PartitionOffset{Topic: tp[:i], Partition: int32(p), Offset: o})
+			in = append(in, engine.PartitionOffset{Topic: tp[:i], Partition: int32(p), Offset: o})
 		}
 	}
 	return task, in, true

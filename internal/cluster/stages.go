@@ -17,25 +17,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // stage is the part of the job between Kafka topics.
 type stage struct {
 	idx   int
-	name  string          // "s<first node id>", stable across runs of the same program
-	nodes []*runtime.Node // in the job's (topological) order
-	tasks int             // partitions: the stage's task count
-	base  int             // the global index of its task 0 (partition of the tasks topic)
+	name  string         // "s<first node id>", stable across runs of the same program
+	nodes []*engine.Node // in the job's (topological) order
+	tasks int            // partitions: the stage's task count
+	base  int            // the global index of its task 0 (partition of the tasks topic)
 
-	sources []runtime.ClusterInput
+	sources []engine.ClusterInput
 	ins     []*cut // repartition topics read
 	outs    []*cut // repartition topics written
 }
 
 // cut is a keyed edge between two stages: a repartition topic.
 type cut struct {
-	edge     *runtime.Edge
+	edge     *engine.Edge
 	from, to *stage
 	topic    string
 }
@@ -46,11 +46,11 @@ type cut struct {
 // global one, or any other into an operator of parallelism 1 from a wider
 // one: SetParallelism(1), windowAll). Other edges (forward, rebalance,
 // rescale, shuffle) stay in the task: both ends run once per task.
-func isCut(e *runtime.Edge) bool {
+func isCut(e *engine.Edge) bool {
 	switch e.Partition {
-	case runtime.PartitionHash:
+	case engine.PartitionHash:
 		return !e.Prepartitioned
-	case runtime.PartitionGlobal, runtime.PartitionCustom:
+	case engine.PartitionGlobal, engine.PartitionCustom:
 		return true
 	}
 	return narrowing(e)
@@ -59,13 +59,13 @@ func isCut(e *runtime.Edge) bool {
 // narrowing reports whether e feeds an operator of parallelism 1 from a
 // wider one: one instance of it sees the whole stream, so in a cluster it
 // runs in a stage of one task.
-func narrowing(e *runtime.Edge) bool {
-	return e.To.Parallelism == 1 && e.From.Parallelism > 1 && e.Partition != runtime.PartitionBroadcast
+func narrowing(e *engine.Edge) bool {
+	return e.To.Parallelism == 1 && e.From.Parallelism > 1 && e.Partition != engine.PartitionBroadcast
 }
 
 // single reports whether the cut gathers its stream into one task.
 func (c *cut) single() bool {
-	return c.edge.Partition == runtime.PartitionGlobal || narrowing(c.edge)
+	return c.edge.Partition == engine.PartitionGlobal || narrowing(c.edge)
 }
 
 var topicChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
@@ -77,10 +77,10 @@ func topicName(parts ...string) string {
 
 // cutStages splits the job into stages: nodes joined by edges that are not
 // cuts form one stage.
-func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
-	parent := map[*runtime.Node]*runtime.Node{}
-	var find func(n *runtime.Node) *runtime.Node
-	find = func(n *runtime.Node) *runtime.Node {
+func cutStages(job string, nodes []*engine.Node) ([]*stage, []*cut, error) {
+	parent := map[*engine.Node]*engine.Node{}
+	var find func(n *engine.Node) *engine.Node
+	find = func(n *engine.Node) *engine.Node {
 		if p, ok := parent[n]; ok && p != n {
 			r := find(p)
 			parent[n] = r
@@ -92,7 +92,7 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 	for _, n := range nodes {
 		find(n)
 		for _, e := range n.Inputs {
-			if e.Partition == runtime.PartitionBroadcast {
+			if e.Partition == engine.PartitionBroadcast {
 				return nil, nil, fmt.Errorf("operator %q: a broadcast input (broadcast state, BroadcastPartition) cannot run in a cluster yet: every task of the operator would need every record of %q; run the job in one process, or key both inputs (ConnectKeyed) so that each task gets its share", n.Name, e.From.Name)
 			}
 			if !isCut(e) {
@@ -100,9 +100,9 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 			}
 		}
 	}
-	byRoot := map[*runtime.Node]*stage{}
+	byRoot := map[*engine.Node]*stage{}
 	var stages []*stage
-	of := map[*runtime.Node]*stage{}
+	of := map[*engine.Node]*stage{}
 	for _, n := range nodes {
 		r := find(n)
 		st := byRoot[r]
@@ -121,7 +121,7 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 				continue
 			}
 			c := &cut{edge: e, from: of[e.From], to: of[n],
-				topic: topicName(job, runtime.UIDOf(n), fmt.Sprint(e.Input), "repartition")}
+				topic: topicName(job, engine.UIDOf(n), fmt.Sprint(e.Input), "repartition")}
 			c.from.outs = append(c.from.outs, c)
 			c.to.ins = append(c.to.ins, c)
 			cuts = append(cuts, c)
@@ -129,10 +129,10 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 	}
 	for _, st := range stages {
 		for _, n := range st.nodes {
-			if n.Kind != runtime.KindSource {
+			if n.Kind != engine.KindSource {
 				continue
 			}
-			cs, ok := n.Connector.(runtime.ClusterSource)
+			cs, ok := n.Connector.(engine.ClusterSource)
 			if !ok {
 				return nil, nil, fmt.Errorf("source %q: %T cannot run in a cluster; a cluster reads Kafka sources (connector/kafka), whose partitions are its tasks", n.Name, n.Connector)
 			}
@@ -140,7 +140,7 @@ func cutStages(job string, nodes []*runtime.Node) ([]*stage, []*cut, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("source %q: %w", n.Name, err)
 			}
-			st.sources = append(st.sources, runtime.ClusterInput{Brokers: brokers, Topics: topics})
+			st.sources = append(st.sources, engine.ClusterInput{Brokers: brokers, Topics: topics})
 		}
 	}
 	if err := checkCopartitioned(stages); err != nil {
@@ -157,14 +157,14 @@ func checkCopartitioned(stages []*stage) error {
 	// from reports whether n's records come from a source topic of its
 	// stage and whether from a repartition topic.
 	type origin struct{ source, repartition bool }
-	memo := map[*runtime.Node]origin{}
-	var from func(n *runtime.Node) origin
-	from = func(n *runtime.Node) origin {
+	memo := map[*engine.Node]origin{}
+	var from func(n *engine.Node) origin
+	from = func(n *engine.Node) origin {
 		if o, ok := memo[n]; ok {
 			return o
 		}
 		var o origin
-		if n.Kind == runtime.KindSource {
+		if n.Kind == engine.KindSource {
 			o.source = true
 		}
 		for _, e := range n.Inputs {
@@ -180,11 +180,11 @@ func checkCopartitioned(stages []*stage) error {
 	}
 	for _, st := range stages {
 		for _, n := range st.nodes {
-			var pre, cutIn *runtime.Edge
+			var pre, cutIn *engine.Edge
 			var preFrom origin
 			for _, e := range n.Inputs {
 				switch {
-				case e.Partition == runtime.PartitionHash && e.Prepartitioned:
+				case e.Partition == engine.PartitionHash && e.Prepartitioned:
 					o := from(e.From)
 					preFrom.source, preFrom.repartition = preFrom.source || o.source, preFrom.repartition || o.repartition
 					pre = e
@@ -286,7 +286,7 @@ func allSingle(cs []*cut) bool {
 	return len(cs) > 0
 }
 
-func nodeNames(ns []*runtime.Node) string {
+func nodeNames(ns []*engine.Node) string {
 	var s []string
 	for _, n := range ns {
 		s = append(s, n.Name)
@@ -297,26 +297,26 @@ func nodeNames(ns []*runtime.Node) string {
 // taskPlanNodes returns the nodes of one task of st: every node of the
 // stage once, a remote reader for every repartition topic read and a
 // remote writer for every one written.
-func (m *member) taskPlanNodes(st *stage) []*runtime.Node {
-	clones := map[*runtime.Node]*runtime.Node{}
-	var out []*runtime.Node
+func (m *member) taskPlanNodes(st *stage) []*engine.Node {
+	clones := map[*engine.Node]*engine.Node{}
+	var out []*engine.Node
 	nextID := 1 << 30
 	for _, c := range st.ins {
 		nextID++
 		topic := c.topic
-		r := c.edge.NewRemoteReader(runtime.RemoteReaderSpec{
+		r := c.edge.NewRemoteReader(engine.RemoteReaderSpec{
 			Name: "RemoteReader " + topic, UID: remoteInUID + topic, Topic: topic, Channels: c.from.tasks,
-			NewFetcher: func(p int, from int64) (runtime.RemoteFetcher, error) { return m.newFetcher(topic, p, from) },
+			NewFetcher: func(p int, from int64) (engine.RemoteFetcher, error) { return m.newFetcher(topic, p, from) },
 		})
 		r.ID = nextID
 		out = append(out, r)
 	}
-	readers := map[*runtime.Edge]*runtime.Node{}
+	readers := map[*engine.Edge]*engine.Node{}
 	for i, c := range st.ins {
 		readers[c.edge] = out[i]
 	}
 	for _, n := range st.nodes {
-		c := runtime.CloneNode(n)
+		c := engine.CloneNode(n)
 		clones[n] = c
 		out = append(out, c)
 	}
@@ -331,7 +331,7 @@ func (m *member) taskPlanNodes(st *stage) []*runtime.Node {
 	}
 	for _, c := range st.outs {
 		nextID++
-		w := c.edge.NewRemoteWriter(runtime.RemoteWriterSpec{
+		w := c.edge.NewRemoteWriter(engine.RemoteWriterSpec{
 			Name: "RemoteWriter " + c.topic, UID: "cluster-out-" + c.topic, Topic: c.topic, Partitions: c.to.tasks,
 		})
 		w.ID = nextID

@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
-// taskProducer is a task's transactional producer (runtime.TaskProducer).
+// taskProducer is a task's transactional producer (engine.TaskProducer).
 // Between an operator's barrier (PreCommit) and the commit of that
 // checkpoint's transaction, the operator's records are held back, so that
 // a transaction holds exactly the output before its checkpoint. What is
@@ -71,8 +71,8 @@ func (p *taskProducer) sendErr() error {
 	return p.err
 }
 
-// NewWriter implements runtime.TaskProducer.
-func (p *taskProducer) NewWriter(operator string) runtime.TxnWriter {
+// NewWriter implements engine.TaskProducer.
+func (p *taskProducer) NewWriter(operator string) engine.TxnWriter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := &txnWriter{p: p, name: operator}
@@ -87,7 +87,7 @@ type txnWriter struct {
 	held    []*kgo.Record
 }
 
-func toKgo(r *runtime.KafkaRecord) *kgo.Record {
+func toKgo(r *engine.KafkaRecord) *kgo.Record {
 	kr := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
 	if r.Timestamp != 0 {
 		kr.Timestamp = time.UnixMilli(r.Timestamp)
@@ -98,10 +98,10 @@ func toKgo(r *runtime.KafkaRecord) *kgo.Record {
 	return kr
 }
 
-// Produce implements runtime.TxnWriter.
-func (w *txnWriter) Produce(r *runtime.KafkaRecord) error { return w.produce(toKgo(r)) }
+// Produce implements engine.TxnWriter.
+func (w *txnWriter) Produce(r *engine.KafkaRecord) error { return w.produce(toKgo(r)) }
 
-// ProduceClient implements runtime.TxnWriter: rec is a *kgo.Record.
+// ProduceClient implements engine.TxnWriter: rec is a *kgo.Record.
 func (w *txnWriter) ProduceClient(rec any) error {
 	kr, ok := rec.(*kgo.Record)
 	if !ok {
@@ -134,7 +134,7 @@ func (w *txnWriter) produce(kr *kgo.Record) error {
 	return nil
 }
 
-// PreCommit implements runtime.TxnWriter: the records written from now on
+// PreCommit implements engine.TxnWriter: the records written from now on
 // wait for the checkpoint's commit (commit) or abandonment (abandon).
 func (w *txnWriter) PreCommit(int64) error {
 	p := w.p
@@ -163,7 +163,7 @@ func recordBytes(r *kgo.Record) int { return len(r.Key) + len(r.Value) + 64 }
 // commit commits the transaction of checkpoint id (whose snapshot is
 // stored) with the pointer to it, and opens the next one with the records
 // held since the barrier.
-func (p *taskProducer) commit(ctx context.Context, id int64, in []runtime.PartitionOffset) error {
+func (p *taskProducer) commit(ctx context.Context, id int64, in []engine.PartitionOffset) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cl.Produce(ctx, &kgo.Record{Topic: p.cpTopic, Partition: p.glob, Key: []byte(p.task), Value: []byte(strconv.FormatInt(id, 10))}, p.promise)
@@ -189,7 +189,7 @@ func (p *taskProducer) commit(ctx context.Context, id int64, in []runtime.Partit
 // commitPointer adds the pointer group's offset to the transaction: the
 // offset of the task's partition of the tasks topic is the checkpoint id,
 // its metadata names the task and the positions of its inputs in.
-func (p *taskProducer) commitPointer(ctx context.Context, id int64, in []runtime.PartitionOffset) error {
+func (p *taskProducer) commitPointer(ctx context.Context, id int64, in []engine.PartitionOffset) error {
 	pid, epoch, err := p.cl.ProducerID(ctx)
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ type fetcher struct {
 	topic string
 }
 
-func (m *member) newFetcher(topic string, partition int, from int64) (runtime.RemoteFetcher, error) {
+func (m *member) newFetcher(topic string, partition int, from int64) (engine.RemoteFetcher, error) {
 	off := kgo.NewOffset().AtStart()
 	if from >= 0 {
 		off = kgo.NewOffset().At(from)
@@ -275,8 +275,8 @@ func (m *member) newFetcher(topic string, partition int, from int64) (runtime.Re
 	return &fetcher{cl: cl, topic: topic}, nil
 }
 
-// Fetch implements runtime.RemoteFetcher.
-func (f *fetcher) Fetch(ctx context.Context) ([]runtime.FetchedRecord, error) {
+// Fetch implements engine.RemoteFetcher.
+func (f *fetcher) Fetch(ctx context.Context) ([]engine.FetchedRecord, error) {
 	fs := f.cl.PollFetches(ctx)
 	if ctx.Err() != nil {
 		return nil, nil
@@ -287,11 +287,11 @@ func (f *fetcher) Fetch(ctx context.Context) ([]runtime.FetchedRecord, error) {
 			err = e
 		}
 	})
-	var out []runtime.FetchedRecord
+	var out []engine.FetchedRecord
 	fs.EachRecord(func(r *kgo.Record) {
-		fr := runtime.FetchedRecord{Offset: r.Offset, Value: r.Value}
+		fr := engine.FetchedRecord{Offset: r.Offset, Value: r.Value}
 		for _, h := range r.Headers {
-			if h.Key == runtime.RemoteHeader {
+			if h.Key == engine.RemoteHeader {
 				fr.Header = h.Value
 			}
 		}
@@ -300,7 +300,7 @@ func (f *fetcher) Fetch(ctx context.Context) ([]runtime.FetchedRecord, error) {
 	return out, err
 }
 
-// Close implements runtime.RemoteFetcher.
+// Close implements engine.RemoteFetcher.
 func (f *fetcher) Close() error {
 	f.cl.Close()
 	return nil

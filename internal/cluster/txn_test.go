@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // TestHeldRecordsBounded: after a barrier, a writer holds its records
@@ -24,7 +24,7 @@ func TestHeldRecordsBounded(t *testing.T) {
 	p := newTaskProducer(cl, "txn", "g", "tasks", "cps", 0, "s1-0")
 	p.maxHeld = 10 * (100 + 64)
 	w := p.NewWriter("op")
-	rec := &runtime.KafkaRecord{Topic: "out", Value: make([]byte, 100)}
+	rec := &engine.KafkaRecord{Topic: "out", Value: make([]byte, 100)}
 	if err := w.PreCommit(1); err != nil {
 		t.Fatal(err)
 	}

@@ -13,16 +13,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Store keeps the checkpoints of every task in the store all instances
 // share.
 type Store interface {
 	// Save stores checkpoint id of task.
-	Save(ctx context.Context, task string, id int64, acks []runtime.TaskAck) error
+	Save(ctx context.Context, task string, id int64, acks []engine.TaskAck) error
 	// Load returns checkpoint id of task: per operator UID, its snapshots.
-	Load(ctx context.Context, task string, id int64) (map[string][]runtime.OperatorSnapshot, error)
+	Load(ctx context.Context, task string, id int64) (map[string][]engine.OperatorSnapshot, error)
 	// LastID returns the largest checkpoint id stored for task (0: none).
 	LastID(ctx context.Context, task string) (int64, error)
 	// Committed is told that checkpoint id of task is committed: the
@@ -40,11 +40,11 @@ type Spec struct {
 	// same name.
 	Job string
 	// Nodes is the job graph, as one process would run it.
-	Nodes []*runtime.Node
+	Nodes []*engine.Node
 	// Runtime holds the plan settings (max parallelism, batch size,
 	// credits, chaining, clock); Checkpoint, Restore and Task are set per
 	// task.
-	Runtime runtime.Config
+	Runtime engine.Config
 	// Interval and Timeout are the checkpoint interval (the latency of a
 	// repartition topic and of the output) and timeout.
 	Interval, Timeout time.Duration
@@ -102,10 +102,10 @@ type TaskInfo struct {
 	// Inputs are the positions (the next offset to read) of the task's
 	// input partitions in its last committed checkpoint: source topics
 	// and repartition topics.
-	Inputs []runtime.PartitionOffset
+	Inputs []engine.PartitionOffset
 	// Plan is the running attempt's plan (nil while restoring): its
 	// tasks' metrics are the task's.
-	Plan *runtime.Plan
+	Plan *engine.Plan
 }
 
 // Owned holds the tasks an instance owns now, for its REST API and

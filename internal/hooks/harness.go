@@ -1,6 +1,6 @@
 package hooks
 
-import "github.com/weirstream/weir/internal/runtime"
+import "github.com/weirstream/weir/internal/engine"
 
 // HarnessEventKind tells what a harness event is (weirtest.EventKind has the
 // same values).
@@ -46,7 +46,7 @@ type HarnessEnv interface {
 	// reports its records to rec as HarnessSide events.
 	CaptureSide(ds any, tag any, rec func(HarnessEvent)) error
 	// Plan plans the job built so far.
-	Plan() (*runtime.Plan, error)
+	Plan() (*engine.Plan, error)
 }
 
 // CaptureOp reports what reaches a harness output to Rec: the records
@@ -57,8 +57,8 @@ type CaptureOp[T any] struct {
 	Tag string
 }
 
-// ProcessBatch implements runtime.Input.
-func (c *CaptureOp[T]) ProcessBatch(recs []runtime.Record[T]) error {
+// ProcessBatch implements engine.Input.
+func (c *CaptureOp[T]) ProcessBatch(recs []engine.Record[T]) error {
 	kind := HarnessRecord
 	if c.Tag != "" {
 		kind = HarnessSide
@@ -69,7 +69,7 @@ func (c *CaptureOp[T]) ProcessBatch(recs []runtime.Record[T]) error {
 	return nil
 }
 
-// ProcessWatermark implements runtime.Input.
+// ProcessWatermark implements engine.Input.
 func (c *CaptureOp[T]) ProcessWatermark(wm int64) error {
 	if c.Tag == "" {
 		c.Rec(HarnessEvent{Kind: HarnessWatermark, TS: wm})
@@ -77,7 +77,7 @@ func (c *CaptureOp[T]) ProcessWatermark(wm int64) error {
 	return nil
 }
 
-// ProcessStatus implements runtime.Input.
+// ProcessStatus implements engine.Input.
 func (c *CaptureOp[T]) ProcessStatus(idle bool) error {
 	if c.Tag == "" {
 		c.Rec(HarnessEvent{Kind: HarnessStatus, Idle: idle})
@@ -85,5 +85,5 @@ func (c *CaptureOp[T]) ProcessStatus(idle bool) error {
 	return nil
 }
 
-// EndInput implements runtime.Input.
+// EndInput implements engine.Input.
 func (c *CaptureOp[T]) EndInput() error { return nil }

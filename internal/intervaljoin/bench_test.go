@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 type benchRec struct {
@@ -28,14 +28,14 @@ func BenchmarkIntervalJoinProbe(b *testing.B) {
 				cfg.KeyGroups.End = 127
 				o := New(cfg)
 				for i := range n {
-					if err := o.ProcessBatch2([]runtime.Record[benchRec]{{Value: benchRec{1, int64(i)}, TS: int64(i)}}); err != nil {
+					if err := o.ProcessBatch2([]engine.Record[benchRec]{{Value: benchRec{1, int64(i)}, TS: int64(i)}}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				probe := int64(n / 2)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if err := o.ProcessBatch1([]runtime.Record[benchRec]{{Value: benchRec{1, int64(i)}, TS: probe}}); err != nil {
+					if err := o.ProcessBatch1([]engine.Record[benchRec]{{Value: benchRec{1, int64(i)}, TS: probe}}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -8,8 +8,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 type ckRec struct {
@@ -71,9 +71,9 @@ func runSteps(t interface{ Fatal(...any) }, o *Op[string, ckRec, ckRec], steps [
 			err = o.Advance(s.ts)
 		case !owns(s.rec.Key):
 		case s.left:
-			err = o.ProcessBatch1([]runtime.Record[ckRec]{{Value: s.rec, TS: s.ts}})
+			err = o.ProcessBatch1([]engine.Record[ckRec]{{Value: s.rec, TS: s.ts}})
 		default:
-			err = o.ProcessBatch2([]runtime.Record[ckRec]{{Value: s.rec, TS: s.ts}})
+			err = o.ProcessBatch2([]engine.Record[ckRec]{{Value: s.rec, TS: s.ts}})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestIntervalJoinAsyncSnapshotIsPointInTime(t *testing.T) {
 func TestIntervalJoinSnapshotRejectsCorruption(t *testing.T) {
 	a, _ := newTestJoin(t, 0, 5, FullOuter, 0, 127, nil)
 	for i := range 20 {
-		if err := a.ProcessBatch1([]runtime.Record[ckRec]{{Value: ckRec{"k", i}, TS: int64(i)}}); err != nil {
+		if err := a.ProcessBatch1([]engine.Record[ckRec]{{Value: ckRec{"k", i}, TS: int64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

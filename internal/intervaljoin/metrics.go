@@ -3,7 +3,7 @@ package intervaljoin
 import (
 	"sync/atomic"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // ijSampleEvery is the stride of the interval join's probe sample.
@@ -36,10 +36,10 @@ func sampleProbe[Y any](s *ijSample, ts, lo, hi int64, b *ijBuf[Y]) {
 	}
 }
 
-// ReportState implements runtime.StateReporter: buffered records (both
+// ReportState implements engine.StateReporter: buffered records (both
 // sides) as state entries, pending cleanups as timers; it publishes the
 // probe sample.
-func (o *Op[K, L, R]) ReportState(g *runtime.StateGauges) {
+func (o *Op[K, L, R]) ReportState(g *engine.StateGauges) {
 	g.StateEntries.Store(o.buffered)
 	t := int64(o.qL.n + o.qR.n)
 	g.Timers.Store(t)
@@ -49,7 +49,7 @@ func (o *Op[K, L, R]) ReportState(g *runtime.StateGauges) {
 	o.sample.pMirror.Store(o.sample.mirrored)
 }
 
-// JoinSample implements runtime.JoinSampler.
-func (o *Op[K, L, R]) JoinSample() runtime.JoinSample {
-	return runtime.JoinSample{Lower: o.lower, Upper: o.upper, Probes: o.sample.pProbes.Load(), Matched: o.sample.pMatched.Load(), MirroredMatched: o.sample.pMirror.Load()}
+// JoinSample implements engine.JoinSampler.
+func (o *Op[K, L, R]) JoinSample() engine.JoinSample {
+	return engine.JoinSample{Lower: o.lower, Upper: o.upper, Probes: o.sample.pProbes.Load(), Matched: o.sample.pMatched.Load(), MirroredMatched: o.sample.pMirror.Load()}
 }

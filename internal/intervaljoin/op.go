@@ -12,7 +12,7 @@ import (
 	"reflect"
 	"sync/atomic"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	istate "github.com/weirstream/weir/internal/state"
 )
 
@@ -49,7 +49,7 @@ type Config[K comparable, L, R any] struct {
 	MaxParallelism int
 	KeyGroups      struct{ Start, End int }
 	// LateL and LateR receive late records of each side; nil drops them.
-	LateL, LateR runtime.OutputPort
+	LateL, LateR engine.OutputPort
 	// FullScan probes like Flink: every bucket (benchmarks only).
 	FullScan bool
 	// Emit is called with what the join produces.
@@ -81,7 +81,7 @@ type Op[K comparable, L, R any] struct {
 	trackL, trackR bool        // whether a side's unmatched records are emitted
 	wm             int64
 	emit           EmitFunc[L, R]
-	lateL, lateR   runtime.OutputPort
+	lateL, lateR   engine.OutputPort
 	fullScan       bool
 	leftSide       joinSide[K, L, R, L, R]
 	rightSide      joinSide[K, L, R, R, L]
@@ -140,25 +140,25 @@ func (o *Op[K, L, R]) Snapshot() (map[int][]byte, error) { return o.snapshot() }
 // maps; strings are fine), a copy of every key's live buffers, joined
 // flags and cleanup numbers (memory copies, no encoding), encoded on the
 // snapshot goroutine; otherwise the whole snapshot, encoded at once.
-func (o *Op[K, L, R]) SnapshotAsync() (runtime.AsyncSnapshot, error) {
+func (o *Op[K, L, R]) SnapshotAsync() (engine.AsyncSnapshot, error) {
 	if !istate.IsPlain(reflect.TypeFor[K]()) || !istate.IsPlain(reflect.TypeFor[L]()) || !istate.IsPlain(reflect.TypeFor[R]()) {
 		kgs, err := o.snapshot()
 		if err != nil {
 			return nil, err
 		}
-		snap := runtime.OperatorSnapshot{KeyGroups: kgs}
-		return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+		snap := engine.OperatorSnapshot{KeyGroups: kgs}
+		return func(ctx context.Context) (engine.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
 	}
 	v, err := o.view(true)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+	return func(ctx context.Context) (engine.OperatorSnapshot, error) {
 		if err := ctx.Err(); err != nil {
-			return runtime.OperatorSnapshot{}, err
+			return engine.OperatorSnapshot{}, err
 		}
 		kgs, err := v.encode()
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+		return engine.OperatorSnapshot{KeyGroups: kgs}, err
 	}, nil
 }
 
@@ -211,7 +211,7 @@ type joinSide[K comparable, L, R, X, Y any] struct {
 	ownJF, otherJF    func(si int32) *[]bool
 	track, otherTrack bool // keep joined flags of own / other records
 	queue             *ijQueue
-	late              runtime.OutputPort
+	late              engine.OutputPort
 	lo, hi            int64
 	delay             int64
 	// emit calls the join function with the pair in (left, right) order.
@@ -230,7 +230,7 @@ const ijChunk = 256
 // It works in chunks: first it finds (or makes) the slots of a chunk's
 // keys and touches their buffers, independent loads the processor overlaps,
 // then it joins and buffers the records, whose state is now in cache.
-func processSide[K comparable, L, R, X, Y any](o *Op[K, L, R], s *joinSide[K, L, R, X, Y], recs []runtime.Record[X]) error {
+func processSide[K comparable, L, R, X, Y any](o *Op[K, L, R], s *joinSide[K, L, R, X, Y], recs []engine.Record[X]) error {
 	for len(recs) > 0 {
 		n := min(len(recs), ijChunk)
 		if err := processChunk(o, s, recs[:n]); err != nil {
@@ -241,7 +241,7 @@ func processSide[K comparable, L, R, X, Y any](o *Op[K, L, R], s *joinSide[K, L,
 	return nil
 }
 
-func processChunk[K comparable, L, R, X, Y any](o *Op[K, L, R], s *joinSide[K, L, R, X, Y], recs []runtime.Record[X]) error {
+func processChunk[K comparable, L, R, X, Y any](o *Op[K, L, R], s *joinSide[K, L, R, X, Y], recs []engine.Record[X]) error {
 	slots := o.chunk[:0]
 	var touch int64
 	for i := range recs {
@@ -328,13 +328,13 @@ func processChunk[K comparable, L, R, X, Y any](o *Op[K, L, R], s *joinSide[K, L
 }
 
 // ProcessBatch1 joins and buffers records of the left input.
-func (o *Op[K, L, R]) ProcessBatch1(recs []runtime.Record[L]) error {
+func (o *Op[K, L, R]) ProcessBatch1(recs []engine.Record[L]) error {
 	defer o.publishBuffered()
 	return processSide(o, &o.leftSide, recs)
 }
 
 // ProcessBatch2 joins and buffers records of the right input.
-func (o *Op[K, L, R]) ProcessBatch2(recs []runtime.Record[R]) error {
+func (o *Op[K, L, R]) ProcessBatch2(recs []engine.Record[R]) error {
 	defer o.publishBuffered()
 	return processSide(o, &o.rightSide, recs)
 }
@@ -347,13 +347,13 @@ func (o *Op[K, L, R]) publishBuffered() {
 	}
 }
 
-// Gauges implements runtime.GaugeReporter: the records both sides hold in
+// Gauges implements engine.GaugeReporter: the records both sides hold in
 // their buffers (interval_join_buffered_records) and the most they held at
 // once since the subtask started (interval_join_buffered_records_peak),
 // the state that watermark alignment keeps bounded when one input runs
 // ahead of the other.
-func (o *Op[K, L, R]) Gauges() []runtime.Gauge {
-	return []runtime.Gauge{
+func (o *Op[K, L, R]) Gauges() []engine.Gauge {
+	return []engine.Gauge{
 		{Name: "interval_join_buffered_records", Value: float64(o.bufferedG.Load())},
 		{Name: "interval_join_buffered_records_peak", Value: float64(o.peakG.Load())},
 	}

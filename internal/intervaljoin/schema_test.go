@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/state"
 )
 
@@ -59,7 +59,7 @@ func TestIntervalJoinSchemaEvolution(t *testing.T) {
 	var want []string
 	for i := range 30 {
 		k := fmt.Sprintf("k%d", i%7)
-		if err := a.ProcessBatch1([]runtime.Record[ckRec]{{Value: ckRec{k, i}, TS: int64(i)}}); err != nil {
+		if err := a.ProcessBatch1([]engine.Record[ckRec]{{Value: ckRec{k, i}, TS: int64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, fmt.Sprintf("%s %d", k, i))

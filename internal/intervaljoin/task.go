@@ -1,14 +1,14 @@
 package intervaljoin
 
-import "github.com/weirstream/weir/internal/runtime"
+import "github.com/weirstream/weir/internal/engine"
 
 // Task is the interval join of one subtask as the runtime drives it: the
 // engine, its output, and hooks to the API layer that holds the user's
 // function.
 type Task[K comparable, L, R, OUT any] struct {
 	*Op[K, L, R]
-	Out      *runtime.Output[OUT]
-	Restored *runtime.Restored
+	Out      *engine.Output[OUT]
+	Restored *engine.Restored
 	// Settle turns what recover returned and a returned error into the
 	// operator's error.
 	Settle func(r any, err *error)
@@ -33,19 +33,19 @@ func (t *Task[K, L, R, OUT]) Open() (err error) {
 func (t *Task[K, L, R, OUT]) Close() error { return t.CloseFn() }
 
 // SnapshotState snapshots both sides' buffers and the pending cleanups.
-func (t *Task[K, L, R, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+func (t *Task[K, L, R, OUT]) SnapshotState(int64) (engine.OperatorSnapshot, error) {
 	kgs, err := t.Snapshot()
-	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	return engine.OperatorSnapshot{KeyGroups: kgs}, err
 }
 
 // SnapshotStateAsync takes the synchronous part of the snapshot
 // (Op.SnapshotAsync).
-func (t *Task[K, L, R, OUT]) SnapshotStateAsync(int64) (runtime.AsyncSnapshot, error) {
+func (t *Task[K, L, R, OUT]) SnapshotStateAsync(int64) (engine.AsyncSnapshot, error) {
 	return t.SnapshotAsync()
 }
 
 // ProcessBatch1 processes a batch of left records.
-func (t *Task[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error) {
+func (t *Task[K, L, R, OUT]) ProcessBatch1(recs []engine.Record[L]) (err error) {
 	defer func() { t.Settle(recover(), &err) }()
 	if err := t.Op.ProcessBatch1(recs); err != nil {
 		return err
@@ -54,7 +54,7 @@ func (t *Task[K, L, R, OUT]) ProcessBatch1(recs []runtime.Record[L]) (err error)
 }
 
 // ProcessBatch2 processes a batch of right records.
-func (t *Task[K, L, R, OUT]) ProcessBatch2(recs []runtime.Record[R]) (err error) {
+func (t *Task[K, L, R, OUT]) ProcessBatch2(recs []engine.Record[R]) (err error) {
 	defer func() { t.Settle(recover(), &err) }()
 	if err := t.Op.ProcessBatch2(recs); err != nil {
 		return err
@@ -92,7 +92,7 @@ func (t *Task[K, L, R, OUT]) end(i int) error {
 // NewTask returns the task of one subtask: cfg without the subtask's
 // parts, which bc gives (key groups, late outputs lateL and lateR, the
 // restored state); emit is what the join produces.
-func NewTask[K comparable, L, R, OUT any](bc *runtime.BuildContext, out *runtime.Output[OUT], cfg Config[K, L, R],
+func NewTask[K comparable, L, R, OUT any](bc *engine.BuildContext, out *engine.Output[OUT], cfg Config[K, L, R],
 	lateL, lateR string, settle func(r any, err *error), openFn, closeFn func() error) *Task[K, L, R, OUT] {
 	cfg.MaxParallelism = bc.MaxParallelism
 	cfg.KeyGroups.Start, cfg.KeyGroups.End = bc.KeyGroups.Start, bc.KeyGroups.End

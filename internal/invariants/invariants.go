@@ -8,7 +8,7 @@
 //   - internal/timer: the queue's heap, buckets, index and counts agree
 //     after every change (in full while the queue is small, else every
 //     1024th change);
-//   - internal/runtime: an output's watermarks never go backwards;
+//   - internal/engine: an output's watermarks never go backwards;
 //   - internal/windowing: after a merge, a key's in-flight window set holds
 //     the result, and its windows and its state windows are each distinct;
 //   - internal/state: a table's entry count and cleanup slots match its

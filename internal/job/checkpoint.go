@@ -8,23 +8,23 @@ import (
 
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // checkpointConfig returns the coordinator's settings, numbering the
 // checkpoints after firstID (nil without checkpointing).
-func (r *Runner) checkpointConfig(firstID int64) *runtime.CheckpointConfig {
+func (r *Runner) checkpointConfig(firstID int64) *engine.CheckpointConfig {
 	c := r.Cfg.Checkpoint
 	if c == nil {
 		return nil
 	}
-	return &runtime.CheckpointConfig{
+	return &engine.CheckpointConfig{
 		Interval: c.Interval, Timeout: c.Timeout, MinPause: c.MinPause, ExactlyOnce: c.ExactlyOnce,
 		FirstID: firstID, Logger: r.Logger(),
 		TolerableFailures: c.Tolerable, Fail: r.failAttempt, Savepoints: r.Savepoints,
 		Unaligned: c.Unaligned, AlignedTimeout: c.AlignedTimeout, Stats: r.Stats,
-		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
+		Persist: func(ctx context.Context, id int64, acks []engine.TaskAck) error {
 			if err := c.Store.Save(ctx, r.Assemble(id, acks)); err != nil {
 				return err
 			}
@@ -39,11 +39,11 @@ func (r *Runner) checkpointConfig(firstID int64) *runtime.CheckpointConfig {
 
 // Assemble turns the tasks' acknowledgements into a checkpoint: every
 // operator's snapshots by subtask.
-func (r *Runner) Assemble(id int64, acks []runtime.TaskAck) *durable.Checkpoint {
-	cp := &durable.Checkpoint{ID: id, MaxParallelism: r.Cfg.MaxParallelism, Operators: map[string][]runtime.OperatorSnapshot{}}
-	byID := map[string]*runtime.Node{}
+func (r *Runner) Assemble(id int64, acks []engine.TaskAck) *durable.Checkpoint {
+	cp := &durable.Checkpoint{ID: id, MaxParallelism: r.Cfg.MaxParallelism, Operators: map[string][]engine.OperatorSnapshot{}}
+	byID := map[string]*engine.Node{}
 	for _, n := range r.Nodes {
-		byID[runtime.UIDOf(n)] = n
+		byID[engine.UIDOf(n)] = n
 	}
 	for _, a := range acks {
 		for _, op := range a.Ops {
@@ -54,7 +54,7 @@ func (r *Runner) Assemble(id int64, acks []runtime.TaskAck) *durable.Checkpoint 
 			op.Kind, op.Name = kind, name
 			subs := cp.Operators[op.UID]
 			for len(subs) <= a.Subtask {
-				subs = append(subs, runtime.OperatorSnapshot{UID: op.UID, Kind: kind, Name: name})
+				subs = append(subs, engine.OperatorSnapshot{UID: op.UID, Kind: kind, Name: name})
 			}
 			subs[a.Subtask] = op
 			cp.Operators[op.UID] = subs
@@ -104,9 +104,9 @@ func (r *Runner) Savepoint(ctx context.Context, name, dir string, stop bool, don
 		err  error
 	}
 	res := make(chan result, 1)
-	req := &runtime.SavepointRequest{
+	req := &engine.SavepointRequest{
 		Stop: stop,
-		Persist: func(ctx context.Context, id int64, acks []runtime.TaskAck) error {
+		Persist: func(ctx context.Context, id int64, acks []engine.TaskAck) error {
 			_, err := ds.SaveAs(ctx, r.Assemble(id, acks), store.Savepoint)
 			return err
 		},

@@ -12,8 +12,8 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clusterjob"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // ClusterRecordFunc returns the function that makes the Kafka client's
@@ -80,7 +80,7 @@ func (r *Runner) ClusterSpec(job string, owned *clusterjob.Owned) clusterjob.Spe
 	c := r.Cfg
 	return clusterjob.Spec{
 		Job: job, Nodes: r.Nodes,
-		Runtime: runtime.Config{MaxParallelism: c.MaxParallelism, BatchSize: c.BatchSize,
+		Runtime: engine.Config{MaxParallelism: c.MaxParallelism, BatchSize: c.BatchSize,
 			Credits: c.Credits, Chaining: c.Chaining, Clock: c.Clock},
 		Interval: c.Checkpoint.Interval, Timeout: c.Checkpoint.Timeout,
 		Store: r.ClusterStore(job), Logger: c.Logger, Owned: owned,
@@ -120,7 +120,7 @@ func (c *clusterStore) store(task string) (*durable.Store, error) {
 	return d, nil
 }
 
-func (c *clusterStore) Save(ctx context.Context, task string, id int64, acks []runtime.TaskAck) error {
+func (c *clusterStore) Save(ctx context.Context, task string, id int64, acks []engine.TaskAck) error {
 	d, err := c.store(task)
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (c *clusterStore) Committed(ctx context.Context, task string, id int64) err
 	return nil
 }
 
-func (c *clusterStore) Load(ctx context.Context, task string, id int64) (map[string][]runtime.OperatorSnapshot, error) {
+func (c *clusterStore) Load(ctx context.Context, task string, id int64) (map[string][]engine.OperatorSnapshot, error) {
 	d, err := c.store(task)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // TestClusterStoreKeepsTheCommittedCheckpoint: a cluster task's stored
@@ -25,8 +25,8 @@ func TestClusterStoreKeepsTheCommittedCheckpoint(t *testing.T) {
 		Remotes:    func() (store.Remotes, error) { return store.Remotes{}, nil },
 		Checkpoint: &Checkpointing{Interval: time.Second, Retain: 1, Storage: t.TempDir()}}
 	cs := r.ClusterStore("job")
-	ack := func(id int64) []runtime.TaskAck {
-		return []runtime.TaskAck{{ID: id, Ops: []runtime.OperatorSnapshot{{UID: "op", State: []byte{byte(id)}}}}}
+	ack := func(id int64) []engine.TaskAck {
+		return []engine.TaskAck{{ID: id, Ops: []engine.OperatorSnapshot{{UID: "op", State: []byte{byte(id)}}}}}
 	}
 	if err := cs.Save(ctx, "s1-0", 1, ack(1)); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/state"
 )
 
@@ -94,16 +94,16 @@ type Dropper interface {
 type Runner struct {
 	// Cfg and Nodes are set when the job is checked.
 	Cfg   Config
-	Nodes []*runtime.Node
+	Nodes []*engine.Node
 	// Log is the job's logger once it runs (its entries name the job).
 	Log *slog.Logger
 
 	// Savepoints carries savepoint requests to the running attempt's
 	// checkpoint coordinator.
-	Savepoints chan *runtime.SavepointRequest
+	Savepoints chan *engine.SavepointRequest
 	// Stats tracks the checkpoints' statistics across attempts, Mon the
 	// job's identity and failures.
-	Stats *runtime.CheckpointStats
+	Stats *engine.CheckpointStats
 	Mon   Monitor
 	// Staged holds the staged checkpoints of operators that ended while
 	// the coordinator could still store them; each attempt discards them
@@ -124,7 +124,7 @@ type Runner struct {
 
 // NewRunner returns the runner of a job not built yet.
 func NewRunner() *Runner {
-	return &Runner{Savepoints: make(chan *runtime.SavepointRequest), Stats: runtime.NewCheckpointStats(CheckpointHistory)}
+	return &Runner{Savepoints: make(chan *engine.SavepointRequest), Stats: engine.NewCheckpointStats(CheckpointHistory)}
 }
 
 // Logger returns the job's logger once it runs, else the environment's.
@@ -136,19 +136,19 @@ func (r *Runner) Logger() *slog.Logger {
 }
 
 // owns reports whether n is an operator of the job.
-func (r *Runner) owns(n *runtime.Node) bool {
+func (r *Runner) owns(n *engine.Node) bool {
 	return n.ID >= 1 && n.ID <= len(r.Nodes) && r.Nodes[n.ID-1] == n
 }
 
 // Check checks the job's graph nodes: its shape (CheckShape), its
 // operators' ids (with chaining or not), and the validators of its
 // sources' and sinks' settings.
-func (r *Runner) Check(ctx context.Context, nodes []*runtime.Node, chaining bool, validators []func(context.Context) error) error {
+func (r *Runner) Check(ctx context.Context, nodes []*engine.Node, chaining bool, validators []func(context.Context) error) error {
 	r.Nodes = nodes
 	if err := r.CheckShape(); err != nil {
 		return fmt.Errorf("weir: invalid job: %w", err)
 	}
-	if err := runtime.AssignIDs(nodes, chaining); err != nil {
+	if err := engine.AssignIDs(nodes, chaining); err != nil {
 		return fmt.Errorf("weir: invalid job: %w", err)
 	}
 	var verrs []error
@@ -224,7 +224,7 @@ func (r *Runner) StartingPoint(ctx context.Context) (*durable.Checkpoint, error)
 		return nil, err
 	}
 	r.Logger().Info("restoring", "from", what, "checkpoint", cp.ID)
-	r.Stats.Restored(runtime.RestoredCheckpoint{ID: cp.ID, Timestamp: time.Now().UnixMilli(), Savepoint: r.Cfg.Savepoint != nil && what != fmt.Sprintf("checkpoint %d", cp.ID), ExternalPath: what})
+	r.Stats.Restored(engine.RestoredCheckpoint{ID: cp.ID, Timestamp: time.Now().UnixMilli(), Savepoint: r.Cfg.Savepoint != nil && what != fmt.Sprintf("checkpoint %d", cp.ID), ExternalPath: what})
 	r.base = cp
 	return cp, nil
 }
@@ -239,9 +239,9 @@ func (r *Runner) checkRestore(cp *durable.Checkpoint, what string, allow bool) e
 		return fmt.Errorf("weir: cannot restore from %s: it was taken with max parallelism %d and the job has %d; keyed state is split into max-parallelism key groups, which cannot be remapped (set weir.WithMaxParallelism(%d))",
 			what, cp.MaxParallelism, maxPar, cp.MaxParallelism)
 	}
-	byID := map[string]*runtime.Node{}
+	byID := map[string]*engine.Node{}
 	for _, n := range r.Nodes {
-		byID[runtime.UIDOf(n)] = n
+		byID[engine.UIDOf(n)] = n
 	}
 	ids := make([]string, 0, len(cp.Operators))
 	for id := range cp.Operators {
@@ -293,19 +293,19 @@ func (r *Runner) checkRestore(cp *durable.Checkpoint, what string, allow bool) e
 // unclaimedBecause says why the saved state of operator id (of which snap
 // is the first subtask's) would not be restored into n, the job's operator
 // with that id (nil if none), or returns "" if it would.
-func (r *Runner) unclaimedBecause(id string, snap runtime.OperatorSnapshot, n *runtime.Node) string {
+func (r *Runner) unclaimedBecause(id string, snap engine.OperatorSnapshot, n *engine.Node) string {
 	switch {
 	case n == nil:
-		if pos, ok := runtime.LegacyID(id); ok {
+		if pos, ok := engine.LegacyID(id); ok {
 			why := "a positional id of Weir before automatic ids followed the graph, which no operator has now"
-			if pos <= len(r.Nodes) && r.Nodes[pos-1].Kind != runtime.KindExternal {
+			if pos <= len(r.Nodes) && r.Nodes[pos-1].Kind != engine.KindExternal {
 				o := r.Nodes[pos-1]
 				why += fmt.Sprintf(" (it was the job's operator number %d; if that is still %q (%s), give it .UID(%q) to restore this state into it)", pos, o.Name, o.Operator, id)
 			}
 			return why
 		}
 		return "no operator of the job has this id"
-	case snap.Kind != "" && snap.Kind != n.Operator:
+	case snap.Kind != "" && !sameKind(snap.Kind, n.Operator):
 		why := fmt.Sprintf("the job's operator with this id is %q (%s), another kind of operator", n.Name, n.Operator)
 		if strings.HasPrefix(snap.Kind, "source ") && strings.HasPrefix(n.Operator, "source ") {
 			why = fmt.Sprintf("the job's operator with this id is the source %q (%s): the source was replaced by another kind of source", n.Name, n.Operator)
@@ -315,10 +315,27 @@ func (r *Runner) unclaimedBecause(id string, snap runtime.OperatorSnapshot, n *r
 	return ""
 }
 
+// sameKind reports whether state saved by an operator of kind saved may
+// be restored into one of kind now: the same kind, or one that a Weir
+// version renamed without changing its state. v0.1 ran the file and socket
+// sources through an adapter (internal/runsrc), so its savepoints record
+// them as "source runsrc.Source"; from v0.2 on they are the connectors'
+// own types, with the same splits and positions.
+func sameKind(saved, now string) bool {
+	if saved == now {
+		return true
+	}
+	switch saved {
+	case "source runsrc.Source":
+		return now == "source file.textSource" || now == "source socket.textSource"
+	}
+	return false
+}
+
 // describeState names an operator's saved state and says how much there
 // is: `operator 1f3a... ("KeyedProcess", KeyedProcess): 2 subtasks, 10
 // key groups, 1.2 KiB`.
-func describeState(id string, subs []runtime.OperatorSnapshot) string {
+func describeState(id string, subs []engine.OperatorSnapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "operator %s", id)
 	switch s := subs[0]; {
@@ -363,7 +380,7 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f %s", f, unit)
 }
 
-func hasState(subs []runtime.OperatorSnapshot) bool {
+func hasState(subs []engine.OperatorSnapshot) bool {
 	for _, s := range subs {
 		if len(s.State) > 0 || len(s.KeyGroups) > 0 || len(s.ChannelState) > 0 {
 			return true
@@ -373,9 +390,9 @@ func hasState(subs []runtime.OperatorSnapshot) bool {
 }
 
 // BuildPlan builds the physical plan, restoring from cp if it is not nil.
-func (r *Runner) BuildPlan(ctx context.Context, cp *durable.Checkpoint) (*runtime.Plan, error) {
+func (r *Runner) BuildPlan(ctx context.Context, cp *durable.Checkpoint) (*engine.Plan, error) {
 	c := r.Cfg
-	cfg := runtime.Config{
+	cfg := engine.Config{
 		MaxParallelism: c.MaxParallelism,
 		BatchSize:      c.BatchSize,
 		Credits:        c.Credits,
@@ -403,7 +420,7 @@ func (r *Runner) BuildPlan(ctx context.Context, cp *durable.Checkpoint) (*runtim
 		r.numbered, r.firstID = true, first
 	}
 	cfg.Checkpoint = r.checkpointConfig(first)
-	p, err := runtime.BuildPlan(ctx, r.Nodes, cfg)
+	p, err := engine.BuildPlan(ctx, r.Nodes, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("weir: invalid job: %w", err)
 	}
@@ -411,8 +428,8 @@ func (r *Runner) BuildPlan(ctx context.Context, cp *durable.Checkpoint) (*runtim
 }
 
 // copyOps copies a checkpoint's snapshots for the runtime.
-func copyOps(ops map[string][]runtime.OperatorSnapshot) map[string][]runtime.OperatorSnapshot {
-	return ConvertOps(ops, func(s runtime.OperatorSnapshot) runtime.OperatorSnapshot { return s })
+func copyOps(ops map[string][]engine.OperatorSnapshot) map[string][]engine.OperatorSnapshot {
+	return ConvertOps(ops, func(s engine.OperatorSnapshot) engine.OperatorSnapshot { return s })
 }
 
 // failAttempt fails the running attempt of the job with err (the
@@ -430,7 +447,7 @@ func (r *Runner) failAttempt(err error) {
 // goroutine of its own. ended decides how the job ended from Run's error
 // and returns the job's error, and the savepoint's path if it was stopped
 // with one; the end is logged, then done is called.
-func (r *Runner) Start(ctx, jctx context.Context, p *runtime.Plan, setPlan func(*runtime.Plan), onFinished []func() error, log *slog.Logger,
+func (r *Runner) Start(ctx, jctx context.Context, p *engine.Plan, setPlan func(*engine.Plan), onFinished []func() error, log *slog.Logger,
 	ended func(error) (savepoint string, stopped bool, err error), done func()) {
 	go func() {
 		defer done()
@@ -457,7 +474,7 @@ func (r *Runner) Start(ctx, jctx context.Context, p *runtime.Plan, setPlan func(
 // Run runs the plan and, after a failure, restarts the job from its latest
 // completed checkpoint as the restart strategy allows; setPlan is told
 // each new attempt's plan, and onFinished run once the job finished.
-func (r *Runner) Run(ctx context.Context, p *runtime.Plan, setPlan func(*runtime.Plan), onFinished []func() error, log *slog.Logger) error {
+func (r *Runner) Run(ctx context.Context, p *engine.Plan, setPlan func(*engine.Plan), onFinished []func() error, log *slog.Logger) error {
 	restart, clk := r.Cfg.Restart, r.Cfg.Clock
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithCancelCause(ctx)
@@ -466,7 +483,7 @@ func (r *Runner) Run(ctx context.Context, p *runtime.Plan, setPlan func(*runtime
 		r.mu.Unlock()
 		err := p.Run(actx)
 		r.Staged.Discard()
-		if cause := context.Cause(actx); ctx.Err() == nil && errors.Is(cause, runtime.ErrTooManyCheckpointFailures) {
+		if cause := context.Cause(actx); ctx.Err() == nil && errors.Is(cause, engine.ErrTooManyCheckpointFailures) {
 			err = fmt.Errorf("weir: %w", cause)
 		}
 		r.mu.Lock()
@@ -520,7 +537,7 @@ func (r *Runner) Run(ctx context.Context, p *runtime.Plan, setPlan func(*runtime
 // carries, and that stack ("" if none).
 func SplitStack(err error) (msg, stack string) {
 	msg = err.Error()
-	var oe *runtime.OperatorError
+	var oe *engine.OperatorError
 	if errors.As(err, &oe) && oe.Stack != "" {
 		return strings.Replace(msg, "\n"+oe.Stack, "", 1), oe.Stack
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/weirstream/weir/internal/capture"
 	"github.com/weirstream/weir/internal/clusterjob"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/sketch"
 	"github.com/weirstream/weir/internal/usermetric"
 )
@@ -23,7 +23,7 @@ import (
 // task of a cluster member's (whose only subtask stands for the task's
 // partition, part of a stage of tasks).
 type TaskPlan struct {
-	Plan      *runtime.Plan
+	Plan      *engine.Plan
 	Cluster   bool
 	Partition int // of a cluster task
 	Tasks     int // the cluster stage's task count
@@ -73,15 +73,15 @@ type OperatorMetrics struct {
 	OutputWatermark                                          int64
 	OutputIdle                                               bool
 	LateRecordsDropped                                       int64
-	Gauges                                                   []runtime.Gauge
+	Gauges                                                   []engine.Gauge
 	User                                                     *usermetric.Group
 	UID                                                      string
 	InputIdle                                                []bool
 	InputRecords                                             []int64
 	Keyed                                                    bool
 	StateEntries, Timers, TimersRegistered, StatesWithoutTTL int64
-	Splits                                                   []runtime.SplitMetrics
-	Join                                                     *runtime.JoinSample
+	Splits                                                   []engine.SplitMetrics
+	Join                                                     *engine.JoinSample
 }
 
 // Metrics returns the counters of the plans' subtasks.
@@ -137,7 +137,7 @@ func (tp TaskPlan) metrics() []TaskMetrics {
 	return out
 }
 
-func taskIO(t *runtime.Task, tm *TaskMetrics) {
+func taskIO(t *engine.Task, tm *TaskMetrics) {
 	m := t.Metrics
 	tm.Vertex, tm.RecordsIn, tm.RecordsOut = t.Vertex, m.IO.RecordsIn.Load(), m.IO.RecordsOut.Load()
 	tm.BytesIn, tm.BytesOut, tm.Finished = m.IO.BytesIn.Load(), m.IO.BytesOut.Load(), m.Finished()
@@ -147,7 +147,7 @@ func taskIO(t *runtime.Task, tm *TaskMetrics) {
 	}
 }
 
-func operatorGauges(o *runtime.OperatorMetrics, g *OperatorMetrics) {
+func operatorGauges(o *engine.OperatorMetrics, g *OperatorMetrics) {
 	g.UID = o.UID
 	if o.InputIdle != nil {
 		g.InputIdle = o.InputIdle()
@@ -290,7 +290,7 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 // plan returns, until ctx ends, limit input lines were taken or done is
 // closed, and returns them as a scenario file (internal/capture; `weir
 // record`).
-func Record(ctx context.Context, name string, snap *monitor.Snapshot, plan func() *runtime.Plan, done <-chan struct{}, vertex string, subtask int, limit int) ([]byte, error) {
+func Record(ctx context.Context, name string, snap *monitor.Snapshot, plan func() *engine.Plan, done <-chan struct{}, vertex string, subtask int, limit int) ([]byte, error) {
 	v := snap.Vertex(vertex)
 	if v == nil {
 		return nil, fmt.Errorf("no vertex %q in job %s", vertex, name)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clusterjob"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // Monitor holds the job's identity, its times and its failures.
@@ -59,7 +59,7 @@ func (m *Monitor) Restarting(on bool) {
 // Failure records an attempt's failure.
 func (m *Monitor) Failure(err error) {
 	x := monitor.Exception{Name: fmt.Sprintf("%T", err), Message: err.Error(), Timestamp: time.Now().UnixMilli(), Subtask: -1}
-	var oe *runtime.OperatorError
+	var oe *engine.OperatorError
 	if errors.As(err, &oe) {
 		x.Name = fmt.Sprintf("%T", oe.Err)
 		x.Message = fmt.Sprintf("operator %q (subtask %d): %v", oe.Operator, oe.Subtask, oe.Err)
@@ -88,8 +88,8 @@ func (m *Monitor) IsRestarting() bool {
 }
 
 // ShipStrategy names a partitioning as Flink's REST API does.
-func ShipStrategy(p runtime.Partitioning) string {
-	if p == runtime.PartitionDefault {
+func ShipStrategy(p engine.Partitioning) string {
+	if p == engine.PartitionDefault {
 		return "FORWARD"
 	}
 	return p.String()
@@ -199,7 +199,7 @@ func (r *Runner) Checkpoints() monitor.Checkpoints {
 	for _, r := range v.History {
 		out.History = append(out.History, checkpointOf(r))
 	}
-	conv := func(r *runtime.CheckpointRecord) *monitor.Checkpoint {
+	conv := func(r *engine.CheckpointRecord) *monitor.Checkpoint {
 		if r == nil {
 			return nil
 		}
@@ -213,7 +213,7 @@ func (r *Runner) Checkpoints() monitor.Checkpoints {
 	return out
 }
 
-func checkpointOf(r runtime.CheckpointRecord) monitor.Checkpoint {
+func checkpointOf(r engine.CheckpointRecord) monitor.Checkpoint {
 	c := monitor.Checkpoint{
 		ID: r.ID, Savepoint: r.Savepoint, Status: r.Status, TriggerTimestamp: r.TriggerTimestamp, LatestAck: r.LatestAck,
 		EndTimestamp: r.EndTimestamp, Failure: r.FailureMsg, ExternalPath: r.ExternalPath, Vertices: map[string][]monitor.SubtaskCheckpoint{},

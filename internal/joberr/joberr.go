@@ -6,14 +6,14 @@ package joberr
 import (
 	"errors"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // jobError is a job's failure err; conv makes the public form of an
 // operator's failure in its chain.
 type jobError[P any] struct {
 	err  error
-	conv func(*runtime.OperatorError) P
+	conv func(*engine.OperatorError) P
 }
 
 func (e *jobError[P]) Error() string { return e.err.Error() }
@@ -25,7 +25,7 @@ func (e *jobError[P]) As(target any) bool {
 	if !ok {
 		return false
 	}
-	var oe *runtime.OperatorError
+	var oe *engine.OperatorError
 	if !errors.As(e.err, &oe) {
 		return false
 	}
@@ -36,8 +36,8 @@ func (e *jobError[P]) As(target any) bool {
 // Public returns err as the job's callers see it: unchanged unless an
 // operator's failure is in its chain, then wrapped so that errors.As finds
 // it as conv makes it.
-func Public[P any](err error, conv func(*runtime.OperatorError) P) error {
-	var oe *runtime.OperatorError
+func Public[P any](err error, conv func(*engine.OperatorError) P) error {
+	var oe *engine.OperatorError
 	if err == nil || !errors.As(err, &oe) {
 		return err
 	}

@@ -3,41 +3,41 @@ package keyedsnap
 import (
 	"context"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/timer"
 )
 
 // Operator is Snapshot as an operator's snapshot.
-func Operator[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (runtime.OperatorSnapshot, error) {
+func Operator[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (engine.OperatorSnapshot, error) {
 	kgs, err := Snapshot(b, t)
-	return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+	return engine.OperatorSnapshot{KeyGroups: kgs}, err
 }
 
 // OperatorAsync is SnapshotAsync as an operator's asynchronous snapshot.
-func OperatorAsync[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (runtime.AsyncSnapshot, error) {
+func OperatorAsync[K comparable, N comparable](b Backend, t *timer.Service[K, N]) (engine.AsyncSnapshot, error) {
 	async, err := SnapshotAsync(b, t)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+	return func(ctx context.Context) (engine.OperatorSnapshot, error) {
 		kgs, err := async(ctx)
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, err
+		return engine.OperatorSnapshot{KeyGroups: kgs}, err
 	}, nil
 }
 
 // Ready hands over a snapshot taken whole (snap, err) as an asynchronous
 // one.
-func Ready(snap runtime.OperatorSnapshot, err error) (runtime.AsyncSnapshot, error) {
+func Ready(snap engine.OperatorSnapshot, err error) (engine.AsyncSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
+	return func(ctx context.Context) (engine.OperatorSnapshot, error) { return snap, ctx.Err() }, nil
 }
 
 // WithState adds the operator state that snap encodes now to the
 // asynchronous keyed snapshot keyed; if snap fails, keyed is called with
 // an ended context to release its view.
-func WithState(keyed runtime.AsyncSnapshot, snap func() (runtime.OperatorSnapshot, error)) (runtime.AsyncSnapshot, error) {
+func WithState(keyed engine.AsyncSnapshot, snap func() (engine.OperatorSnapshot, error)) (engine.AsyncSnapshot, error) {
 	bs, err := snap()
 	if err != nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -45,7 +45,7 @@ func WithState(keyed runtime.AsyncSnapshot, snap func() (runtime.OperatorSnapsho
 		keyed(ctx) //nolint:errcheck // releases the view
 		return nil, err
 	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+	return func(ctx context.Context) (engine.OperatorSnapshot, error) {
 		ks, err := keyed(ctx)
 		ks.State = bs.State
 		return ks, err

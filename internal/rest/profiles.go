@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // Profiles: Go's /debug/pprof handlers and CPU flame graphs per vertex.
@@ -26,8 +26,8 @@ import (
 
 // The pprof labels of task goroutines.
 const (
-	LabelVertex  = runtime.LabelVertex
-	LabelSubtask = runtime.LabelSubtask
+	LabelVertex  = engine.LabelVertex
+	LabelSubtask = engine.LabelSubtask
 )
 
 func (s *Server) routeProfiles(mux *http.ServeMux) {

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Op calls a function per record; control elements end here.
@@ -23,8 +23,8 @@ type Op[T any] struct {
 	CloseFn func() error
 }
 
-// ProcessBatch implements runtime.Input.
-func (o *Op[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+// ProcessBatch implements engine.Input.
+func (o *Op[T]) ProcessBatch(recs []engine.Record[T]) (err error) {
 	defer o.Catch(&err)
 	for i := range recs {
 		if err := o.F(recs[i].Value, recs[i].TS); err != nil {
@@ -34,19 +34,19 @@ func (o *Op[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
 	return nil
 }
 
-// ProcessWatermark implements runtime.Input.
+// ProcessWatermark implements engine.Input.
 func (o *Op[T]) ProcessWatermark(int64) error { return nil }
 
-// ProcessStatus implements runtime.Input.
+// ProcessStatus implements engine.Input.
 func (o *Op[T]) ProcessStatus(bool) error { return nil }
 
-// EndInput implements runtime.Input.
+// EndInput implements engine.Input.
 func (o *Op[T]) EndInput() error { return nil }
 
-// Open implements runtime.Lifecycle.
+// Open implements engine.Lifecycle.
 func (o *Op[T]) Open() error { return nil }
 
-// Close implements runtime.Lifecycle.
+// Close implements engine.Lifecycle.
 func (o *Op[T]) Close() error {
 	if o.CloseFn != nil {
 		return o.CloseFn()
@@ -57,19 +57,19 @@ func (o *Op[T]) Close() error {
 // Discard counts and drops records.
 type Discard[T any] struct{ n int64 }
 
-// ProcessBatch implements runtime.Input.
-func (d *Discard[T]) ProcessBatch(recs []runtime.Record[T]) error {
+// ProcessBatch implements engine.Input.
+func (d *Discard[T]) ProcessBatch(recs []engine.Record[T]) error {
 	d.n += int64(len(recs))
 	return nil
 }
 
-// ProcessWatermark implements runtime.Input.
+// ProcessWatermark implements engine.Input.
 func (d *Discard[T]) ProcessWatermark(int64) error { return nil }
 
-// ProcessStatus implements runtime.Input.
+// ProcessStatus implements engine.Input.
 func (d *Discard[T]) ProcessStatus(bool) error { return nil }
 
-// EndInput implements runtime.Input.
+// EndInput implements engine.Input.
 func (d *Discard[T]) EndInput() error { return nil }
 
 // LockedWriter serialises whole batches of lines from parallel subtasks.
@@ -142,7 +142,7 @@ func (b *Buffer[T]) Len() int {
 
 // Writer returns the write and close functions of the writer sink makes
 // for the subtask bc builds of the sink named name.
-func Writer[T any](sink connector.Sink[T], name string, bc *runtime.BuildContext) (func(T, int64) error, func() error, error) {
+func Writer[T any](sink connector.Sink[T], name string, bc *engine.BuildContext) (func(T, int64) error, func() error, error) {
 	w, err := sink.NewWriter(connector.SubtaskInfo{Name: bc.Name, Subtask: bc.Subtask, Parallelism: bc.Parallelism, Partition: -1})
 	if err != nil {
 		return nil, nil, fmt.Errorf("sink %q: %w", name, err)

@@ -5,13 +5,13 @@ package streamgraph
 import (
 	"fmt"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Part is how an edge leaving one upstream of a stream partitions its
 // records; the zero Part is the default (forward where it can).
 type Part[T any] struct {
-	Kind runtime.Partitioning
+	Kind engine.Partitioning
 	// Hash is the key's hash code of a record passed by pointer
 	// (PartitionHash).
 	Hash func(*T) int32
@@ -29,35 +29,35 @@ type Part[T any] struct {
 
 // Connect adds the edge from output tag of node from to input of node to,
 // partitioned by p.
-func Connect[T any](from *runtime.Node, tag string, to *runtime.Node, input int, p Part[T]) {
-	if p.Kind == runtime.PartitionCustom {
-		runtime.NewCustomEdge[T](from, tag, to, input, p.Custom)
+func Connect[T any](from *engine.Node, tag string, to *engine.Node, input int, p Part[T]) {
+	if p.Kind == engine.PartitionCustom {
+		engine.NewCustomEdge[T](from, tag, to, input, p.Custom)
 		return
 	}
-	e := runtime.NewEdge[T](from, tag, to, input, p.Kind, p.Hash)
+	e := engine.NewEdge[T](from, tag, to, input, p.Kind, p.Hash)
 	e.KeyName = p.Key
 	e.Prepartitioned = p.Prepart
 	if p.KeyStr != nil {
-		runtime.SetKeyString(e, p.KeyStr)
+		engine.SetKeyString(e, p.KeyStr)
 	}
 }
 
 // NewNode returns operator node id producing OUT. Its name is also its
-// kind (runtime.Node.Operator), which a later rename does not change.
-func NewNode[OUT any](id int, name string, kind runtime.NodeKind, parallelism int,
-	build func(bc *runtime.BuildContext, out *runtime.Output[OUT]) (runtime.Built, error)) *runtime.Node {
-	n := &runtime.Node{
+// kind (engine.Node.Operator), which a later rename does not change.
+func NewNode[OUT any](id int, name string, kind engine.NodeKind, parallelism int,
+	build func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Built, error)) *engine.Node {
+	n := &engine.Node{
 		ID:          id,
 		Name:        name,
 		Operator:    name,
 		Kind:        kind,
 		Parallelism: parallelism,
-		NewOutput:   func(bs int) runtime.OutputPort { return runtime.NewOutput[OUT](bs) },
+		NewOutput:   func(bs int) engine.OutputPort { return engine.NewOutput[OUT](bs) },
 	}
-	n.Build = func(bc *runtime.BuildContext) (runtime.Built, error) {
-		out, ok := bc.Main.(*runtime.Output[OUT])
+	n.Build = func(bc *engine.BuildContext) (engine.Built, error) {
+		out, ok := bc.Main.(*engine.Output[OUT])
 		if !ok {
-			return runtime.Built{}, fmt.Errorf("internal: main output has type %T", bc.Main)
+			return engine.Built{}, fmt.Errorf("internal: main output has type %T", bc.Main)
 		}
 		return build(bc, out)
 	}

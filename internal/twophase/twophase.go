@@ -12,7 +12,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Sink is the sink the operator writes through (weir.TwoPhaseCommitSink).
@@ -34,7 +34,7 @@ type Subtasks interface {
 // New returns the operator of subtask of a sink named name; restored is
 // what the checkpoint restored (nil if none), checkpointed whether the job
 // checkpoints.
-func New[T, TXN any](sink Sink[T, TXN], name string, subtask, parallelism int, restored *runtime.Restored, checkpointed bool) *Op[T, TXN] {
+func New[T, TXN any](sink Sink[T, TXN], name string, subtask, parallelism int, restored *engine.Restored, checkpointed bool) *Op[T, TXN] {
 	return &Op[T, TXN]{name: name, subtask: subtask, sink: sink, restore: restored, par: parallelism, checkpointed: checkpointed}
 }
 
@@ -53,7 +53,7 @@ type Op[T, TXN any] struct {
 	cur     TXN
 	open    bool
 	pending []pendingTxn[TXN]
-	restore *runtime.Restored
+	restore *engine.Restored
 	par     int
 	opened  bool // OpenSubtask ran
 	// checkpointed: the job checkpoints, so the transaction open at the
@@ -102,7 +102,7 @@ func (o *Op[T, TXN]) Open() (err error) {
 }
 
 // ProcessBatch writes the records to the open transaction.
-func (o *Op[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+func (o *Op[T, TXN]) ProcessBatch(recs []engine.Record[T]) (err error) {
 	for i := range recs {
 		if err := o.sink.Write(o.cur, recs[i].Value, recs[i].TS); err != nil {
 			return err
@@ -177,10 +177,10 @@ func (f *Finals[T, TXN]) Commit() error {
 // SnapshotState pre-commits the current transaction, keeps it pending
 // under the checkpoint's id, and begins the next one, unless the input has
 // ended (the final checkpoint: nothing more will be written).
-func (o *Op[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
+func (o *Op[T, TXN]) SnapshotState(id int64) (_ engine.OperatorSnapshot, err error) {
 	if o.open {
 		if err := o.sink.PreCommit(o.cur); err != nil {
-			return runtime.OperatorSnapshot{}, err
+			return engine.OperatorSnapshot{}, err
 		}
 		o.pending = append(o.pending, pendingTxn[TXN]{id, o.cur})
 		o.open = false
@@ -188,15 +188,15 @@ func (o *Op[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err er
 		o.cur = zero
 		if !o.ended {
 			if err := o.begin(); err != nil {
-				return runtime.OperatorSnapshot{}, err
+				return engine.OperatorSnapshot{}, err
 			}
 		}
 	}
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(o.pending); err != nil {
-		return runtime.OperatorSnapshot{}, fmt.Errorf("encoding pending transactions: %w", err)
+		return engine.OperatorSnapshot{}, fmt.Errorf("encoding pending transactions: %w", err)
 	}
-	return runtime.OperatorSnapshot{State: b.Bytes()}, nil
+	return engine.OperatorSnapshot{State: b.Bytes()}, nil
 }
 
 // NotifyCheckpointComplete commits every transaction pending up to id.
@@ -244,7 +244,7 @@ func (o *Caught[T, TXN]) Open() (err error) {
 }
 
 // ProcessBatch is Op.ProcessBatch under Catch.
-func (o *Caught[T, TXN]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+func (o *Caught[T, TXN]) ProcessBatch(recs []engine.Record[T]) (err error) {
 	defer o.Catch(&err)
 	return o.Op.ProcessBatch(recs)
 }
@@ -256,7 +256,7 @@ func (o *Caught[T, TXN]) EndInput() (err error) {
 }
 
 // SnapshotState is Op.SnapshotState under Catch.
-func (o *Caught[T, TXN]) SnapshotState(id int64) (_ runtime.OperatorSnapshot, err error) {
+func (o *Caught[T, TXN]) SnapshotState(id int64) (_ engine.OperatorSnapshot, err error) {
 	defer o.Catch(&err)
 	return o.Op.SnapshotState(id)
 }

@@ -35,7 +35,7 @@ var benchKeyNames = func() []string {
 	return k
 }()
 
-type engine interface {
+type benchEngine interface {
 	SetCurrentKey(k string)
 	ProcessElementPtr(v *int64, ts int64) error
 	AdvanceWatermark(wm int64) error
@@ -43,7 +43,7 @@ type engine interface {
 
 // drive feeds b.N records: key i%10k, timestamps rising by 1 ms every
 // perMS records, a watermark (ts - 1) every 10k records.
-func drive(b *testing.B, e engine, perMS int) {
+func drive(b *testing.B, e benchEngine, perMS int) {
 	one := []int64{1} // on the heap: the element's pointer does not make it escape per record
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -61,7 +61,7 @@ func drive(b *testing.B, e engine, perMS int) {
 	}
 }
 
-func perWindow(b *testing.B, a window.Assigner[window.TimeWindow]) engine {
+func perWindow(b *testing.B, a window.Assigner[window.TimeWindow]) benchEngine {
 	return newPerWindow[int64](b, a, countAgg{})
 }
 
@@ -83,7 +83,7 @@ func newPerWindow[IN any](b *testing.B, a window.Assigner[window.TimeWindow], ag
 	return o
 }
 
-func sliced(b *testing.B, size, slide int64) engine {
+func sliced(b *testing.B, size, slide int64) benchEngine {
 	be := istate.NewBackend[string](0, 127, clock.NewManual(0))
 	agg := countAgg{}
 	o, err := NewSliced(SlicedConfig[string, int64, int64]{Size: size, Slide: slide, Backend: be, Hash: hashString, MaxParallelism: 128,

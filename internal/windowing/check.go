@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/window"
 )
 
@@ -76,8 +76,8 @@ func validatePart(v any) error {
 // LateOutput returns what receives the late elements of a window operator
 // whose late side output is port (nil: nobody reads it); a failure to
 // emit is kept in *sideErr unless it already holds one.
-func LateOutput[T any](port runtime.OutputPort, sideErr *error) func(v T, ts int64) {
-	if side, ok := port.(*runtime.Output[T]); ok {
+func LateOutput[T any](port engine.OutputPort, sideErr *error) func(v T, ts int64) {
+	if side, ok := port.(*engine.Output[T]); ok {
 		return func(v T, ts int64) { side.Collect(v, ts) }
 	} else if port != nil {
 		return func(v T, ts int64) {

@@ -15,7 +15,7 @@ import (
 
 // snapEngine is an engine that can be snapshotted.
 type snapEngine interface {
-	engine
+	benchEngine
 	Snapshot() (map[int][]byte, error)
 	Restore(map[int][]byte) error
 }

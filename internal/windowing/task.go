@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keyedsnap"
-	"github.com/weirstream/weir/internal/runtime"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
@@ -102,7 +102,7 @@ type SliceConfig[K comparable, T, OUT any] struct {
 	Hash           func(K) int32
 	MaxParallelism int
 	Late           func(v T, ts int64)
-	Out            *runtime.Output[OUT]
+	Out            *engine.Output[OUT]
 }
 
 func slicedConfig[K comparable, T, ACC, OUT any](cfg SliceConfig[K, T, OUT]) SlicedConfig[K, T, ACC] {
@@ -176,7 +176,7 @@ type EngineConfig[K comparable, T, V, OUT any, W window.Window] struct {
 	Emit func(key K, w W, v V) error
 	// Fns are the window function kind's.
 	Fns Fns[K, T, V, OUT, W]
-	Out *runtime.Output[OUT]
+	Out *engine.Output[OUT]
 }
 
 // NewEngine builds the engine of a window operator: the sliced one for
@@ -301,8 +301,8 @@ type Task[K comparable, T, OUT any] struct {
 	Name     string
 	Eng      Engine[K, T]
 	KeyFn    func(T) K
-	Out      *runtime.Output[OUT]
-	Restored *runtime.Restored
+	Out      *engine.Output[OUT]
+	Restored *engine.Restored
 	Clock    BatchClock
 	// Settle turns what recover returned and a returned error into the
 	// operator's error.
@@ -322,7 +322,7 @@ func (t *Task[K, T, OUT]) takeSideErr() error {
 	return err
 }
 
-// LateRecordsDropped implements runtime.LateDropCounter.
+// LateRecordsDropped implements engine.LateDropCounter.
 func (t *Task[K, T, OUT]) LateRecordsDropped() int64 { return t.Eng.LateDropped() }
 
 // Open restores the engine and opens the user's function.
@@ -341,32 +341,32 @@ func (t *Task[K, T, OUT]) Close() error { return t.CloseFn() }
 
 // SnapshotState snapshots the window contents, the trigger and window
 // state and the timers, per key group.
-func (t *Task[K, T, OUT]) SnapshotState(int64) (runtime.OperatorSnapshot, error) {
+func (t *Task[K, T, OUT]) SnapshotState(int64) (engine.OperatorSnapshot, error) {
 	kgs, err := t.Eng.Snapshot()
 	if err != nil {
-		return runtime.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", t.Name, err)
+		return engine.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", t.Name, err)
 	}
-	return runtime.OperatorSnapshot{KeyGroups: kgs}, nil
+	return engine.OperatorSnapshot{KeyGroups: kgs}, nil
 }
 
 // SnapshotStateAsync takes a copy-on-write view of the window state and a
 // copy of the timers at the barrier and encodes them asynchronously.
-func (t *Task[K, T, OUT]) SnapshotStateAsync(int64) (runtime.AsyncSnapshot, error) {
+func (t *Task[K, T, OUT]) SnapshotStateAsync(int64) (engine.AsyncSnapshot, error) {
 	async, err := t.Eng.SnapshotAsync()
 	if err != nil {
 		return nil, fmt.Errorf("operator %q: snapshot of the window state: %w", t.Name, err)
 	}
-	return func(ctx context.Context) (runtime.OperatorSnapshot, error) {
+	return func(ctx context.Context) (engine.OperatorSnapshot, error) {
 		kgs, err := async(ctx)
 		if err != nil {
-			return runtime.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", t.Name, err)
+			return engine.OperatorSnapshot{}, fmt.Errorf("operator %q: snapshot of the window state: %w", t.Name, err)
 		}
-		return runtime.OperatorSnapshot{KeyGroups: kgs}, nil
+		return engine.OperatorSnapshot{KeyGroups: kgs}, nil
 	}, nil
 }
 
 // ProcessBatch processes a batch of records.
-func (t *Task[K, T, OUT]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+func (t *Task[K, T, OUT]) ProcessBatch(recs []engine.Record[T]) (err error) {
 	defer func() { t.Settle(recover(), &err) }()
 	t.Clock.begin()
 	defer t.Clock.end()
@@ -410,7 +410,7 @@ func (t *Task[K, T, OUT]) EndInput() error { return t.Out.End() }
 
 // Schedule wraps processing-time callbacks with the operator's error
 // handling.
-func (t *Task[K, T, OUT]) Schedule(pts runtime.ProcessingTimeService) func(at int64, f func(int64) error) {
+func (t *Task[K, T, OUT]) Schedule(pts engine.ProcessingTimeService) func(at int64, f func(int64) error) {
 	return func(at int64, f func(int64) error) {
 		pts.Schedule(at, func(at int64) (err error) {
 			defer func() { t.Settle(recover(), &err) }()

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/hooks"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // Checkpoint is a completed checkpoint: every operator's snapshot by
@@ -30,7 +30,7 @@ import (
 type Checkpoint struct {
 	ID             int64
 	MaxParallelism int
-	Operators      map[string][]runtime.OperatorSnapshot
+	Operators      map[string][]engine.OperatorSnapshot
 }
 
 // Store keeps checkpoints in a store.Store.
@@ -239,7 +239,7 @@ func (d *Store) LastID(ctx context.Context) (int64, error) {
 // Load reads the checkpoint m describes, verifying every file.
 func (d *Store) Load(ctx context.Context, m *store.Manifest) (*Checkpoint, error) {
 	var err error
-	cp := &Checkpoint{ID: m.ID, Operators: map[string][]runtime.OperatorSnapshot{}}
+	cp := &Checkpoint{ID: m.ID, Operators: map[string][]engine.OperatorSnapshot{}}
 	files := map[string][]byte{}
 	read := func(name string) ([]byte, error) {
 		if b, ok := files[name]; ok {
@@ -259,7 +259,7 @@ func (d *Store) Load(ctx context.Context, m *store.Manifest) (*Checkpoint, error
 			}
 			cp.MaxParallelism = op.MaxParallelism
 		}
-		subs := make([]runtime.OperatorSnapshot, op.Parallelism)
+		subs := make([]engine.OperatorSnapshot, op.Parallelism)
 		for i := range subs {
 			subs[i].UID, subs[i].Kind, subs[i].Name = op.UID, op.Kind, op.Name
 		}
@@ -267,7 +267,7 @@ func (d *Store) Load(ctx context.Context, m *store.Manifest) (*Checkpoint, error
 			if st.Index < 0 || st.Index >= len(subs) {
 				return nil, fmt.Errorf("%s %d: operator %q has subtask %d of %d", m.Kind, m.ID, op.UID, st.Index, len(subs))
 			}
-			sn := runtime.OperatorSnapshot{UID: op.UID, Kind: op.Kind, Name: op.Name}
+			sn := engine.OperatorSnapshot{UID: op.UID, Kind: op.Kind, Name: op.Name}
 			if st.OperatorState != "" {
 				if sn.State, err = read(st.OperatorState); err != nil {
 					return nil, err

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/weirstream/weir/internal/checkpoint/store"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/state/kvstate"
 )
 
@@ -21,7 +21,7 @@ import (
 // Savepoints are converted to the canonical per-key-group snapshots when
 // stored, so they never reference shared files.
 
-// DBFiles is the runtime.OperatorSnapshot.KeyedFiles of a disk backend:
+// DBFiles is the engine.OperatorSnapshot.KeyedFiles of a disk backend:
 // Staged (with Canonical) in a snapshot taken at a barrier, Image in a
 // checkpoint read from a store.
 type DBFiles struct {
@@ -61,7 +61,7 @@ func (s *StagedSet) Discard() {
 // the staged files no stored checkpoint has and references the others; a
 // savepoint (canonical) gets none: the keyed state goes into sn.KeyGroups
 // instead, which SaveFiles rewrites.
-func SaveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string, sn *runtime.OperatorSnapshot) (*store.DBFiles, error) {
+func SaveFiles(ctx context.Context, w store.Writer, kind store.Kind, base string, sn *engine.OperatorSnapshot) (*store.DBFiles, error) {
 	pf, ok := sn.KeyedFiles.(*DBFiles)
 	if !ok || pf.Staged == nil {
 		return nil, fmt.Errorf("snapshot of %s: keyed state files of type %T cannot be stored", base, sn.KeyedFiles)

@@ -6,7 +6,7 @@ package assigner
 import (
 	"math"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -14,11 +14,11 @@ import (
 // record is emitted before the generator sees it; upstream watermarks are
 // dropped except the final maximum one.
 type Op[T any] struct {
-	out      *runtime.Output[T]
+	out      *engine.Output[T]
 	gen      watermark.Generator[T]
 	ts       func(T, int64) int64
 	emitter  *watermark.Emitter
-	pts      runtime.ProcessingTimeService
+	pts      engine.ProcessingTimeService
 	interval int64
 	settle   func(r any, err *error)
 	err      error
@@ -29,8 +29,8 @@ type Op[T any] struct {
 // interval ms of processing time (none if 0) the generator's periodic
 // emit runs; settle turns what recover returned and a returned error into
 // the operator's error.
-func New[T any](out *runtime.Output[T], gen watermark.Generator[T], ts func(T, int64) int64,
-	pts runtime.ProcessingTimeService, interval int64, settle func(r any, err *error)) *Op[T] {
+func New[T any](out *engine.Output[T], gen watermark.Generator[T], ts func(T, int64) int64,
+	pts engine.ProcessingTimeService, interval int64, settle func(r any, err *error)) *Op[T] {
 	if gen == nil {
 		gen = watermark.None[T]()
 	}
@@ -75,7 +75,7 @@ func (o *Op[T]) takeErr() error {
 
 // ProcessBatch assigns timestamps, emits the records and shows each to the
 // generator after it was emitted.
-func (o *Op[T]) ProcessBatch(recs []runtime.Record[T]) (err error) {
+func (o *Op[T]) ProcessBatch(recs []engine.Record[T]) (err error) {
 	defer func() { o.settle(recover(), &err) }()
 	for _, r := range recs {
 		if o.ts != nil {

@@ -1,0 +1,113 @@
+package engine
+
+import "slices"
+
+// Vertex describes one chain of operators of a plan, run as one task per
+// subtask (Flink's job vertex): its head node's UID identifies it.
+type Vertex struct {
+	// UID is the head operator's state id (UIDOf).
+	UID string
+	// Name is the chain's name as its tasks carry it ("a -> b -> c").
+	Name        string
+	Parallelism int
+	// Operators lists the chained operators, head first.
+	Operators []VertexOperator
+	// Inputs lists the network edges into the head, by input.
+	Inputs []VertexInput
+}
+
+// VertexOperator is one operator of a vertex.
+type VertexOperator struct {
+	Name string
+	UID  string
+	// Kind is "source", "one-input" or "two-input".
+	Kind string
+}
+
+// VertexInput is one network edge into a vertex.
+type VertexInput struct {
+	// From is the producing vertex's UID.
+	From string
+	// Input is the head operator's input the edge feeds (0 or 1).
+	Input     int
+	Partition Partitioning
+	// Side is the side-output tag the edge reads ("" for the main output).
+	Side string
+}
+
+func kindName(k NodeKind) string {
+	switch k {
+	case KindSource:
+		return "source"
+	case KindTwoInput:
+		return "two-input"
+	}
+	return "one-input"
+}
+
+// describeVertices describes the chains of a plan.
+func describeVertices(heads []*Node, members map[*Node][]*Node, head map[*Node]*Node, chained func(*Edge) bool) []Vertex {
+	out := make([]Vertex, 0, len(heads))
+	for _, h := range heads {
+		v := Vertex{UID: UIDOf(h), Name: h.Name, Parallelism: h.Parallelism}
+		for i, n := range members[h] {
+			if i > 0 {
+				v.Name += " -> " + n.Name
+			}
+			v.Operators = append(v.Operators, VertexOperator{Name: n.Name, UID: UIDOf(n), Kind: kindName(n.Kind)})
+		}
+		for _, e := range h.Inputs {
+			if e.From.Kind == KindExternal || chained(e) {
+				continue
+			}
+			from := e.From
+			if hf, ok := head[from]; ok {
+				from = hf
+			}
+			v.Inputs = append(v.Inputs, VertexInput{From: UIDOf(from), Input: e.Input, Partition: e.Partition, Side: e.Tag})
+		}
+		slices.SortStableFunc(v.Inputs, func(a, b VertexInput) int { return a.Input - b.Input })
+		out = append(out, v)
+	}
+	return out
+}
+
+// watchOperator wires an operator's optional metrics: state gauges,
+// source splits, join samples.
+func (t *Task) watchOperator(om *OperatorMetrics, n *Node, b Built) {
+	om.UID = UIDOf(n)
+	if g, ok := b.Life.(StateReporter); ok {
+		om.State = new(StateGauges)
+		t.gauges.ops = append(t.gauges.ops, gaugeOp{g, om.State})
+	}
+	for _, x := range []any{b.Life, b.Source} {
+		if r, ok := x.(SplitReporter); ok && om.Splits == nil {
+			om.Splits = r.SplitMetrics
+		}
+		if j, ok := x.(JoinSampler); ok && om.Join == nil {
+			om.Join = j.JoinSample
+		}
+	}
+}
+
+// watchGates makes a task's input gates count into io and publishes their
+// idleness and record counts on the head operator's metrics.
+func watchGates(om *OperatorMetrics, gates []gate, io *IOCounters) {
+	for _, g := range gates {
+		g.countInto(io)
+	}
+	om.InputIdle = func() []bool {
+		out := make([]bool, len(gates))
+		for i, g := range gates {
+			out[i] = g.Idle()
+		}
+		return out
+	}
+	om.InputRecords = func() []int64 {
+		out := make([]int64, len(gates))
+		for i, g := range gates {
+			out[i] = g.RecordsIn()
+		}
+		return out
+	}
+}
