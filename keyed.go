@@ -23,6 +23,7 @@ type keyedBase[K comparable] struct {
 	key     K
 	kg      int
 	hash    func(K) int32
+	par     int // the operator's parallelism, for RuntimeContext
 	maxP    int
 	backend *istate.Backend[K]
 	timers  *timer.Service[K, void]
@@ -48,6 +49,7 @@ func newKeyedBase[K comparable](bc *engine.BuildContext, hash func(K) int32) key
 		opContext: newOpContext(bc),
 		metrics:   metricGroupOf(bc),
 		hash:      hash,
+		par:       bc.Parallelism,
 		maxP:      bc.MaxParallelism,
 		backend:   istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
 		timers:    timers,
@@ -115,7 +117,7 @@ func (b *keyedBase[K]) setBackendKey(k K, kg int) {
 }
 
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
-	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, maxPar: b.maxP, metrics: b.metrics}, b: b.backend}
+	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, par: b.par, maxPar: b.maxP, metrics: b.metrics}, b: b.backend}
 	if b.disk != nil {
 		return diskRuntimeCtx[K]{keyedRuntimeCtx: rc, kb: b.disk}
 	}
