@@ -234,9 +234,9 @@ func (k keyedBcastSide[K]) writable()                             {}
 func (k keyedBcastSide[K]) Timestamp() (int64, bool)              { return k.opContext.Timestamp() }
 func (k keyedBcastSide[K]) CurrentWatermark() int64               { return k.keyedBase.CurrentWatermark() }
 func (k keyedBcastSide[K]) ApplyToKeyedState(name string, fn func(key K) error) error {
-	b := k.backend
+	b := k.Backend
 	for key := range b.Keys(name) {
-		k.setKey(key)
+		k.SetKey(key)
 		if err := fn(key); err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (engine.A
 func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
-		o.setKey(o.keyFn(recs[i].Value))
+		o.SetKey(o.keyFn(recs[i].Value))
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
 		if err := o.fn.ProcessElement(recs[i].Value, o.elem, &o.col); err != nil {
 			return err

@@ -27,7 +27,7 @@ import (
 // with a durable store.
 func (b *keyedBase[K]) incremental() bool {
 	d, ok := b.stateBackend.(diskBackend)
-	return ok && d.incremental && b.disk != nil && b.disk.Incremental()
+	return ok && d.incremental && b.Disk != nil && b.Disk.Incremental()
 }
 
 // keyedStateBackend returns the state backend of the job's keyed
@@ -49,12 +49,12 @@ func (e *Environment) keyedStateBackend() StateBackend {
 // snapshotIncremental stages the store and snapshots the timers
 // per key group (with empty state snapshots).
 func (b *keyedBase[K]) snapshotIncremental(id int64) (engine.OperatorSnapshot, error) {
-	first, last := b.disk.KeyGroupRange()
-	kgs, err := keyedsnap.Snapshot(durable.FilesBackend{First: first, Last: last}, b.timers)
+	first, last := b.Disk.KeyGroupRange()
+	kgs, err := keyedsnap.Snapshot(durable.FilesBackend{First: first, Last: last}, b.Timers)
 	if err != nil {
 		return engine.OperatorSnapshot{}, err
 	}
-	staged, err := b.disk.Stage(id)
+	staged, err := b.Disk.Stage(id)
 	if err != nil {
 		return engine.OperatorSnapshot{}, err
 	}
@@ -66,8 +66,8 @@ func (b *keyedBase[K]) snapshotIncremental(id int64) (engine.OperatorSnapshot, e
 // restoreBackend is the backend keyed snapshots restore into: frames of
 // incremental checkpoints hold no state (it came from the files).
 func (b *keyedBase[K]) restoreBackend() keyedsnap.Backend {
-	first, last := b.snapBackend().KeyGroupRange()
-	return durable.FilesBackend{First: first, Last: last, Next: b.snapBackend()}
+	first, last := b.SnapBackend().KeyGroupRange()
+	return durable.FilesBackend{First: first, Last: last, Next: b.SnapBackend()}
 }
 
 // restoredImages returns the checkpointed stores the operator restores

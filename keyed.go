@@ -5,8 +5,8 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/engine"
+	"github.com/weirstream/weir/internal/keyedop"
 	"github.com/weirstream/weir/internal/keyedsnap"
-	"github.com/weirstream/weir/internal/keygroup"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/timer"
@@ -20,40 +20,27 @@ type void = struct{}
 // OnTimerContext and TimerService for the user function.
 type keyedBase[K comparable] struct {
 	opContext
-	key     K
-	kg      int
-	hash    func(K) int32
-	par     int // the operator's parallelism, for RuntimeContext
-	maxP    int
-	backend *istate.Backend[K]
-	timers  *timer.Service[K, void]
+	keyedop.Base[K]
+	par int // the operator's parallelism, for RuntimeContext
 	// stateBackend is the job's choice (nil: heap); with a disk backend,
-	// disk holds the functions' keyed state from Open to Close
-	// (state_backend.go) and backend stays empty.
+	// Disk holds the functions' keyed state from Open to Close
+	// (state_backend.go) and Backend stays empty.
 	stateBackend StateBackend
-	disk         *kvstate.Backend[K]
 	clk          clock.Clock
-	drv          timer.Driver[K, void] // fires timers, from Open (restore) on
 	domain       TimeDomain
 	onTimer      func(ts int64) error
 	timerTS      func(ts int64)
 	restored     *engine.Restored
-	registered   int64        // timers registered, for metrics (metrics_ops.go)
 	fail         func(error)  // fails the task from any goroutine (BuildContext.Fail)
 	metrics      *MetricGroup // the functions' user metrics (metrics_user.go)
 }
 
 func newKeyedBase[K comparable](bc *engine.BuildContext, hash func(K) int32) keyedBase[K] {
-	timers := timer.NewService[K, void]()
 	return keyedBase[K]{
 		opContext: newOpContext(bc),
+		Base:      keyedop.New(bc, hash),
 		metrics:   metricGroupOf(bc),
-		hash:      hash,
 		par:       bc.Parallelism,
-		maxP:      bc.MaxParallelism,
-		backend:   istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
-		timers:    timers,
-		drv:       timer.NewDriver[K, void](timers, bc.Time),
 		restored:  bc.Restored,
 		clk:       bc.Clock,
 		fail:      bc.Fail,
@@ -65,7 +52,7 @@ func (b *keyedBase[K]) SnapshotState(id int64) (engine.OperatorSnapshot, error) 
 	if b.incremental() {
 		return b.snapshotIncremental(id) // incremental.go
 	}
-	return keyedsnap.Operator(b.snapBackend(), b.timers)
+	return keyedsnap.Operator(b.SnapBackend(), b.Timers)
 }
 
 // SnapshotStateAsync takes the synchronous part of the snapshot of the
@@ -73,18 +60,10 @@ func (b *keyedBase[K]) SnapshotState(id int64) (engine.OperatorSnapshot, error) 
 // a copy of the timers (keyedsnap.SnapshotAsync); on disk the whole
 // snapshot (SnapshotState), handed over as it is.
 func (b *keyedBase[K]) SnapshotStateAsync(id int64) (engine.AsyncSnapshot, error) {
-	if b.disk != nil {
+	if b.Disk != nil {
 		return keyedsnap.Ready(b.SnapshotState(id))
 	}
-	return keyedsnap.OperatorAsync[K, void](b.backend, b.timers)
-}
-
-// snapBackend is the state backend in use: both write the same snapshots.
-func (b *keyedBase[K]) snapBackend() keyedsnap.Backend {
-	if b.disk != nil {
-		return b.disk
-	}
-	return b.backend
+	return keyedsnap.OperatorAsync[K, void](b.Backend, b.Timers)
 }
 
 // restore restores keyed state and timers and re-arms the earliest
@@ -94,38 +73,21 @@ func (b *keyedBase[K]) restore() error {
 		return err
 	}
 	if b.restored != nil {
-		if err := keyedsnap.Restore(b.restoreBackend(), b.timers, b.restored.KeyGroups); err != nil {
+		if err := keyedsnap.Restore(b.restoreBackend(), b.Timers, b.restored.KeyGroups); err != nil {
 			return err
 		}
 	}
-	b.drv.Start(b.fire, b.catch)
+	b.Drv.Start(b.fire, b.catch)
 	return nil
 }
 
-func (b *keyedBase[K]) setKey(k K) {
-	b.key = k
-	b.kg = keygroup.Of(b.hash(k), b.maxP)
-	b.setBackendKey(k, b.kg)
-}
-
-func (b *keyedBase[K]) setBackendKey(k K, kg int) {
-	if b.disk != nil {
-		b.disk.SetCurrentKey(k, kg)
-		return
-	}
-	b.backend.SetCurrentKey(k, kg)
-}
-
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
-	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, par: b.par, maxPar: b.maxP, metrics: b.metrics}, b: b.backend}
-	if b.disk != nil {
-		return diskRuntimeCtx[K]{keyedRuntimeCtx: rc, kb: b.disk}
+	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, par: b.par, maxPar: b.MaxP, metrics: b.metrics}, b: b.Backend}
+	if b.Disk != nil {
+		return diskRuntimeCtx[K]{keyedRuntimeCtx: rc, kb: b.Disk}
 	}
 	return rc
 }
-
-// CurrentKey implements KeyedContext.
-func (b *keyedBase[K]) CurrentKey() K { return b.key }
 
 // TimerService implements KeyedContext.
 func (b *keyedBase[K]) TimerService() TimerService { return b }
@@ -134,33 +96,12 @@ func (b *keyedBase[K]) TimerService() TimerService { return b }
 func (b *keyedBase[K]) TimeDomain() TimeDomain { return b.domain }
 
 // CurrentWatermark implements Context and TimerService.
-func (b *keyedBase[K]) CurrentWatermark() int64 { return b.timers.CurrentWatermark() }
-
-// RegisterEventTimeTimer implements TimerService.
-func (b *keyedBase[K]) RegisterEventTimeTimer(ts int64) {
-	b.registered++
-	b.timers.RegisterEventTime(b.key, b.kg, void{}, ts)
-}
-
-// DeleteEventTimeTimer implements TimerService.
-func (b *keyedBase[K]) DeleteEventTimeTimer(ts int64) { b.timers.DeleteEventTime(b.key, void{}, ts) }
-
-// RegisterProcessingTimeTimer implements TimerService.
-func (b *keyedBase[K]) RegisterProcessingTimeTimer(ts int64) {
-	b.registered++
-	b.timers.RegisterProcessingTime(b.key, b.kg, void{}, ts)
-	b.drv.Registered(ts)
-}
-
-// DeleteProcessingTimeTimer implements TimerService.
-func (b *keyedBase[K]) DeleteProcessingTimeTimer(ts int64) {
-	b.timers.DeleteProcessingTime(b.key, void{}, ts)
-}
+func (b *keyedBase[K]) CurrentWatermark() int64 { return b.Timers.CurrentWatermark() }
 
 // fire runs the timer t (eventTime: of the event-time domain).
 func (b *keyedBase[K]) fire(t timer.Timer[K, void], eventTime bool) error {
-	b.key, b.kg = t.Key, t.KeyGroup
-	b.setBackendKey(t.Key, t.KeyGroup)
+	b.Key, b.KG = t.Key, t.KeyGroup
+	b.SetBackendKey(t.Key, t.KeyGroup)
 	b.ts = t.Timestamp
 	if eventTime {
 		b.domain = EventTime
@@ -178,7 +119,7 @@ func (b *keyedBase[K]) fire(t timer.Timer[K, void], eventTime bool) error {
 func (b *keyedBase[K]) advanceWatermark(wm int64) (err error) {
 	defer b.catch(&err)
 	b.wm = wm
-	return b.drv.AdvanceWatermark(wm)
+	return b.Drv.AdvanceWatermark(wm)
 }
 
 func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
@@ -255,7 +196,7 @@ func (o *keyedProcessOp[K, IN, OUT]) Close() error { return closeKeyed(o.fn, &o.
 func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
-		o.setKey(o.keyFn(recs[i].Value))
+		o.SetKey(o.keyFn(recs[i].Value))
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
 		if err := o.fn.ProcessElement(recs[i].Value, &o.keyedBase, &o.col); err != nil {
 			return err
@@ -411,7 +352,7 @@ func (o *keyedCoProcessOp[K, A, B, OUT]) Close() error { return closeKeyed(o.fn,
 func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
-		o.setKey(o.keyA(recs[i].Value))
+		o.SetKey(o.keyA(recs[i].Value))
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
 		if err := o.fn.ProcessElement1(recs[i].Value, &o.keyedBase, &o.col); err != nil {
 			return err
@@ -426,7 +367,7 @@ func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) 
 func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
 	defer o.catch(&err)
 	for i := range recs {
-		o.setKey(o.keyB(recs[i].Value))
+		o.SetKey(o.keyB(recs[i].Value))
 		o.ts, o.col.ts = recs[i].TS, recs[i].TS
 		if err := o.fn.ProcessElement2(recs[i].Value, &o.keyedBase, &o.col); err != nil {
 			return err

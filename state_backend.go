@@ -115,7 +115,7 @@ func handleOf[S, H any](h H, err error) (S, error) {
 // incremental checkpoint if there are any; with the heap backend, such
 // stores cannot be read.
 func (b *keyedBase[K]) openStateBackend() error {
-	if b.disk != nil {
+	if b.Disk != nil {
 		return nil
 	}
 	images := b.restoredImages()
@@ -128,25 +128,25 @@ func (b *keyedBase[K]) openStateBackend() error {
 		}
 		return nil
 	}
-	first, last := b.backend.KeyGroupRange()
+	first, last := b.Backend.KeyGroupRange()
 	kb, err := durable.OpenDisk[K](d.StateBackend, images, b.name, b.subtask, first, last, b.clk, b.fail)
 	if err != nil {
 		return err
 	}
-	b.disk = kb
+	b.Disk = kb
 	return nil
 }
 
 // closeStateBackend closes and removes the subtask's store.
 func (b *keyedBase[K]) closeStateBackend() error {
-	if b.disk == nil {
+	if b.Disk == nil {
 		return nil
 	}
 	if d, ok := b.stateBackend.(diskBackend); ok && d.staged != nil {
 		// The coordinator may still store the last staged checkpoint.
-		d.staged.Add(b.disk.TakeStaged())
+		d.staged.Add(b.Disk.TakeStaged())
 	}
-	err := b.disk.Discard()
-	b.disk = nil
+	err := b.Disk.Discard()
+	b.Disk = nil
 	return err
 }
