@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"github.com/weirstream/weir/internal/hooks"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/job"
+	"github.com/weirstream/weir/internal/memstore"
 )
 
 // CheckpointOption configures checkpointing.
@@ -213,8 +212,7 @@ type CheckpointStore interface {
 
 // MemoryCheckpointStore keeps checkpoints in memory.
 type MemoryCheckpointStore struct {
-	mu  sync.Mutex
-	cps []*Checkpoint
+	s memstore.Store[Checkpoint]
 }
 
 // NewMemoryCheckpointStore returns an empty in-memory store.
@@ -222,43 +220,23 @@ func NewMemoryCheckpointStore() *MemoryCheckpointStore { return &MemoryCheckpoin
 
 // Save implements CheckpointStore.
 func (m *MemoryCheckpointStore) Save(_ context.Context, cp *Checkpoint) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cps = append(m.cps, cp)
-	sort.Slice(m.cps, func(i, j int) bool { return m.cps[i].ID < m.cps[j].ID })
+	m.s.Save(cp.ID, cp)
 	return nil
 }
 
 // Latest implements CheckpointStore.
 func (m *MemoryCheckpointStore) Latest(context.Context) (*Checkpoint, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.cps) == 0 {
-		return nil, nil
-	}
-	return m.cps[len(m.cps)-1], nil
+	return m.s.Latest(), nil
 }
 
 // Retain implements CheckpointStore.
 func (m *MemoryCheckpointStore) Retain(_ context.Context, n int) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.cps) > n {
-		m.cps = append([]*Checkpoint(nil), m.cps[len(m.cps)-n:]...)
-	}
+	m.s.Retain(n)
 	return nil
 }
 
 // IDs returns the ids of the stored checkpoints, oldest first.
-func (m *MemoryCheckpointStore) IDs() []int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ids := make([]int64, len(m.cps))
-	for i, c := range m.cps {
-		ids[i] = c.ID
-	}
-	return ids
-}
+func (m *MemoryCheckpointStore) IDs() []int64 { return m.s.IDs() }
 
 // RestartStrategy decides whether and when a failed job restarts from its
 // latest completed checkpoint.
