@@ -31,10 +31,11 @@ const (
 	// non-test lines; v0.2.0 moved the interval join, two-phase commit,
 	// the harness, the REST server and the backends out (11,375 -> 9,245),
 	// then the tasks of every operator, job planning, failover, checkpoint
-	// storage and the monitor model (-> 5,875). What is left is the API,
-	// its doc comments and the contexts that implement it. Lower it as
-	// more moves; never raise it.
-	maxRootLines = 5900
+	// storage and the monitor model (-> 5,875), then the keyed operators'
+	// key, state and timers and the memory checkpoint store (-> 5,783).
+	// What is left is the API, its doc comments and the contexts that
+	// implement it. Lower it as more moves; never raise it.
+	maxRootLines = 5800
 )
 
 // heavy are the dependencies a program pays for only when it imports the
