@@ -131,12 +131,8 @@ type AsyncRetryPredicate[OUT any] struct {
 // AsyncRetry is a built-in AsyncRetryStrategy: FixedDelayRetry or
 // ExponentialBackoffRetry, with IfResult and IfError for its predicate.
 type AsyncRetry[OUT any] struct {
-	maxAttempts int
-	initial     time.Duration
-	max         time.Duration
-	multiplier  float64 // 0: fixed delay
-	pred        AsyncRetryPredicate[OUT]
-	err         error
+	r    asyncio.RetrySettings
+	pred AsyncRetryPredicate[OUT]
 }
 
 // FixedDelayRetry retries up to maxAttempts times after the first attempt,
@@ -144,11 +140,7 @@ type AsyncRetry[OUT any] struct {
 // canRetry(n) is n <= maxAttempts). maxAttempts and delay must be
 // positive; delay counts in whole milliseconds.
 func FixedDelayRetry[OUT any](maxAttempts int, delay time.Duration) AsyncRetry[OUT] {
-	s := AsyncRetry[OUT]{maxAttempts: maxAttempts, initial: delay, max: delay}
-	if maxAttempts < 1 || delay < time.Millisecond {
-		s.err = fmt.Errorf("fixed-delay retry: max attempts must be positive and the delay at least 1ms, got %d and %v", maxAttempts, delay)
-	}
-	return s
+	return AsyncRetry[OUT]{r: asyncio.FixedRetry(maxAttempts, delay)}
 }
 
 // ExponentialBackoffRetry retries up to maxAttempts times after the first
@@ -159,12 +151,7 @@ func FixedDelayRetry[OUT any](maxAttempts int, delay time.Duration) AsyncRetry[O
 // for all requests of a subtask, every request starts again from
 // initialDelay.
 func ExponentialBackoffRetry[OUT any](maxAttempts int, initialDelay, maxDelay time.Duration, multiplier float64) AsyncRetry[OUT] {
-	s := AsyncRetry[OUT]{maxAttempts: maxAttempts, initial: initialDelay, max: maxDelay, multiplier: multiplier}
-	if maxAttempts < 1 || initialDelay < time.Millisecond || maxDelay < initialDelay || !(multiplier >= 1) {
-		s.err = fmt.Errorf("exponential-backoff retry: need max attempts > 0, initial delay >= 1ms, max delay >= initial delay and multiplier >= 1, got %d, %v, %v, %v",
-			maxAttempts, initialDelay, maxDelay, multiplier)
-	}
-	return s
+	return AsyncRetry[OUT]{r: asyncio.ExponentialRetry(maxAttempts, initialDelay, maxDelay, multiplier)}
 }
 
 // IfResult retries an attempt whose results satisfy p.
@@ -180,25 +167,23 @@ func (s AsyncRetry[OUT]) IfError(p func(err error) bool) AsyncRetry[OUT] {
 }
 
 // CanRetry implements AsyncRetryStrategy.
-func (s AsyncRetry[OUT]) CanRetry(n int) bool { return n <= s.maxAttempts }
+func (s AsyncRetry[OUT]) CanRetry(n int) bool { return n <= s.r.MaxAttempts }
 
 // BackoffTime implements AsyncRetryStrategy.
-func (s AsyncRetry[OUT]) BackoffTime(n int) time.Duration {
-	return asyncio.Backoff(s.initial, s.max, s.multiplier, n)
-}
+func (s AsyncRetry[OUT]) BackoffTime(n int) time.Duration { return s.r.BackoffTime(n) }
 
 // RetryPredicate implements AsyncRetryStrategy.
 func (s AsyncRetry[OUT]) RetryPredicate() AsyncRetryPredicate[OUT] { return s.pred }
 
-func (s AsyncRetry[OUT]) validate() error { return s.err }
+func (s AsyncRetry[OUT]) validate() error { return s.r.Err }
 
 // durations are the strategy's delays, checked as every duration setting
 // is (durations.go) when the operator is built.
 func (s AsyncRetry[OUT]) durations() []durationSetting {
-	if s.multiplier == 0 {
-		return []durationSetting{{"retry delay", s.initial}}
+	if s.r.Multiplier == 0 {
+		return []durationSetting{{"retry delay", s.r.Initial}}
 	}
-	return []durationSetting{{"initial retry delay", s.initial}, {"maximum retry delay", s.max}}
+	return []durationSetting{{"initial retry delay", s.r.Initial}, {"maximum retry delay", s.r.Max}}
 }
 
 // OrderedWait adds an async I/O operator (Flink's AsyncDataStream.orderedWait):

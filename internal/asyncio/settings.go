@@ -46,3 +46,38 @@ func NewRetry[OUT any](canRetry func(n int) bool, backoff func(n int) time.Durat
 		IfError:  ifError,
 	}
 }
+
+// RetrySettings is the body of the root's AsyncRetry: its attempts and delays,
+// and the error of invalid ones.
+type RetrySettings struct {
+	MaxAttempts int
+	Initial     time.Duration
+	Max         time.Duration
+	Multiplier  float64 // 0: fixed delay
+	Err         error
+}
+
+// FixedRetry retries up to maxAttempts times, waiting delay each time.
+func FixedRetry(maxAttempts int, delay time.Duration) RetrySettings {
+	r := RetrySettings{MaxAttempts: maxAttempts, Initial: delay, Max: delay}
+	if maxAttempts < 1 || delay < time.Millisecond {
+		r.Err = fmt.Errorf("fixed-delay retry: max attempts must be positive and the delay at least 1ms, got %d and %v", maxAttempts, delay)
+	}
+	return r
+}
+
+// ExponentialRetry retries up to maxAttempts times, waiting initialDelay,
+// then multiplier times longer each time, at most maxDelay.
+func ExponentialRetry(maxAttempts int, initialDelay, maxDelay time.Duration, multiplier float64) RetrySettings {
+	r := RetrySettings{MaxAttempts: maxAttempts, Initial: initialDelay, Max: maxDelay, Multiplier: multiplier}
+	if maxAttempts < 1 || initialDelay < time.Millisecond || maxDelay < initialDelay || !(multiplier >= 1) {
+		r.Err = fmt.Errorf("exponential-backoff retry: need max attempts > 0, initial delay >= 1ms, max delay >= initial delay and multiplier >= 1, got %d, %v, %v, %v",
+			maxAttempts, initialDelay, maxDelay, multiplier)
+	}
+	return r
+}
+
+// BackoffTime is the delay before the attempt after attempt n.
+func (r RetrySettings) BackoffTime(n int) time.Duration {
+	return Backoff(r.Initial, r.Max, r.Multiplier, n)
+}
