@@ -281,7 +281,7 @@ type partState struct {
 	id    string
 	next  atomic.Int64 // offset of the next record (written by Fetch)
 	stop  int64        // noStop or exclusive end
-	ended bool
+	ended atomic.Bool  // written by Fetch, read by PauseOrResumeSplits on the task goroutine
 	lag   atomic.Int64 // -1: unknown
 }
 
@@ -436,7 +436,7 @@ func (r *subtaskReader[T]) AddSplits(splits []connector.Split, positions [][]byt
 		r.parts[st.id] = st
 		r.topics[sp.Topic] = true
 		if st.stop != noStop && st.next.Load() >= st.stop {
-			st.ended = true
+			st.ended.Store(true)
 			r.ends = append(r.ends, st.id)
 			continue
 		}
@@ -467,7 +467,7 @@ func (r *subtaskReader[T]) PauseOrResumeSplits(pause, resume []string) error {
 	byTopic := func(ids []string) map[string][]int32 {
 		var m map[string][]int32
 		for _, id := range ids {
-			if st := r.parts[id]; st != nil && !st.ended {
+			if st := r.parts[id]; st != nil && !st.ended.Load() {
 				if m == nil {
 					m = map[string][]int32{}
 				}
@@ -546,7 +546,7 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T])
 		r.mu.Lock()
 		st := r.parts[id]
 		r.mu.Unlock()
-		if st == nil || st.ended {
+		if st == nil || st.ended.Load() {
 			return
 		}
 		sp := span{st: st, start: len(buf)}
@@ -582,7 +582,8 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T])
 			st.lag.Store(max(end-next, 0))
 		}
 		if st.stop != noStop && next >= st.stop {
-			st.ended, sp.end2 = true, true
+			st.ended.Store(true)
+			sp.end2 = true
 		}
 		sp.end = len(buf)
 		spans = append(spans, sp)
