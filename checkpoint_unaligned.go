@@ -24,7 +24,7 @@ import "time"
 // and watermarks recorded on rescaled inputs are dropped (see DESIGN.md,
 // "Checkpoints").
 func UnalignedCheckpoints() CheckpointOption {
-	return func(c *checkpointConfig) { c.unaligned = true }
+	return func(c *checkpointConfig) { c.Unaligned = true }
 }
 
 // AlignedCheckpointTimeout lets checkpoints start aligned and switch to
@@ -38,5 +38,5 @@ func UnalignedCheckpoints() CheckpointOption {
 // checkpoint). d = 0 (the default) means unaligned from the start. It
 // needs UnalignedCheckpoints; d must not be negative.
 func AlignedCheckpointTimeout(d time.Duration) CheckpointOption {
-	return func(c *checkpointConfig) { c.alignedTimeout = d }
+	return func(c *checkpointConfig) { c.AlignedTimeout = d }
 }

@@ -14,24 +14,11 @@ import (
 // CheckpointOption configures checkpointing.
 type CheckpointOption func(*checkpointConfig)
 
+// checkpointConfig is the checkpointing setting as the engine reads it,
+// with the store as the API gives it.
 type checkpointConfig struct {
-	interval    time.Duration
-	timeout     time.Duration
-	minPause    time.Duration
-	exactlyOnce bool
-	store       CheckpointStore
-	retain      int
-	restore     bool
-	// allowNonRestored: RestoreFromLatest(AllowNonRestoredState())
-	allowNonRestored bool
-	tolerable        int
-	// unaligned and alignedTimeout: checkpoint_unaligned.go
-	unaligned      bool
-	alignedTimeout time.Duration
-	// savepointDir: DefaultSavepointDir (savepoint_target.go)
-	savepointDir string
-	// storage: CheckpointStorage
-	storage string
+	job.Checkpointing
+	store CheckpointStore
 }
 
 // RestoreFromLatest starts the job from the latest completed checkpoint in
@@ -44,24 +31,24 @@ func RestoreFromLatest(opts ...RestoreOption) CheckpointOption {
 	for _, o := range opts {
 		o(&r)
 	}
-	return func(c *checkpointConfig) { c.restore, c.allowNonRestored = true, r.allowNonRestored }
+	return func(c *checkpointConfig) { c.Restore, c.AllowNonRestored = true, r.allowNonRestored }
 }
 
 // CheckpointTimeout sets how long a checkpoint may take before it is
 // abandoned (default 10 minutes, as Flink).
 func CheckpointTimeout(d time.Duration) CheckpointOption {
-	return func(c *checkpointConfig) { c.timeout = d }
+	return func(c *checkpointConfig) { c.Timeout = d }
 }
 
 // MinPauseBetweenCheckpoints sets the pause between the end of one
 // checkpoint and the start of the next (default 0).
 func MinPauseBetweenCheckpoints(d time.Duration) CheckpointOption {
-	return func(c *checkpointConfig) { c.minPause = d }
+	return func(c *checkpointConfig) { c.MinPause = d }
 }
 
 // AtLeastOnce makes barriers pass without alignment: no input is blocked,
 // and records after a barrier may be in the snapshot's past.
-func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.exactlyOnce = false } }
+func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.ExactlyOnce = false } }
 
 // CheckpointStoreIn keeps completed checkpoints in s (default:
 // in memory, which survives task failures within one process only).
@@ -77,12 +64,12 @@ func CheckpointStoreIn(s CheckpointStore) CheckpointOption {
 // an invalid location, or one whose scheme has no storage, fails the job
 // when it is built.
 func CheckpointStorage(location string) CheckpointOption {
-	return func(c *checkpointConfig) { c.storage = location }
+	return func(c *checkpointConfig) { c.Storage = location }
 }
 
 // RetainCheckpoints keeps the last n completed checkpoints (default 1).
 // Savepoints are never deleted by retention.
-func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig) { c.retain = n } }
+func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig) { c.Retain = n } }
 
 // TolerableCheckpointFailures sets how many consecutive checkpoint failures
 // the job tolerates (default 0, as Flink's
@@ -96,7 +83,7 @@ func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig
 // snapshot that fails inside an operator fails its task at once, as a
 // synchronous-phase failure does in Flink.
 func TolerableCheckpointFailures(n int) CheckpointOption {
-	return func(c *checkpointConfig) { c.tolerable = n }
+	return func(c *checkpointConfig) { c.Tolerable = n }
 }
 
 // ErrTooManyCheckpointFailures is wrapped by the error of a job that had
@@ -121,28 +108,19 @@ func WithCheckpointing(interval time.Duration, opts ...CheckpointOption) Option 
 // It is Flink's env.enableCheckpointing; WithCheckpointing gives the same
 // setting as an option of NewEnvironment. The later call wins.
 func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...CheckpointOption) {
-	c := &checkpointConfig{interval: interval, timeout: 10 * time.Minute, exactlyOnce: true, retain: 1}
+	c := &checkpointConfig{Checkpointing: job.DefaultCheckpointing(interval)}
 	for _, o := range opts {
 		o(c)
 	}
-	if interval <= 0 {
-		e.fail(fmt.Errorf("checkpoint interval must be positive, got %v", interval))
-	}
-	if c.timeout <= 0 || c.minPause < 0 || c.retain < 1 || c.tolerable < 0 {
-		e.fail(fmt.Errorf("invalid checkpoint settings: timeout %v, min pause %v, retained %d, tolerable failures %d", c.timeout, c.minPause, c.retain, c.tolerable))
-	}
-	for _, d := range []durationSetting{{"checkpoint interval", interval}, {"checkpoint timeout", c.timeout},
-		{"min pause between checkpoints", c.minPause}, {"aligned-checkpoint timeout", c.alignedTimeout}} {
-		e.millis(d.what, d.d)
-	}
+	c.Check(e.fail, e.millis)
 	switch {
-	case c.storage != "" && c.store != nil:
-		e.fail(fmt.Errorf("checkpoint storage %q and CheckpointStoreIn both given: use one", c.storage))
-	case c.storage != "":
+	case c.Storage != "" && c.store != nil:
+		e.fail(fmt.Errorf("checkpoint storage %q and CheckpointStoreIn both given: use one", c.Storage))
+	case c.Storage != "":
 		var st CheckpointStore = NewMemoryCheckpointStore()
 		if r, err := e.remotes(); err != nil {
 			e.fail(err)
-		} else if d, err := newDurableStore(c.storage, r, "weir.WithStorage"); err != nil {
+		} else if d, err := newDurableStore(c.Storage, r, "weir.WithStorage"); err != nil {
 			e.fail(fmt.Errorf("checkpoint storage: %w", err))
 		} else {
 			st = d
@@ -154,9 +132,9 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	if d, ok := c.store.(*durableStore); ok {
 		d.d.UseLogger(e.cfg.logger)
 	}
-	if c.savepointDir != "" {
+	if c.SavepointDir != "" {
 		if r, err := e.remotes(); err == nil {
-			if _, err := hooks.CheckLocation(c.savepointDir, r, "weir.WithStorage"); err != nil {
+			if _, err := hooks.CheckLocation(c.SavepointDir, r, "weir.WithStorage"); err != nil {
 				e.fail(fmt.Errorf("default savepoint directory: %w", err))
 			}
 		}
@@ -246,35 +224,15 @@ type RestartStrategy interface {
 	Next(attempt int) (time.Duration, bool)
 }
 
-type fixedDelay struct {
-	attempts int
-	delay    time.Duration
-}
-
-func (f fixedDelay) Next(attempt int) (time.Duration, bool) { return f.delay, attempt <= f.attempts }
-
 // FixedDelayRestart restarts up to attempts times, waiting delay each time.
 func FixedDelayRestart(attempts int, delay time.Duration) RestartStrategy {
-	return fixedDelay{attempts, delay}
-}
-
-type expDelay struct {
-	initial, max time.Duration
-	attempts     int
-}
-
-func (e expDelay) Next(attempt int) (time.Duration, bool) {
-	d := e.initial
-	for i := 1; i < attempt && d < e.max; i++ {
-		d *= 2
-	}
-	return min(d, e.max), attempt <= e.attempts
+	return job.FixedDelay{Attempts: attempts, Delay: delay}
 }
 
 // ExponentialDelayRestart restarts up to attempts times, waiting initial,
 // then twice as long each time, at most max.
 func ExponentialDelayRestart(initial, max time.Duration, attempts int) RestartStrategy {
-	return expDelay{initial, max, attempts}
+	return job.ExpDelay{Initial: initial, Max: max, Attempts: attempts}
 }
 
 // WithRestartStrategy sets how a failed job restarts (default: it does not).
@@ -295,13 +253,9 @@ func (e *Environment) jobConfig() job.Config {
 		jc.Savepoint = &job.Restore{Path: r.path, AllowNonRestored: r.allowNonRestored}
 	}
 	if k := e.checkpoint; k != nil {
-		jc.Checkpoint = &job.Checkpointing{
-			Interval: k.interval, Timeout: k.timeout, MinPause: k.minPause, AlignedTimeout: k.alignedTimeout,
-			ExactlyOnce: k.exactlyOnce, Unaligned: k.unaligned, Retain: k.retain, Tolerable: k.tolerable,
-			Restore: k.restore, AllowNonRestored: k.allowNonRestored,
-			Store: engineStoreOf(k.store), StoreName: fmt.Sprintf("%T", k.store),
-			SavepointDir: k.savepointDir, Storage: k.storage,
-		}
+		cp := k.Checkpointing
+		cp.Store, cp.StoreName = engineStoreOf(k.store), fmt.Sprintf("%T", k.store)
+		jc.Checkpoint = &cp
 	}
 	return jc
 }

@@ -1,8 +1,9 @@
 package weir
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/weirstream/weir/internal/job"
 )
 
 // Durations. Weir keeps time in whole milliseconds, as Flink does (its
@@ -16,23 +17,13 @@ import (
 // triggers and evictors follow the same rule (window.Truncated).
 
 // millis returns d in whole milliseconds, failing the job for a non-zero
-// d below 1 ms and warning when a remainder is dropped. what names the
-// setting ("auto-watermark interval", `operator "Window(Reduce)": ...`).
+// d below 1 ms and warning when a remainder is dropped (job.Millis).
 func (e *Environment) millis(what string, d time.Duration) int64 {
-	ms := d.Milliseconds()
-	switch {
-	case d != 0 && ms == 0:
-		e.fail(fmt.Errorf("%s %v is less than a millisecond: Weir works in whole milliseconds, as Flink, and would truncate it to 0 ms", what, d))
-	case time.Duration(ms)*time.Millisecond != d:
-		e.warnTruncated(fmt.Sprintf("%s %v used as %d ms", what, d, ms))
-	}
-	return ms
+	return job.Millis(what, d, e.fail, e.cfg.logger)
 }
 
 // warnTruncated logs that a duration lost its sub-millisecond part.
-func (e *Environment) warnTruncated(what string) {
-	e.cfg.logger.Warn("duration truncated to whole milliseconds (Weir, as Flink, works in milliseconds)", "setting", what)
-}
+func (e *Environment) warnTruncated(what string) { job.WarnTruncated(e.cfg.logger, what) }
 
 // durationSetting is a duration a watermark strategy was given, checked
 // (millis) where the strategy is used.

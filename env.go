@@ -187,11 +187,11 @@ func NewEnvironment(opts ...Option) *Environment {
 	}
 	e.millis("auto-watermark interval", c.wmInterval)
 	switch r := c.restart.(type) {
-	case fixedDelay:
-		e.millis("restart delay", r.delay)
-	case expDelay:
-		e.millis("initial restart delay", r.initial)
-		e.millis("maximum restart delay", r.max)
+	case job.FixedDelay:
+		e.millis("restart delay", r.Delay)
+	case job.ExpDelay:
+		e.millis("initial restart delay", r.Initial)
+		e.millis("maximum restart delay", r.Max)
 	}
 	if c.batchSize < 1 || c.credits < 1 {
 		e.fail(fmt.Errorf("buffer size and credits must be at least 1, got %d and %d", c.batchSize, c.credits))

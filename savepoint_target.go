@@ -52,5 +52,5 @@ func ReadWithStorage(s Storage) ReadOption {
 // location of a scheme a storage reaches (WithStorage), as
 // s3://bucket/prefix.
 func DefaultSavepointDir(target string) CheckpointOption {
-	return func(c *checkpointConfig) { c.savepointDir = target }
+	return func(c *checkpointConfig) { c.SavepointDir = target }
 }
