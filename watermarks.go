@@ -52,7 +52,7 @@ type WatermarkStrategy[T any] struct {
 	idle  time.Duration
 	align *engine.Alignment
 	err   error
-	durs  []durationSetting // checked where the strategy is used (durations.go)
+	durs  []durationSetting // checked where the strategy is used (env.go)
 }
 
 // ForBoundedOutOfOrderness emits watermark = max timestamp - d - 1 on each
