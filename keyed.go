@@ -3,10 +3,8 @@ package weir
 import (
 	"fmt"
 
-	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keyedop"
-	"github.com/weirstream/weir/internal/keyedsnap"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/timer"
@@ -21,18 +19,11 @@ type void = struct{}
 type keyedBase[K comparable] struct {
 	opContext
 	keyedop.Base[K]
-	par int // the operator's parallelism, for RuntimeContext
-	// stateBackend is the job's choice (nil: heap); with a disk backend,
-	// Disk holds the functions' keyed state from Open to Close
-	// (state_backend.go) and Backend stays empty.
-	stateBackend StateBackend
-	clk          clock.Clock
-	domain       TimeDomain
-	onTimer      func(ts int64) error
-	timerTS      func(ts int64)
-	restored     *engine.Restored
-	fail         func(error)  // fails the task from any goroutine (BuildContext.Fail)
-	metrics      *MetricGroup // the functions' user metrics (metrics_user.go)
+	par     int // the operator's parallelism, for RuntimeContext
+	domain  TimeDomain
+	onTimer func(ts int64) error
+	timerTS func(ts int64)
+	metrics *MetricGroup // the functions' user metrics (metrics_user.go)
 }
 
 func newKeyedBase[K comparable](bc *engine.BuildContext, hash func(K) int32) keyedBase[K] {
@@ -41,44 +32,7 @@ func newKeyedBase[K comparable](bc *engine.BuildContext, hash func(K) int32) key
 		Base:      keyedop.New(bc, hash),
 		metrics:   metricGroupOf(bc),
 		par:       bc.Parallelism,
-		restored:  bc.Restored,
-		clk:       bc.Clock,
-		fail:      bc.Fail,
 	}
-}
-
-// SnapshotState snapshots the keyed state and timers.
-func (b *keyedBase[K]) SnapshotState(id int64) (engine.OperatorSnapshot, error) {
-	if b.incremental() {
-		return b.snapshotIncremental(id) // incremental.go
-	}
-	return keyedsnap.Operator(b.SnapBackend(), b.Timers)
-}
-
-// SnapshotStateAsync takes the synchronous part of the snapshot of the
-// keyed state and timers: with the heap backend, a copy-on-write view and
-// a copy of the timers (keyedsnap.SnapshotAsync); on disk the whole
-// snapshot (SnapshotState), handed over as it is.
-func (b *keyedBase[K]) SnapshotStateAsync(id int64) (engine.AsyncSnapshot, error) {
-	if b.Disk != nil {
-		return keyedsnap.Ready(b.SnapshotState(id))
-	}
-	return keyedsnap.OperatorAsync[K, void](b.Backend, b.Timers)
-}
-
-// restore restores keyed state and timers and re-arms the earliest
-// processing-time timer (timers already due fire right away).
-func (b *keyedBase[K]) restore() error {
-	if err := b.openStateBackend(); err != nil {
-		return err
-	}
-	if b.restored != nil {
-		if err := keyedsnap.Restore(b.restoreBackend(), b.Timers, b.restored.KeyGroups); err != nil {
-			return err
-		}
-	}
-	b.Drv.Start(b.fire, b.catch)
-	return nil
 }
 
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
@@ -122,11 +76,15 @@ func (b *keyedBase[K]) advanceWatermark(wm int64) (err error) {
 	return b.Drv.AdvanceWatermark(wm)
 }
 
+// openKeyed restores keyed state and timers (keyedop's Restore, with a
+// disk backend's store), re-arms the earliest processing-time timer
+// (timers already due fire right away) and opens the function.
 func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
 	defer b.catch(&err)
-	if err := b.restore(); err != nil {
+	if err := b.Restore(); err != nil {
 		return err
 	}
+	b.Drv.Start(b.fire, b.catch)
 	if op, ok := fn.(KeyedOpener[K]); ok {
 		return op.Open(b.runtimeContext())
 	}
@@ -136,7 +94,7 @@ func openKeyed[K comparable](fn any, b *keyedBase[K]) (err error) {
 // closeKeyed closes the function, then the keyed state backend.
 func closeKeyed[K comparable](fn any, b *keyedBase[K]) error {
 	err := closeFn(fn, &b.opBase)
-	if cerr := b.closeStateBackend(); err == nil {
+	if cerr := b.CloseDisk(); err == nil {
 		err = cerr
 	}
 	return err
@@ -167,11 +125,11 @@ type keyedOut[K comparable, OUT any] struct {
 	col collector[OUT]
 }
 
-// init sets the output, the job's state backend (nil: heap) and the
+// init sets the output, the job's disk state backend (nil: heap) and the
 // timer callback; a timer's records carry its timestamp (event time) or
 // none (processing time).
-func (o *keyedOut[K, OUT]) init(out *engine.Output[OUT], sb StateBackend, onTimer func(ts int64) error) {
-	o.out, o.col.out, o.stateBackend, o.onTimer = out, out, sb, onTimer
+func (o *keyedOut[K, OUT]) init(out *engine.Output[OUT], sb *keyedop.DiskBackend, onTimer func(ts int64) error) {
+	o.out, o.col.out, o.DiskBackend, o.onTimer = out, out, sb, onTimer
 	o.timerTS = func(ts int64) { o.col.ts = ts }
 }
 

@@ -3,7 +3,7 @@ package weir
 import (
 	"errors"
 
-	"github.com/weirstream/weir/internal/checkpoint/durable"
+	"github.com/weirstream/weir/internal/keyedop"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/state/kv"
 )
@@ -57,17 +57,6 @@ func (heapStateBackend) Open(string, kv.Options) (kv.Store, error) {
 	return nil, errors.New("the heap state backend keeps no store")
 }
 
-// diskBackend is a disk StateBackend as a job's keyed operators use it
-// (Environment.keyedStateBackend).
-type diskBackend struct {
-	StateBackend
-	// incremental is set for the operators of a job whose checkpoints go
-	// to a durable store (incremental.go); staged then keeps the staged
-	// checkpoints of ended operators until the attempt ends.
-	incremental bool
-	staged      *durable.StagedSet
-}
-
 // WithStateBackend selects the keyed state backend of the job's keyed
 // process and co-process functions (default HeapStateBackend), e.g.
 // weir.WithStateBackend(pebble.New(dir)).
@@ -75,10 +64,20 @@ func WithStateBackend(b StateBackend) Option {
 	return func(c *config) { c.stateBackend = b }
 }
 
-// isHeap reports whether b keeps the state on the heap.
-func isHeap(b StateBackend) bool {
-	_, heap := b.(heapStateBackend)
-	return b == nil || heap
+// keyedStateBackend returns the disk state backend of the job's keyed
+// operators (nil: heap), incremental when checkpoints go to a durable
+// store (keyedop's disk.go).
+func (e *Environment) keyedStateBackend() *keyedop.DiskBackend {
+	if _, heap := e.cfg.stateBackend.(heapStateBackend); heap || e.cfg.stateBackend == nil {
+		return nil
+	}
+	d := &keyedop.DiskBackend{DiskBackend: e.cfg.stateBackend}
+	if e.checkpoint != nil {
+		if _, durable := e.checkpoint.store.(*durableStore); durable {
+			d.Incremental, d.Staged = true, &e.eng.Staged
+		}
+	}
+	return d
 }
 
 // diskRuntimeCtx is the KeyedRuntimeContext of a function whose keyed
@@ -108,45 +107,4 @@ func handleOf[S, H any](h H, err error) (S, error) {
 		return zero, err
 	}
 	return any(h).(S), nil
-}
-
-// openStateBackend opens the store of the operator subtask when the job
-// selected a disk backend, restored from the checkpointed stores of an
-// incremental checkpoint if there are any; with the heap backend, such
-// stores cannot be read.
-func (b *keyedBase[K]) openStateBackend() error {
-	if b.Disk != nil {
-		return nil
-	}
-	images := b.restoredImages()
-	d, ok := b.stateBackend.(diskBackend)
-	if !ok {
-		if len(images) > 0 {
-			return errors.New("the checkpoint holds the files of a disk state backend's incremental checkpoint, " +
-				"which the heap state backend cannot read: restore with the backend that wrote it " +
-				"(e.g. weir.WithStateBackend(pebble.New(dir))), or from a savepoint")
-		}
-		return nil
-	}
-	first, last := b.Backend.KeyGroupRange()
-	kb, err := durable.OpenDisk[K](d.StateBackend, images, b.name, b.subtask, first, last, b.clk, b.fail)
-	if err != nil {
-		return err
-	}
-	b.Disk = kb
-	return nil
-}
-
-// closeStateBackend closes and removes the subtask's store.
-func (b *keyedBase[K]) closeStateBackend() error {
-	if b.Disk == nil {
-		return nil
-	}
-	if d, ok := b.stateBackend.(diskBackend); ok && d.staged != nil {
-		// The coordinator may still store the last staged checkpoint.
-		d.staged.Add(b.Disk.TakeStaged())
-	}
-	err := b.Disk.Discard()
-	b.Disk = nil
-	return err
 }

@@ -5,6 +5,7 @@
 package keyedop
 
 import (
+	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/keyedsnap"
 	"github.com/weirstream/weir/internal/keygroup"
@@ -29,17 +30,30 @@ type Base[K comparable] struct {
 	Disk       *kvstate.Backend[K]
 	Drv        timer.Driver[K, Void] // fires timers, from Open (restore) on
 	Registered int64                 // timers registered, for metrics
+	// DiskBackend is the job's disk state backend (nil: heap), whose
+	// store Disk is opened by Restore (disk.go).
+	DiskBackend *DiskBackend
+	Name        string // the operator's, for the store's directory
+	Subtask     int
+	Restored    *engine.Restored
+	Clk         clock.Clock
+	Fail        func(error) // fails the task from any goroutine (BuildContext.Fail)
 }
 
 // New returns the keyed part of the operator bc builds, keys hashed by hash.
 func New[K comparable](bc *engine.BuildContext, hash func(K) int32) Base[K] {
 	timers := timer.NewService[K, Void]()
 	return Base[K]{
-		Hash:    hash,
-		MaxP:    bc.MaxParallelism,
-		Backend: istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
-		Timers:  timers,
-		Drv:     timer.NewDriver[K, Void](timers, bc.Time),
+		Hash:     hash,
+		MaxP:     bc.MaxParallelism,
+		Backend:  istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock),
+		Timers:   timers,
+		Drv:      timer.NewDriver[K, Void](timers, bc.Time),
+		Name:     bc.Name,
+		Subtask:  bc.Subtask,
+		Restored: bc.Restored,
+		Clk:      bc.Clock,
+		Fail:     bc.Fail,
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // Incremental checkpoints of disk state backends, as Flink's RocksDB
-// incremental checkpoints (see the root's incremental.go): the store, on
+// incremental checkpoints (see internal/keyedop/disk.go): the store, on
 // the coordinator, uploads the staged immutable files that no stored
 // checkpoint has yet as shared files and references the others
 // (store.Writer.ReuseShared); a restore lays the files out again.
