@@ -165,32 +165,12 @@ func (o *broadcastOp[IN, B, OUT]) SnapshotState(int64) (engine.OperatorSnapshot,
 	return o.store.Snapshot()
 }
 
-func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement(recs[i].Value, o.ro, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *broadcastOp[IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v IN) error { return o.fn.ProcessElement(v, o.ro, &o.col) })
 }
 
-func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessBroadcastElement(recs[i].Value, o.rw, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *broadcastOp[IN, B, OUT]) ProcessBatch2(recs []engine.Record[B]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v B) error { return o.fn.ProcessBroadcastElement(v, o.rw, &o.col) })
 }
 
 func (o *broadcastOp[IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }
@@ -278,33 +258,15 @@ func (o *keyedBroadcastOp[K, IN, B, OUT]) SnapshotStateAsync(id int64) (engine.A
 	return keyedsnap.WithState(keyed, o.store.Snapshot)
 }
 
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.SetKey(o.keyFn(recs[i].Value))
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement(recs[i].Value, o.elem, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch1(recs []engine.Record[IN]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v IN) error {
+		o.SetKey(o.keyFn(v))
+		return o.fn.ProcessElement(v, o.elem, &o.col)
+	})
 }
 
-func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessBroadcastElement(recs[i].Value, o.side, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *keyedBroadcastOp[K, IN, B, OUT]) ProcessBatch2(recs []engine.Record[B]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v B) error { return o.fn.ProcessBroadcastElement(v, o.side, &o.col) })
 }
 
 func (o *keyedBroadcastOp[K, IN, B, OUT]) EndInput1() error { return o.end(0, o.out) }

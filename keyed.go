@@ -151,19 +151,11 @@ type keyedProcessOp[K comparable, IN, OUT any] struct {
 func (o *keyedProcessOp[K, IN, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
 func (o *keyedProcessOp[K, IN, OUT]) Close() error { return closeKeyed(o.fn, &o.keyedBase) }
 
-func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.SetKey(o.keyFn(recs[i].Value))
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement(recs[i].Value, &o.keyedBase, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *keyedProcessOp[K, IN, OUT]) ProcessBatch(recs []engine.Record[IN]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v IN) error {
+		o.SetKey(o.keyFn(v))
+		return o.fn.ProcessElement(v, &o.keyedBase, &o.col)
+	})
 }
 
 func (o *keyedProcessOp[K, IN, OUT]) EndInput() error { return o.out.End() }
@@ -253,32 +245,12 @@ type coProcessOp[A, B, OUT any] struct {
 func (o *coProcessOp[A, B, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *coProcessOp[A, B, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
-func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement1(recs[i].Value, &o.opContext, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *coProcessOp[A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v A) error { return o.fn.ProcessElement1(v, &o.opContext, &o.col) })
 }
 
-func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement2(recs[i].Value, &o.opContext, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *coProcessOp[A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v B) error { return o.fn.ProcessElement2(v, &o.opContext, &o.col) })
 }
 
 func (o *coProcessOp[A, B, OUT]) EndInput1() error { return o.end(0, o.out) }
@@ -307,34 +279,18 @@ type keyedCoProcessOp[K comparable, A, B, OUT any] struct {
 func (o *keyedCoProcessOp[K, A, B, OUT]) Open() error  { return openKeyed[K](o.fn, &o.keyedBase) }
 func (o *keyedCoProcessOp[K, A, B, OUT]) Close() error { return closeKeyed(o.fn, &o.keyedBase) }
 
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.SetKey(o.keyA(recs[i].Value))
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement1(recs[i].Value, &o.keyedBase, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch1(recs []engine.Record[A]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v A) error {
+		o.SetKey(o.keyA(v))
+		return o.fn.ProcessElement1(v, &o.keyedBase, &o.col)
+	})
 }
 
-func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.SetKey(o.keyB(recs[i].Value))
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement2(recs[i].Value, &o.keyedBase, &o.col); err != nil {
-			return err
-		}
-		if o.sideErr != nil {
-			return o.takeSideErr()
-		}
-	}
-	return o.out.Err()
+func (o *keyedCoProcessOp[K, A, B, OUT]) ProcessBatch2(recs []engine.Record[B]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v B) error {
+		o.SetKey(o.keyB(v))
+		return o.fn.ProcessElement2(v, &o.keyedBase, &o.col)
+	})
 }
 
 func (o *keyedCoProcessOp[K, A, B, OUT]) EndInput1() error { return o.end(0, o.out) }

@@ -115,6 +115,24 @@ func (c *opContext) takeSideErr() error {
 	return err
 }
 
+// eachRecord is the ProcessBatch of the process operators: it calls fn
+// with every record of recs (which sets the current key, if any, and calls
+// the user function) at the record's timestamp, and stops at the first
+// error of fn or of a side output.
+func eachRecord[T, OUT any](c *opContext, col *collector[OUT], recs []engine.Record[T], fn func(v T) error) (err error) {
+	defer c.catch(&err)
+	for i := range recs {
+		c.ts, col.ts = recs[i].TS, recs[i].TS
+		if err := fn(recs[i].Value); err != nil {
+			return err
+		}
+		if c.sideErr != nil {
+			return c.takeSideErr()
+		}
+	}
+	return col.out.Err()
+}
+
 func newOpContext(bc *engine.BuildContext) opContext {
 	return opContext{opBase: base(bc), wm: engine.NoTimestamp, sides: bc.Sides, now: bc.Time.Now}
 }
@@ -169,18 +187,8 @@ func (o *processOp[IN, OUT]) ProcessFiltered(recs []engine.Record[IN], keep func
 func (o *processOp[IN, OUT]) Open() error  { return openFn(o.fn, &o.opBase, o.rc) }
 func (o *processOp[IN, OUT]) Close() error { return closeFn(o.fn, &o.opBase) }
 
-func (o *processOp[IN, OUT]) ProcessBatch(recs []engine.Record[IN]) (err error) {
-	defer o.catch(&err)
-	for i := range recs {
-		o.ts, o.col.ts = recs[i].TS, recs[i].TS
-		if err := o.fn.ProcessElement(recs[i].Value, &o.opContext, &o.col); err != nil {
-			return err
-		}
-		if err := o.takeSideErr(); err != nil {
-			return err
-		}
-	}
-	return o.out.Err()
+func (o *processOp[IN, OUT]) ProcessBatch(recs []engine.Record[IN]) error {
+	return eachRecord(&o.opContext, &o.col, recs, func(v IN) error { return o.fn.ProcessElement(v, &o.opContext, &o.col) })
 }
 
 func (o *processOp[IN, OUT]) EndInput() error { return o.out.End() }
