@@ -44,6 +44,7 @@ import (
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/job"
 	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/state"
 )
 
@@ -514,86 +515,9 @@ func resultOf(err error) JobResult {
 	return r
 }
 
-// TaskMetrics is a snapshot of one subtask's counters.
-type TaskMetrics struct {
-	Task          string
-	Subtask       int
-	Busy          time.Duration
-	Idle          time.Duration
-	BackPressured time.Duration
-	// Checkpoints is the number of snapshots the subtask took;
-	// CheckpointSync is the time its goroutine spent in their synchronous
-	// parts (at the barrier, processing stopped), CheckpointAsync the time
-	// their asynchronous parts took on other goroutines.
-	Checkpoints     int64
-	CheckpointSync  time.Duration
-	CheckpointAsync time.Duration
-	Operators       []OperatorMetrics
-	TaskIO          // records and bytes over the network, key sketches (metrics.go)
-}
-
-// OperatorMetrics is a snapshot of one operator's counters in one subtask.
-type OperatorMetrics struct {
-	Name       string
-	RecordsIn  int64
-	RecordsOut int64
-	// InputWatermarks holds the current watermark of each input of the
-	// operator (MinWatermark before the first one): for the first operator
-	// of a task, each network input's (the minimum over its active
-	// channels, as Flink's valve); for an operator chained behind another,
-	// that one's output watermark. OperatorGauges.InputIdle tells, in the
-	// same order, whether each input is idle.
-	InputWatermarks []int64
-	// OutputWatermark is the latest watermark the operator emitted on its
-	// main output (Flink's currentOutputWatermark; MinWatermark before the
-	// first), and OutputIdle whether that output has announced idle.
-	OutputWatermark int64
-	OutputIdle      bool
-	// LateRecordsDropped counts the late records a window operator dropped
-	// because no late side output was set (Flink's numLateRecordsDropped);
-	// 0 for other operators.
-	LateRecordsDropped int64
-	// Gauges are the values the operator publishes itself, such as a Kafka
-	// source's consumer lag per partition (name "kafka_consumer_lag",
-	// labels topic and partition).
-	Gauges []Gauge
-	// UserMetrics are the metrics the operator's functions registered
-	// (RuntimeContext.Metrics), sorted by name.
-	UserMetrics    []UserMetric
-	OperatorGauges // idleness, state, timers, source splits (metrics.go)
-}
-
-// Gauge is a named value an operator publishes with its metrics, with
-// labels that tell which part of the operator it describes.
-type Gauge struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
 // Metrics returns a snapshot of every subtask's counters.
-func (h *JobHandle) Metrics() []TaskMetrics {
-	var out []TaskMetrics
-	for _, m := range job.Metrics(h.taskPlans()) {
-		tm := TaskMetrics{
-			Task: m.Task, Subtask: m.Subtask, Busy: m.Busy, Idle: m.Idle, BackPressured: m.BackPressured,
-			Checkpoints: m.Checkpoints, CheckpointSync: m.CheckpointSync, CheckpointAsync: m.CheckpointAsync,
-			TaskIO: TaskIO{Vertex: m.Vertex, RecordsIn: m.RecordsIn, RecordsOut: m.RecordsOut,
-				BytesIn: m.BytesIn, BytesOut: m.BytesOut, Finished: m.Finished},
-		}
-		for _, o := range m.Operators {
-			tm.Operators = append(tm.Operators, operatorMetrics(o))
-		}
-		for _, ks := range m.KeySketches {
-			k := KeySketch{Target: ks.Target, Every: ks.Every, Sampled: ks.Sampled}
-			for _, it := range ks.Keys {
-				k.Keys = append(k.Keys, HotKey{Key: it.Key, Count: it.Count, Error: it.Error, Subtask: it.Tag})
-			}
-			tm.KeySketches = append(tm.KeySketches, k)
-		}
-		out = append(out, tm)
-	}
-	return out
+func (h *JobHandle) Metrics() []metrics.Task {
+	return job.Metrics(h.taskPlans())
 }
 
 // taskPlans returns the plans running now.

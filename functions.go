@@ -3,8 +3,10 @@ package weir
 import (
 	"fmt"
 
+	"github.com/weirstream/weir/internal/engine"
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/userfn"
+	"github.com/weirstream/weir/metrics"
 )
 
 // Collector receives the records a function emits. The record's timestamp
@@ -144,8 +146,9 @@ type RuntimeContext interface {
 	Parallelism() int
 	MaxParallelism() int
 	// Metrics returns the operator's metric group in this subtask, to
-	// register user metrics (Flink's getMetricGroup()).
-	Metrics() *MetricGroup
+	// register user metrics (Flink's getMetricGroup()); they show in
+	// JobHandle.Metrics, the REST API and Prometheus (package metrics).
+	Metrics() *metrics.Group
 }
 
 // KeyedRuntimeContext is the RuntimeContext of a keyed function; it gives
@@ -178,14 +181,27 @@ func cloneFunction[F any](f F) F { return userfn.Clone(f) }
 type runtimeCtx struct {
 	name                 string
 	subtask, par, maxPar int
-	metrics              *MetricGroup
+	mg                   *metrics.Group
 }
 
-func (r runtimeCtx) OperatorName() string  { return r.name }
-func (r runtimeCtx) Subtask() int          { return r.subtask }
-func (r runtimeCtx) Parallelism() int      { return r.par }
-func (r runtimeCtx) MaxParallelism() int   { return r.maxPar }
-func (r runtimeCtx) Metrics() *MetricGroup { return r.metrics }
+func (r runtimeCtx) OperatorName() string    { return r.name }
+func (r runtimeCtx) Subtask() int            { return r.subtask }
+func (r runtimeCtx) Parallelism() int        { return r.par }
+func (r runtimeCtx) MaxParallelism() int     { return r.maxPar }
+func (r runtimeCtx) Metrics() *metrics.Group { return r.mg }
+
+// metricGroupOf returns the metric group of the operator bc builds.
+func metricGroupOf(bc *engine.BuildContext) *metrics.Group {
+	if bc.UserMetrics == nil { // outside a plan: the metrics are not reported
+		return metrics.NewGroup(bc.Name)
+	}
+	return bc.UserMetrics
+}
+
+// newRuntimeCtx returns the RuntimeContext of the operator bc builds.
+func newRuntimeCtx(bc *engine.BuildContext) runtimeCtx {
+	return runtimeCtx{name: bc.Name, subtask: bc.Subtask, par: bc.Parallelism, maxPar: bc.MaxParallelism, mg: metricGroupOf(bc)}
+}
 
 type keyedRuntimeCtx[K comparable] struct {
 	runtimeCtx

@@ -8,6 +8,7 @@ import (
 	istate "github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/kvstate"
 	"github.com/weirstream/weir/internal/timer"
+	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/state"
 )
 
@@ -23,20 +24,20 @@ type keyedBase[K comparable] struct {
 	domain  TimeDomain
 	onTimer func(ts int64) error
 	timerTS func(ts int64)
-	metrics *MetricGroup // the functions' user metrics (metrics_user.go)
+	mg      *metrics.Group // the functions' user metrics
 }
 
 func newKeyedBase[K comparable](bc *engine.BuildContext, hash func(K) int32) keyedBase[K] {
 	return keyedBase[K]{
 		opContext: newOpContext(bc),
 		Base:      keyedop.New(bc, hash),
-		metrics:   metricGroupOf(bc),
+		mg:        metricGroupOf(bc),
 		par:       bc.Parallelism,
 	}
 }
 
 func (b *keyedBase[K]) runtimeContext() KeyedRuntimeContext[K] {
-	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, par: b.par, maxPar: b.MaxP, metrics: b.metrics}, b: b.Backend}
+	rc := keyedRuntimeCtx[K]{runtimeCtx: runtimeCtx{name: b.name, subtask: b.subtask, par: b.par, maxPar: b.MaxP, mg: b.mg}, b: b.Backend}
 	if b.Disk != nil {
 		return diskRuntimeCtx[K]{keyedRuntimeCtx: rc, kb: b.Disk}
 	}

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/weirtest"
 )
 
 // operatorMetrics returns the metrics of every subtask's operator named name.
-func operatorMetrics(h *weir.JobHandle, name string) []weir.OperatorMetrics {
-	var out []weir.OperatorMetrics
+func operatorMetrics(h *weir.JobHandle, name string) []metrics.Operator {
+	var out []metrics.Operator
 	for _, tm := range h.Metrics() {
 		for _, om := range tm.Operators {
 			if om.Name == name {

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/rest"
 )
 
 // meter is a keyed process function with a counter, a gauge and a
 // histogram.
 type meter struct {
-	seen *weir.Counter
-	lat  *weir.Histogram
+	seen *metrics.Counter
+	lat  *metrics.Histogram
 	last atomic.Int64
 }
 
@@ -54,7 +55,7 @@ func TestUserMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { h.Cancel(); h.Wait() }()
-	var user []weir.UserMetric
+	var user []metrics.UserMetric
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		user = nil
@@ -74,8 +75,8 @@ func TestUserMetrics(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Sorted by name: last_value, latency, seen.
-	if user[0].Name != "last_value" || user[0].Kind != weir.GaugeMetric || user[1].Name != "latency" || user[1].Kind != weir.HistogramMetric ||
-		user[1].Histogram == nil || user[1].Histogram.Count == 0 || user[1].Histogram.Max > 99 || user[2].Name != "seen" || user[2].Kind != weir.CounterMetric {
+	if user[0].Name != "last_value" || user[0].Kind != metrics.KindGauge || user[1].Name != "latency" || user[1].Kind != metrics.KindHistogram ||
+		user[1].Histogram == nil || user[1].Histogram.Count == 0 || user[1].Histogram.Max > 99 || user[2].Name != "seen" || user[2].Kind != metrics.KindCounter {
 		t.Fatalf("user metrics: %+v", user)
 	}
 	base := "http://" + srv.Addr()

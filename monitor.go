@@ -3,7 +3,6 @@ package weir
 import (
 	jobpkg "github.com/weirstream/weir/internal/job"
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/internal/usermetric"
 )
 
 // The job's model for the REST API, Prometheus, the dashboard and
@@ -49,22 +48,13 @@ func (h *JobHandle) state() string {
 // snapshot builds the job's monitor.Snapshot.
 func (h *JobHandle) snapshot() *monitor.Snapshot {
 	return h.env.eng.Snapshot(jobpkg.Handle{
-		Name: h.name, Plans: h.taskPlans(), Owned: h.cluster, UserMetrics: monitorUserMetrics,
+		Name: h.name, Plans: h.taskPlans(), Owned: h.cluster,
 		Status: func() (string, string, string) {
 			st := h.state()
 			res := h.Status()
 			return st, res.Status.String(), res.Savepoint
 		},
 	})
-}
-
-// monitorUserMetrics converts an operator's user metrics for the monitor.
-func monitorUserMetrics(g *usermetric.Group) []monitor.UserMetric {
-	var out []monitor.UserMetric
-	for _, u := range userMetrics(g) {
-		out = append(out, monitorUserMetric(u))
-	}
-	return out
 }
 
 func (e *Environment) stateBackendName() string {

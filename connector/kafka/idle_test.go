@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
@@ -66,7 +67,7 @@ func idlePartition(t *testing.T, addr string, idle bool, partitions, parallelism
 	}
 	// Once the window operator has taken every record, it has also taken
 	// every watermark the source emitted before them.
-	window := func() weir.OperatorMetrics {
+	window := func() metrics.Operator {
 		for _, tm := range h.Metrics() {
 			for _, om := range tm.Operators {
 				if om.Name == "window" {
@@ -75,7 +76,7 @@ func idlePartition(t *testing.T, addr string, idle bool, partitions, parallelism
 			}
 		}
 		t.Fatal("no window operator in the metrics")
-		return weir.OperatorMetrics{}
+		return metrics.Operator{}
 	}
 	waitFor(t, ctx, "the window operator's input", func() bool { return window().RecordsIn == int64(n) })
 	wm := window().InputWatermarks[0]

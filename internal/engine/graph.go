@@ -9,7 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/clock"
 	"github.com/weirstream/weir/internal/keygroup"
-	"github.com/weirstream/weir/internal/usermetric"
+	"github.com/weirstream/weir/metrics"
 )
 
 // NodeKind tells how many inputs a node has.
@@ -110,8 +110,8 @@ type BuildContext struct {
 	// on a goroutine of its own. It never blocks. Nil outside a plan.
 	Fail func(err error)
 	// UserMetrics holds the metrics the operator's user functions
-	// register (weir.MetricGroup); nil outside a plan.
-	UserMetrics *usermetric.Group
+	// register (metrics.Group); nil outside a plan.
+	UserMetrics *metrics.Group
 	// Cluster is set when the plan runs one task of a cluster stage
 	// (Subtask and Parallelism are then the task's index and count).
 	Cluster *ClusterTask
@@ -470,7 +470,7 @@ func buildTask(ctx context.Context, h *Node, chain []*Node, sub int, cfg Config,
 			Fail:     func(err error) { t.Fail(&OperatorError{Operator: n.Name, Subtask: sub, Err: err}) },
 			Cluster:  cfg.Task,
 			Activity: t.Activity(), Alignment: plan.alignment,
-			UserMetrics: usermetric.NewGroup(n.Name),
+			UserMetrics: metrics.NewGroup(n.Name),
 		}
 		b, err := n.Build(bc)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/clock"
-	"github.com/weirstream/weir/internal/usermetric"
+	"github.com/weirstream/weir/metrics"
 )
 
 type atomicCounter = atomic.Int64
@@ -83,7 +83,7 @@ type OperatorMetrics struct {
 	Join func() JoinSample
 	// User holds the metrics the operator's user functions registered
 	// (BuildContext.UserMetrics).
-	User *usermetric.Group
+	User *metrics.Group
 }
 
 // LateDropCounter is implemented by operators that drop late records

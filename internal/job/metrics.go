@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -11,10 +12,10 @@ import (
 	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/internal/sketch"
-	"github.com/weirstream/weir/internal/usermetric"
+	"github.com/weirstream/weir/metrics"
 )
 
-// The job's counters (the root's JobHandle.Metrics converts them) and its
+// The job's counters (the root's JobHandle.Metrics returns them) and its
 // model for the REST API, Prometheus, the dashboard and `weir doctor`
 // (internal/monitor), built from them, the plans' vertices and the
 // checkpoint statistics.
@@ -40,53 +41,9 @@ func ClusterPlans(o *clusterjob.Owned) []TaskPlan {
 	return out
 }
 
-// TaskMetrics is one subtask's counters (weir.TaskMetrics with its
-// TaskIO).
-type TaskMetrics struct {
-	Task                                     string
-	Subtask                                  int
-	Busy, Idle, BackPressured                time.Duration
-	Checkpoints                              int64
-	CheckpointSync, CheckpointAsync          time.Duration
-	Operators                                []OperatorMetrics
-	Vertex                                   string
-	RecordsIn, RecordsOut, BytesIn, BytesOut int64
-	KeySketches                              []KeySketch
-	Finished                                 bool
-}
-
-// KeySketch is the sketch of the keys one subtask sent into a keyBy; an
-// item's Tag is the subtask the key goes to.
-type KeySketch struct {
-	Target  string
-	Every   int
-	Sampled int64
-	Keys    []sketch.Item
-}
-
-// OperatorMetrics is one operator's counters in one subtask
-// (weir.OperatorMetrics with its OperatorGauges).
-type OperatorMetrics struct {
-	Name                                                     string
-	RecordsIn, RecordsOut                                    int64
-	InputWatermarks                                          []int64
-	OutputWatermark                                          int64
-	OutputIdle                                               bool
-	LateRecordsDropped                                       int64
-	Gauges                                                   []engine.Gauge
-	User                                                     *usermetric.Group
-	UID                                                      string
-	InputIdle                                                []bool
-	InputRecords                                             []int64
-	Keyed                                                    bool
-	StateEntries, Timers, TimersRegistered, StatesWithoutTTL int64
-	Splits                                                   []engine.SplitMetrics
-	Join                                                     *engine.JoinSample
-}
-
 // Metrics returns the counters of the plans' subtasks.
-func Metrics(plans []TaskPlan) []TaskMetrics {
-	var out []TaskMetrics
+func Metrics(plans []TaskPlan) []metrics.Task {
+	var out []metrics.Task
 	for _, tp := range plans {
 		out = append(out, tp.metrics()...)
 	}
@@ -94,12 +51,12 @@ func Metrics(plans []TaskPlan) []TaskMetrics {
 }
 
 // metrics returns the counters of the plan's subtasks.
-func (tp TaskPlan) metrics() []TaskMetrics {
-	var out []TaskMetrics
+func (tp TaskPlan) metrics() []metrics.Task {
+	var out []metrics.Task
 	for _, t := range tp.Plan.Tasks {
 		m := t.Metrics
 		busy, idle, bp := m.Times()
-		tm := TaskMetrics{
+		tm := metrics.Task{
 			Task: m.Name, Subtask: m.Subtask,
 			Busy: busy, Idle: idle,
 			BackPressured:   bp,
@@ -111,7 +68,7 @@ func (tp TaskPlan) metrics() []TaskMetrics {
 			tm.Subtask = tp.Partition
 		}
 		for _, o := range m.Operators {
-			om := OperatorMetrics{Name: o.Name, RecordsOut: o.RecordsOut()}
+			om := metrics.Operator{Name: o.Name, RecordsOut: o.RecordsOut()}
 			if o.RecordsIn != nil {
 				om.RecordsIn = o.RecordsIn()
 			}
@@ -125,10 +82,12 @@ func (tp TaskPlan) metrics() []TaskMetrics {
 				om.LateRecordsDropped = o.LateDropped()
 			}
 			if o.Gauges != nil {
-				om.Gauges = o.Gauges()
+				for _, g := range o.Gauges() {
+					om.Gauges = append(om.Gauges, metrics.Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
+				}
 			}
-			operatorGauges(o, &om)
-			om.User = o.User
+			operatorGauges(o, &om.OperatorGauges)
+			om.UserMetrics = o.User.Values()
 			tm.Operators = append(tm.Operators, om)
 		}
 		taskIO(t, &tm)
@@ -137,17 +96,21 @@ func (tp TaskPlan) metrics() []TaskMetrics {
 	return out
 }
 
-func taskIO(t *engine.Task, tm *TaskMetrics) {
+func taskIO(t *engine.Task, tm *metrics.Task) {
 	m := t.Metrics
 	tm.Vertex, tm.RecordsIn, tm.RecordsOut = t.Vertex, m.IO.RecordsIn.Load(), m.IO.RecordsOut.Load()
 	tm.BytesIn, tm.BytesOut, tm.Finished = m.IO.BytesIn.Load(), m.IO.BytesOut.Load(), m.Finished()
 	for _, ks := range m.KeySketches {
 		top, total := ks.Sketch.Top(16)
-		tm.KeySketches = append(tm.KeySketches, KeySketch{Target: ks.Target, Every: ks.Every, Sampled: total, Keys: top})
+		k := metrics.KeySketch{Target: ks.Target, Every: ks.Every, Sampled: total}
+		for _, it := range top {
+			k.Keys = append(k.Keys, metrics.HotKey{Key: it.Key, Count: it.Count, Error: it.Error, Subtask: it.Tag})
+		}
+		tm.KeySketches = append(tm.KeySketches, k)
 	}
 }
 
-func operatorGauges(o *engine.OperatorMetrics, g *OperatorMetrics) {
+func operatorGauges(o *engine.OperatorMetrics, g *metrics.OperatorGauges) {
 	g.UID = o.UID
 	if o.InputIdle != nil {
 		g.InputIdle = o.InputIdle()
@@ -156,10 +119,12 @@ func operatorGauges(o *engine.OperatorMetrics, g *OperatorMetrics) {
 		g.InputRecords = o.InputRecords()
 	}
 	if o.Splits != nil {
-		g.Splits = o.Splits()
+		for _, s := range o.Splits() {
+			g.Splits = append(g.Splits, metrics.Split(s))
+		}
 	}
 	if o.Join != nil {
-		j := o.Join()
+		j := metrics.JoinSample(o.Join())
 		g.Join = &j
 	}
 	if gg := o.State; gg != nil && o.Splits == nil {
@@ -182,8 +147,6 @@ type Handle struct {
 	// its status (weir.JobStatus's name) and the savepoint it stopped
 	// with.
 	Status func() (state, status, savepoint string)
-	// UserMetrics converts an operator's user metrics for the monitor.
-	UserMetrics func(*usermetric.Group) []monitor.UserMetric
 }
 
 // Snapshot builds the job's monitor.Snapshot.
@@ -194,7 +157,7 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 	snap := &monitor.Snapshot{Timestamp: time.Now().UnixMilli(), Job: job, Exceptions: exceptions}
 	snap.Checkpoints = r.Checkpoints()
 	byUID := map[string]int{}
-	var metrics []TaskMetrics
+	var tms []metrics.Task
 	for _, tp := range plans {
 		for _, v := range tp.Plan.Vertices {
 			if _, ok := byUID[v.UID]; ok {
@@ -213,17 +176,17 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 			byUID[v.UID] = len(snap.Vertices)
 			snap.Vertices = append(snap.Vertices, mv)
 		}
-		metrics = append(metrics, tp.metrics()...)
+		tms = append(tms, tp.metrics()...)
 	}
 	if h.Owned != nil {
 		snap.Cluster = ClusterOf(h.Owned)
-		sort.SliceStable(metrics, func(i, j int) bool { return metrics[i].Subtask < metrics[j].Subtask })
+		sort.SliceStable(tms, func(i, j int) bool { return tms[i].Subtask < tms[j].Subtask })
 	}
 	sketches := map[string][][]sketch.Item{} // by target name
 	every := map[string]int{}
 	sampled := map[string]int64{}
 	sizes := OperatorSizes(snap.Checkpoints.Completed)
-	for _, tm := range metrics {
+	for _, tm := range tms {
 		i, ok := byUID[tm.Vertex]
 		if !ok {
 			continue
@@ -253,7 +216,9 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 			for _, g := range om.Gauges {
 				mo.Gauges = append(mo.Gauges, monitor.Gauge{Name: g.Name, Labels: g.Labels, Value: g.Value})
 			}
-			mo.User = h.UserMetrics(om.User)
+			for _, u := range om.UserMetrics {
+				mo.User = append(mo.User, monitorUserMetric(u))
+			}
 			if j := om.Join; j != nil {
 				mo.Join = &monitor.JoinSample{Lower: j.Lower, Upper: j.Upper, Probes: j.Probes, Matched: j.Matched, MirroredMatched: j.MirroredMatched}
 			}
@@ -262,7 +227,7 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 		for _, ks := range tm.KeySketches {
 			var items []sketch.Item
 			for _, k := range ks.Keys {
-				items = append(items, sketch.Item{Key: k.Key, Count: k.Count, Error: k.Error, Tag: k.Tag})
+				items = append(items, sketch.Item{Key: k.Key, Count: k.Count, Error: k.Error, Tag: k.Subtask})
 			}
 			sketches[ks.Target] = append(sketches[ks.Target], items)
 			every[ks.Target] = ks.Every
@@ -283,6 +248,19 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 		}
 	}
 	return snap
+}
+
+// monitorUserMetric converts a user metric for the monitor model.
+func monitorUserMetric(u metrics.UserMetric) monitor.UserMetric {
+	m := monitor.UserMetric{Name: u.Name, Kind: u.Kind.String(), Value: u.Value}
+	if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+		m.Value = 0 // JSON has no such numbers
+	}
+	if h := u.Histogram; h != nil {
+		s := monitor.HistogramStats(*h)
+		m.Histogram = &s
+	}
+	return m
 }
 
 // Record captures the inputs of one subtask of a vertex (by id, name or

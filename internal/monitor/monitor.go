@@ -197,7 +197,7 @@ type OpMetric struct {
 	Join            *JoinSample        `json:"join,omitempty"`
 	Extra           map[string]float64 `json:"extra,omitempty"`
 	// User holds the metrics the operator's functions registered
-	// (weir.MetricGroup), sorted by name.
+	// (metrics.Group), sorted by name.
 	User []UserMetric `json:"user-metrics,omitempty"`
 }
 

@@ -218,7 +218,7 @@ func collectCluster(e *emitter, job string, c *monitor.Cluster) {
 	}
 }
 
-// collectUser emits a user metric (weir.MetricGroup) with the operator's
+// collectUser emits a user metric (metrics.Group) with the operator's
 // labels ol: a counter as weir_user_counter_<name>_total, a gauge as
 // weir_user_gauge_<name>, a histogram as the summary
 // weir_user_histogram_<name>. The kind in the name keeps the families of
