@@ -33,10 +33,10 @@ const (
 	// then the tasks of every operator, job planning, failover, checkpoint
 	// storage and the monitor model (-> 5,875), then the keyed operators'
 	// key, state and timers, the memory checkpoint store and AsyncRetry
-	// (-> 5,768).
+	// (-> 5,768), then the metrics API to package metrics (-> 5,407).
 	// What is left is the API, its doc comments and the contexts that
 	// implement it. Lower it as more moves; never raise it.
-	maxRootLines = 5800
+	maxRootLines = 5450
 )
 
 // heavy are the dependencies a program pays for only when it imports the
