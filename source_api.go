@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/builtinsrc"
 	"github.com/weirstream/weir/internal/engine"
 )
 
@@ -49,7 +50,10 @@ func addSource[T any](env *Environment, src any, strategy WatermarkStrategy[T], 
 			}
 			return engine.Built{Life: op, Source: op}, nil
 		})
-	n.Operator = sourceKind(src)
+	// The kind is "source " and the Go type of src without type arguments
+	// ("source weir.generatorSource"), so that a savepoint's split positions
+	// are offered only to a source of the same type.
+	n.Operator = "source " + builtinsrc.TypeName(src)
 	n.Connector = src
 	return streamOf[T](env, n)
 }

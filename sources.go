@@ -1,24 +1,10 @@
 package weir
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/weirstream/weir/internal/builtinsrc"
-	"github.com/weirstream/weir/internal/clock"
 )
-
-// sourceKind is a source operator's kind: "source " and the Go type of
-// its Source without type arguments ("source weir.generatorSource"), so
-// that a savepoint's split positions are offered only to a source of the
-// same type. (Exactly-once sinks are "sink " and their type likewise.)
-func sourceKind(src any) string {
-	return "source " + typeName(src)
-}
-
-// typeName is the name of v's type, pointers and type arguments left out
-// ("weir.generatorSource").
-func typeName(v any) string { return builtinsrc.TypeName(v) }
 
 // sliceSource reads a slice as one split (internal/builtinsrc); its name
 // is its kind in savepoints.
@@ -43,10 +29,6 @@ func FromSlice[T any](env *Environment, values []T) DataStream[T] {
 func FromRecords[T any](env *Environment, recs []Record[T], strategy WatermarkStrategy[T]) DataStream[T] {
 	src := sliceSource[T]{builtinsrc.Slice[T]{Recs: append([]Record[T](nil), recs...)}}
 	return FromSource[T](env, src, strategy, "FromRecords").SetParallelism(1)
-}
-
-func sleep(ctx context.Context, clk clock.Clock, until int64) error {
-	return clock.Sleep(ctx, clk, until)
 }
 
 // Generate is a parallel source of f(i) for i in [0, count) (split in

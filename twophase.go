@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/builtinsrc"
 	"github.com/weirstream/weir/internal/engine"
 	"github.com/weirstream/weir/internal/twophase"
 )
@@ -61,7 +62,7 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 			return engine.Built{Inputs: []any{engine.Input[T](o)}, Life: o}, nil
 		})
 	n.Sink = true
-	n.Operator = "sink " + typeName(sink)
+	n.Operator = "sink " + builtinsrc.TypeName(sink) // as a source's kind (source_api.go)
 	n.Connector = sink
 	ds.connect(n, 0)
 	return Sink{node: n, env: ds.env}
