@@ -175,16 +175,7 @@ func (s AsyncRetry[OUT]) BackoffTime(n int) time.Duration { return s.r.BackoffTi
 // RetryPredicate implements AsyncRetryStrategy.
 func (s AsyncRetry[OUT]) RetryPredicate() AsyncRetryPredicate[OUT] { return s.pred }
 
-func (s AsyncRetry[OUT]) validate() error { return s.r.Err }
-
-// durations are the strategy's delays, checked as every duration setting
-// is (durations.go) when the operator is built.
-func (s AsyncRetry[OUT]) durations() []durationSetting {
-	if s.r.Multiplier == 0 {
-		return []durationSetting{{"retry delay", s.r.Initial}}
-	}
-	return []durationSetting{{"initial retry delay", s.r.Initial}, {"maximum retry delay", s.r.Max}}
-}
+func (s AsyncRetry[OUT]) settings() asyncio.RetrySettings { return s.r }
 
 // OrderedWait adds an async I/O operator (Flink's AsyncDataStream.orderedWait):
 // fn starts a request per record, at most capacity are in the operator at a
@@ -235,15 +226,12 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 	if timeout >= time.Millisecond {
 		ds.env.millis(fmt.Sprintf("operator %q: timeout", name), timeout)
 	}
-	if v, ok := retry.(interface {
-		validate() error
-		durations() []durationSetting
-	}); ok {
-		if err := v.validate(); err != nil {
-			fail(err)
+	if v, ok := retry.(interface{ settings() asyncio.RetrySettings }); ok {
+		if r := v.settings(); r.Err != nil {
+			fail(r.Err)
 		} else {
-			for _, d := range v.durations() {
-				ds.env.millis(fmt.Sprintf("operator %q: %s", name, d.what), d.d)
+			for _, d := range r.Durations() { // checked as every duration setting is (durations.go)
+				ds.env.millis(fmt.Sprintf("operator %q: %s", name, d.What), d.D)
 			}
 		}
 	}

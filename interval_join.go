@@ -157,16 +157,10 @@ func intervalJoin[K comparable, L, R, OUT any](left KeyedStream[K, L], right Key
 	for _, o := range opts {
 		o(&cfg)
 	}
-	lower := env.millis(fmt.Sprintf("operator %q: lower bound", name), b.Lower)
-	upper := env.millis(fmt.Sprintf("operator %q: upper bound", name), b.Upper)
-	if lower > upper {
-		env.fail(fmt.Errorf("operator %q: lower bound %v is above upper bound %v; the rule is right.ts - left.ts in [lower, upper]", name, b.Lower, b.Upper))
-	}
-	if cfg.lowerExclusive {
-		lower++
-	}
-	if cfg.upperExclusive {
-		upper--
+	lower, upper, err := intervaljoin.Bounds(env.millis(fmt.Sprintf("operator %q: lower bound", name), b.Lower),
+		env.millis(fmt.Sprintf("operator %q: upper bound", name), b.Upper), b.Lower, b.Upper, cfg.lowerExclusive, cfg.upperExclusive)
+	if err != nil {
+		env.fail(fmt.Errorf("operator %q: %w", name, err))
 	}
 	ds := twoInput(left.ds, right.ds, name, func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.TwoInput[L, R], engine.Lifecycle, error) {
 		fn, user := newFn()

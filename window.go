@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirstream/weir/internal/windowing"
 	"github.com/weirstream/weir/window"
 )
 
@@ -52,21 +53,14 @@ func WindowAll[T any, W window.Window](ds DataStream[T], assigner window.Assigne
 // timestamp.
 func CountWindow[K comparable, T any](ks KeyedStream[K, T], size int64, slide ...int64) WindowedStream[K, T, window.GlobalWindow] {
 	ws := Window(ks, window.Global())
-	if size <= 0 {
-		ws.errs = append(ws.errs, fmt.Errorf("count window size must be positive, got %d", size))
-	}
+	ws.errs = windowing.CountErrs(size, slide)
 	switch len(slide) {
 	case 0:
 		return ws.Trigger(window.PurgingTrigger(window.CountTrigger(size)))
 	case 1:
-		if slide[0] <= 0 {
-			ws.errs = append(ws.errs, fmt.Errorf("count window slide must be positive, got %d", slide[0]))
-		}
 		return ws.Evictor(window.CountEvictor(size)).Trigger(window.CountTrigger(slide[0]))
-	default:
-		ws.errs = append(ws.errs, fmt.Errorf("CountWindow takes a size and at most one slide, got %d slides", len(slide)))
-		return ws
 	}
+	return ws
 }
 
 // Trigger sets the trigger (default: the assigner's).

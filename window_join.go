@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirstream/weir/internal/windowing"
 	"github.com/weirstream/weir/window"
 )
 
@@ -94,14 +95,7 @@ func FlatJoin[K comparable, A, B, OUT any, W window.Window](j JoinedWindows[K, A
 		j.ws.ks.ds.env.fail(fmt.Errorf("operator %q: %w", "Join", nilFnError("join function")))
 	}
 	return CoGroup(j, CoGroupFunction[K, A, B, OUT, W](func(_ K, _ W, ls []A, rs []B, out Collector[OUT]) error {
-		for _, a := range ls {
-			for _, b := range rs {
-				if err := fn(a, b, out); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return windowing.Cross(ls, rs, out, fn)
 	})).Name("Join")
 }
 

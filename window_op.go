@@ -164,8 +164,6 @@ type windowOp[K comparable, T, OUT any, W window.Window] struct {
 	rc  keyedRuntimeCtx[K]
 }
 
-var errMergingWindowState = fmt.Errorf("per-window state is not supported with merging window assigners")
-
 // buildWindow validates the windowed stream and adds the window operator.
 func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream[K, T, W], spec windowSpec[K, T, V, OUT, W]) DataStream[OUT] {
 	env := ws.ks.ds.env
@@ -174,14 +172,8 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 		name = "WindowAll(" + spec.kind + ")"
 	}
 	fail := func(err error) { env.fail(fmt.Errorf("operator %q: %w", name, err)) }
-	for _, err := range ws.errs {
-		fail(err)
-	}
-	if spec.nilFn {
-		fail(nilFnError("window function"))
-	}
 	trigger, merging, eventTime := windowing.Check[T](windowing.Parts[W]{Assigner: ws.assigner, AssignerNil: isNil(ws.assigner),
-		Trigger: ws.trigger, Evictor: ws.evictor, NoDefault: len(ws.errs) > 0},
+		Trigger: ws.trigger, Evictor: ws.evictor, Errs: ws.errs, NilFn: spec.nilFn},
 		fail, func(s string) { env.warnTruncated(fmt.Sprintf("operator %q: %s", name, s)) })
 	if ws.lateness > 0 && !isNil(ws.assigner) && !eventTime {
 		env.cfg.logger.Warn("allowed lateness is ignored for windows that are not in event time", "operator", name, "lateness_ms", ws.lateness)
@@ -216,12 +208,7 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 				},
 				CloseFn: func() error { return closeFn(user, &c.opBase) },
 			}
-			var forbid error
-			if merging {
-				forbid = errMergingWindowState
-			}
-			c.winState = windowing.NewStore[K, W](backend, forbid)
-			c.global = windowing.NewStore[K, void](backend, nil)
+			c.winState, c.global = windowing.NewStores[K, W](backend, merging)
 			fn := spec.newFn(user)
 			var late func(v T, ts int64)
 			if hasLate {

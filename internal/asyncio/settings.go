@@ -81,3 +81,18 @@ func ExponentialRetry(maxAttempts int, initialDelay, maxDelay time.Duration, mul
 func (r RetrySettings) BackoffTime(n int) time.Duration {
 	return Backoff(r.Initial, r.Max, r.Multiplier, n)
 }
+
+// Duration is a delay of a retry strategy and what the root calls it in
+// the errors of its duration checks.
+type Duration struct {
+	What string
+	D    time.Duration
+}
+
+// Durations are the strategy's delays.
+func (r RetrySettings) Durations() []Duration {
+	if r.Multiplier == 0 {
+		return []Duration{{"retry delay", r.Initial}}
+	}
+	return []Duration{{"initial retry delay", r.Initial}, {"maximum retry delay", r.Max}}
+}

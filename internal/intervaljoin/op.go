@@ -11,6 +11,7 @@ import (
 	"math"
 	"reflect"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir/internal/engine"
 	istate "github.com/weirstream/weir/internal/state"
@@ -445,4 +446,20 @@ func (o *Op[K, L, R]) Advance(wm int64) error {
 	o.sweep()
 	defer o.publishBuffered()
 	return o.drain(wm)
+}
+
+// Bounds checks an interval join's bounds, lower and upper in ms (from
+// the durations lo and hi), and returns them inclusive.
+func Bounds(lower, upper int64, lo, hi time.Duration, lowerExclusive, upperExclusive bool) (int64, int64, error) {
+	var err error
+	if lower > upper {
+		err = fmt.Errorf("lower bound %v is above upper bound %v; the rule is right.ts - left.ts in [lower, upper]", lo, hi)
+	}
+	if lowerExclusive {
+		lower++
+	}
+	if upperExclusive {
+		upper--
+	}
+	return lower, upper, err
 }

@@ -16,9 +16,11 @@ type Parts[W window.Window] struct {
 	// Trigger and Evictor are nil unless set.
 	Trigger window.Trigger
 	Evictor window.Evictor
-	// NoDefault keeps the assigner's default trigger out (the stream
-	// already has errors).
-	NoDefault bool
+	// Errs are the errors of the stream's settings, reported first; they
+	// keep the assigner's default trigger out. NilFn tells that the
+	// window function is nil.
+	Errs  []error
+	NilFn bool
 }
 
 // Check validates the parts of a windowed stream of T as the builder
@@ -27,6 +29,12 @@ type Parts[W window.Window] struct {
 // set), whether the assigner merges windows and whether it is in event
 // time.
 func Check[T any, W window.Window](p Parts[W], fail func(error), warn func(string)) (trigger window.Trigger, merging, eventTime bool) {
+	for _, err := range p.Errs {
+		fail(err)
+	}
+	if p.NilFn {
+		fail(fmt.Errorf("window function is nil"))
+	}
 	trigger = p.Trigger
 	_, merging = p.Assigner.(window.MergingAssigner[W])
 	if p.AssignerNil {
@@ -36,7 +44,7 @@ func Check[T any, W window.Window](p Parts[W], fail func(error), warn func(strin
 		if err := p.Assigner.Validate(); err != nil {
 			fail(err)
 		}
-		if trigger == nil && !p.NoDefault {
+		if trigger == nil && len(p.Errs) == 0 {
 			trigger = p.Assigner.DefaultTrigger()
 		}
 		if e, ok := p.Assigner.(interface{ ElementType() reflect.Type }); ok {
@@ -87,4 +95,32 @@ func LateOutput[T any](port engine.OutputPort, sideErr *error) func(v T, ts int6
 		}
 	}
 	return func(T, int64) {}
+}
+
+// CountErrs are the errors of a count window of size and slides (the
+// root's CountWindow).
+func CountErrs(size int64, slide []int64) []error {
+	var errs []error
+	if size <= 0 {
+		errs = append(errs, fmt.Errorf("count window size must be positive, got %d", size))
+	}
+	if len(slide) == 1 && slide[0] <= 0 {
+		errs = append(errs, fmt.Errorf("count window slide must be positive, got %d", slide[0]))
+	} else if len(slide) > 1 {
+		errs = append(errs, fmt.Errorf("CountWindow takes a size and at most one slide, got %d slides", len(slide)))
+	}
+	return errs
+}
+
+// Cross calls fn for every (left, right) pair, the left elements outside,
+// the right ones inside (a window join's firing), until fn fails.
+func Cross[A, B, C any](ls []A, rs []B, out C, fn func(a A, b B, out C) error) error {
+	for _, a := range ls {
+		for _, b := range rs {
+			if err := fn(a, b, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -35,6 +35,17 @@ func NewStore[K, N comparable](b *istate.Backend[K], forbid error) *Store[K, N] 
 	return &Store[K, N]{b: b, regs: map[string]*storeReg[K, N]{}, forbid: forbid}
 }
 
+// NewStores returns the per-window and the global state of a window
+// operator's user function; the per-window state fails with a merging
+// assigner.
+func NewStores[K comparable, W window.Window](b *istate.Backend[K], merging bool) (*Store[K, W], *Store[K, struct{}]) {
+	var forbid error
+	if merging {
+		forbid = fmt.Errorf("per-window state is not supported with merging window assigners")
+	}
+	return NewStore[K, W](b, forbid), NewStore[K, struct{}](b, nil)
+}
+
 // SetNamespace sets the namespace of the states handed out next.
 func (s *Store[K, N]) SetNamespace(ns N) { s.ns = ns }
 
