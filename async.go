@@ -3,7 +3,6 @@ package weir
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/weirstream/weir/internal/asyncio"
@@ -52,9 +51,7 @@ var ErrAsyncTimeout = asyncio.ErrTimeout
 type AsyncCall[IN, OUT any] struct {
 	call      func(ctx context.Context, in IN) ([]OUT, error)
 	onTimeout func(in IN, result ResultFuture[OUT])
-	wg        *sync.WaitGroup
-	name      string
-	subtask   int
+	calls     asyncio.Calls
 }
 
 // AsyncFunc makes an AsyncFunction of a blocking call: every attempt runs
@@ -76,25 +73,19 @@ func (a *AsyncCall[IN, OUT]) OnTimeout(h func(in IN, result ResultFuture[OUT])) 
 
 // Open implements Opener.
 func (a *AsyncCall[IN, OUT]) Open(ctx RuntimeContext) error {
-	a.wg = new(sync.WaitGroup)
-	a.name, a.subtask = ctx.OperatorName(), ctx.Subtask()
+	a.calls = asyncio.NewCalls(ctx.OperatorName(), ctx.Subtask())
 	return nil
 }
 
 // Close implements Closer: it waits for the calls still running.
 func (a *AsyncCall[IN, OUT]) Close() error {
-	if a.wg != nil {
-		a.wg.Wait()
-	}
+	a.calls.Wait()
 	return nil
 }
 
 // AsyncInvoke implements AsyncFunction.
 func (a *AsyncCall[IN, OUT]) AsyncInvoke(ctx context.Context, in IN, result ResultFuture[OUT]) {
-	if a.wg == nil { // not opened by an operator
-		a.wg = new(sync.WaitGroup)
-	}
-	asyncio.Call(a.wg, a.name, a.subtask, a.call, ctx, in, result)
+	asyncio.Start(&a.calls, a.call, ctx, in, result)
 }
 
 // Timeout implements AsyncTimeoutHandler with the handler set by OnTimeout.
@@ -254,9 +245,6 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 		}
 		open := func() error { return openFn(f, &b, rc) }
 		t, err := asyncio.NewTask(cfg, bc, out, istate.DefaultCodec[IN](), open, func() error { return closeFn(f, &b) })
-		if err != nil {
-			return nil, nil, err
-		}
-		return t, t, nil
+		return t, t, err // oneInput reads t only without err
 	})
 }

@@ -123,37 +123,24 @@ func applyList[K comparable, T, OUT any, W window.Window](u any) windowFn[K, []T
 }
 
 // winCtx is the output side of a window operator: the collector (with the
-// window's max timestamp) and the ProcessWindowContext.
+// window's max timestamp) and the ProcessWindowContext, whose window side
+// is internal/windowing's.
 type winCtx[K comparable, OUT any, W window.Window] struct {
 	opContext
-	out      *engine.Output[OUT]
-	col      collector[OUT]
-	w        W
-	wmFn     func() int64
-	winState *windowing.Store[K, W]
-	global   *windowing.Store[K, void]
+	windowing.Ctx[K, W]
+	out  *engine.Output[OUT]
+	col  collector[OUT]
+	wmFn func() int64
 }
 
 func (c *winCtx[K, OUT, W]) begin(w W) {
-	c.w = w
+	c.Win = w
 	c.col.ts = w.MaxTimestamp()
 	c.ts = c.col.ts
 }
 
-// Window implements ProcessWindowContext.
-func (c *winCtx[K, OUT, W]) Window() W { return c.w }
-
 // CurrentWatermark implements ProcessWindowContext.
 func (c *winCtx[K, OUT, W]) CurrentWatermark() int64 { return c.wmFn() }
-
-// WindowState implements ProcessWindowContext.
-func (c *winCtx[K, OUT, W]) WindowState() window.StateStore {
-	c.winState.SetNamespace(c.w)
-	return c.winState
-}
-
-// GlobalState implements ProcessWindowContext.
-func (c *winCtx[K, OUT, W]) GlobalState() window.StateStore { return c.global }
 
 // windowOp is the window operator of one subtask: the engine's task
 // (internal/windowing) with the user's function and its context.
@@ -182,7 +169,9 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 	if ws.all {
 		par = 1
 	}
-	lateTag, hasLate := ws.lateTag, ws.hasLateTag
+	wspec := &windowing.Spec[K, T, V, OUT, W]{Assigner: ws.assigner, Trigger: trigger, DefaultTrigger: ws.trigger == nil,
+		Evictor: ws.evictor, Lateness: max(ws.lateness, 0), Merging: merging, Key: ws.ks.key, Hash: ws.ks.hashK,
+		LateTag: ws.lateTag, HasLate: ws.hasLateTag, Fns: spec.fns}
 	n := newNode[OUT](env, name, engine.KindOneInput, par,
 		func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Built, error) {
 			o := &windowOp[K, T, OUT, W]{}
@@ -195,9 +184,9 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 			}
 			backend := istate.NewBackend[K](bc.KeyGroups.Start, bc.KeyGroups.End, bc.Clock)
 			o.rc = keyedRuntimeCtx[K]{runtimeCtx: newRuntimeCtx(bc), b: backend}
-			o.Task = windowing.Task[K, T, OUT]{Name: bc.Name, KeyFn: ws.ks.key, Out: out, Restored: bc.Restored,
-				Clock: windowing.NewBatchClock(bc.Time.Now), Settle: c.settle, SideErr: &c.sideErr, Watermark: &c.wm,
-				OpenFn: func() error {
+			fn := spec.newFn(user)
+			h := windowing.Hooks[K, V, W]{Settle: c.settle, SideErr: &c.sideErr, Watermark: &c.wm, Ctx: &c.Ctx,
+				Open: func() error {
 					switch f := user.(type) {
 					case KeyedOpener[K]:
 						return f.Open(o.rc)
@@ -206,32 +195,20 @@ func buildWindow[K comparable, T, V, OUT any, W window.Window](ws WindowedStream
 					}
 					return nil
 				},
-				CloseFn: func() error { return closeFn(user, &c.opBase) },
+				Close: func() error { return closeFn(user, &c.opBase) },
+				Emit:  func(key K, w W, v V) error { return fn(key, w, v, c) },
 			}
-			c.winState, c.global = windowing.NewStores[K, W](backend, merging)
-			fn := spec.newFn(user)
-			var late func(v T, ts int64)
-			if hasLate {
-				late = windowing.LateOutput[T](bc.Sides[lateTag], &c.sideErr)
-			}
-			var clearWin func(key K, w W) error
 			if cl, ok := user.(ProcessWindowClearer[W]); ok {
-				clearWin = func(_ K, w W) error {
+				h.Clear = func(_ K, w W) error {
 					c.begin(w)
 					return cl.Clear(c)
 				}
 			}
-			eng, err := windowing.NewEngine(windowing.EngineConfig[K, T, V, OUT, W]{
-				Assigner: ws.assigner, Trigger: trigger, DefaultTrigger: ws.trigger == nil, Evictor: ws.evictor,
-				Lateness: max(ws.lateness, 0), Backend: backend, Hash: ws.ks.hashK, MaxParallelism: bc.MaxParallelism,
-				Now: o.Clock.Now, EvictorNow: bc.Time.Now, Schedule: o.Schedule(bc.Time), Late: late, ClearWindow: clearWin,
-				Emit: func(key K, w W, v V) error { return fn(key, w, v, c) },
-				Fns:  spec.fns, Out: out,
-			})
+			eng, err := wspec.Subtask(bc, out, backend, &o.Task, h)
 			if err != nil {
 				return engine.Built{}, err
 			}
-			o.eng, o.Eng, c.wmFn = eng, eng, eng.CurrentWatermark
+			o.eng, c.wmFn = eng, eng.CurrentWatermark
 			return engine.Built{Inputs: []any{engine.Input[T](o)}, Life: o}, nil
 		})
 	ws.ks.ds.connect(n, 0)

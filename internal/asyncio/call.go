@@ -43,3 +43,32 @@ func Call[IN, OUT any](wg *sync.WaitGroup, operator string, subtask int, call fu
 		result.Complete(out)
 	}()
 }
+
+// Calls are the calls running for the root's AsyncCall: counted, to wait
+// for them when the function closes, and named after the operator and
+// subtask that opened the function.
+type Calls struct {
+	wg       *sync.WaitGroup
+	operator string
+	subtask  int
+}
+
+// NewCalls returns the calls of a function the subtask of operator opened.
+func NewCalls(operator string, subtask int) Calls {
+	return Calls{wg: new(sync.WaitGroup), operator: operator, subtask: subtask}
+}
+
+// Wait waits for the running calls.
+func (c *Calls) Wait() {
+	if c.wg != nil {
+		c.wg.Wait()
+	}
+}
+
+// Start runs call(ctx, in) as Call does, counted in c.
+func Start[IN, OUT any](c *Calls, call func(ctx context.Context, in IN) ([]OUT, error), ctx context.Context, in IN, result Answer[OUT]) {
+	if c.wg == nil { // not opened by an operator
+		c.wg = new(sync.WaitGroup)
+	}
+	Call(c.wg, c.operator, c.subtask, call, ctx, in, result)
+}
