@@ -14,22 +14,14 @@ import (
 // Sources implementing connector.Validator are checked when the job is
 // built.
 func FromSource[T any](env *Environment, src connector.Source[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
-	var s any
-	if src != nil {
-		s = src
-	}
-	return addSource(env, s, strategy, name)
+	return addSource(env, src, strategy, name) // a nil src is a nil any
 }
 
 // FromDynamicSource adds a source whose subtasks discover their splits
 // while the job runs (connector.DynamicSource, such as Kafka's), with a
 // watermark strategy applied per split.
 func FromDynamicSource[T any](env *Environment, src connector.DynamicSource[T], strategy WatermarkStrategy[T], name string) DataStream[T] {
-	var s any
-	if src != nil {
-		s = src
-	}
-	return addSource(env, s, strategy, name)
+	return addSource(env, src, strategy, name) // a nil src is a nil any
 }
 
 // addSource adds src, a connector.Source[T] or connector.DynamicSource[T]

@@ -1,7 +1,6 @@
 package weir
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/weirstream/weir/connector"
@@ -31,35 +30,16 @@ func AddTwoPhaseCommitSink[T, TXN any](ds DataStream[T], sink TwoPhaseCommitSink
 	if isNil(sink) {
 		ds.env.fail(fmt.Errorf("sink %q: %w", "TwoPhaseCommitSink", nilFnError("sink")))
 	}
-	if v, ok := any(sink).(connector.Validator); ok {
-		env := ds.env
-		ds.env.validators = append(ds.env.validators, func(ctx context.Context) error {
-			if cv, ok := any(sink).(engine.ClusterValidator); ok && env.cfg.cluster != nil {
-				return cv.ValidateCluster(ctx)
-			}
-			return v.Validate(ctx)
-		})
+	env := ds.env
+	if v := twophase.Validator(sink, func() bool { return env.cfg.cluster != nil }); v != nil {
+		env.validators = append(env.validators, v)
 	}
 	finals := &twophase.Finals[T, TXN]{}
-	ds.env.onFinished = append(ds.env.onFinished, finals.Commit)
-	n := newNode[struct{}](ds.env, "TwoPhaseCommitSink", engine.KindOneInput, ds.env.cfg.parallelism,
+	env.onFinished = append(env.onFinished, finals.Commit)
+	n := newNode[struct{}](env, "TwoPhaseCommitSink", engine.KindOneInput, env.cfg.parallelism,
 		func(bc *engine.BuildContext, _ *engine.Output[struct{}]) (engine.Built, error) {
-			if cs, ok := any(sink).(engine.ClusterSink); ok && bc.Cluster != nil && cs.ClusterBrokers() != nil {
-				// In a cluster task the sink writes through the task's
-				// transaction (WithCluster).
-				rec, err := clusterRecordFunc[T](sink)
-				if err != nil {
-					return engine.Built{}, err
-				}
-				return engine.NewClusterSinkOp(bc, rec), nil
-			}
-			b := base(bc) // reports errors and panics against the sink
-			o := &twophase.Caught[T, TXN]{Catch: b.catch, Op: twophase.New[T, TXN](sink, bc.Name, bc.Subtask, bc.Parallelism,
-				bc.Restored, ds.env.checkpoint != nil)}
-			if ds.env.checkpoint == nil {
-				finals.Attach(bc.Subtask, o.Op)
-			}
-			return engine.Built{Inputs: []any{engine.Input[T](o)}, Life: o}, nil
+			b := base(bc)
+			return twophase.Build[T, TXN](bc, sink, b.catch, env.checkpoint != nil, finals)
 		})
 	n.Sink = true
 	n.Operator = "sink " + builtinsrc.TypeName(sink) // as a source's kind (source_api.go)
