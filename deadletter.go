@@ -74,13 +74,9 @@ func MapErr[IN, OUT any](ds DataStream[IN], f func(IN) (OUT, error), opts ...Err
 	if f == nil {
 		ds.env.fail(fmt.Errorf("operator %q: %w", "Map", nilFnError("map function")))
 	}
-	cfg := errorOptions(opts)
-	out := oneInput(ds, "Map", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
-		o := &basicop.MapErr[IN, OUT]{Failing: newFailing[IN](bc, cfg), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
-		return o, nil, nil
+	return withErrors(ds, "Map", opts, func(fl basicop.Failing[IN], out *engine.Output[OUT]) engine.Input[IN] {
+		return &basicop.MapErr[IN, OUT]{Failing: fl, ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
 	})
-	registerSideType(out, cfg.deadTag, cfg.typ)
-	return out
 }
 
 // FlatMapErr is FlatMap with the choice of MapErr: an error f returns for
@@ -91,31 +87,30 @@ func FlatMapErr[IN, OUT any](ds DataStream[IN], f func(v IN, out Collector[OUT])
 	if f == nil {
 		ds.env.fail(fmt.Errorf("operator %q: %w", "FlatMap", nilFnError("flatMap function")))
 	}
-	cfg := errorOptions(opts)
-	out := oneInput(ds, "FlatMap", func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
-		o := &basicop.FlatMapErr[IN, OUT, Collector[OUT]]{Failing: newFailing[IN](bc, cfg), ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
+	return withErrors(ds, "FlatMap", opts, func(fl basicop.Failing[IN], out *engine.Output[OUT]) engine.Input[IN] {
+		o := &basicop.FlatMapErr[IN, OUT, Collector[OUT]]{Failing: fl, ForwardControl: basicop.ForwardControl[OUT]{Out: out}, F: f}
 		o.Col.Out = out
 		o.C = &o.Col
-		return o, nil, nil
+		return o
 	})
-	registerSideType(out, cfg.deadTag, cfg.typ)
-	return out
 }
 
-func errorOptions[T any](opts []ErrorOption[T]) errorConfig {
+// withErrors adds the operator mk makes with the error handling opts
+// choose: failing the job, or sending DeadLetters.
+func withErrors[IN, OUT any](ds DataStream[IN], name string, opts []ErrorOption[IN],
+	mk func(fl basicop.Failing[IN], out *engine.Output[OUT]) engine.Input[IN]) DataStream[OUT] {
 	var c errorConfig
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	return c
-}
-
-// newFailing returns the error handling of an operator bc builds:
-// failing the job, or sending DeadLetters.
-func newFailing[T any](bc *engine.BuildContext, c errorConfig) basicop.Failing[T] {
-	return basicop.NewFailing(bc, c.deadTag, func(v T, ts int64, err error, operator string) any {
-		return DeadLetter[T]{Value: v, TS: ts, Err: err, Operator: operator}
+	out := oneInput(ds, name, func(bc *engine.BuildContext, out *engine.Output[OUT]) (engine.Input[IN], engine.Lifecycle, error) {
+		fl := basicop.NewFailing(bc, c.deadTag, func(v IN, ts int64, err error, operator string) any {
+			return DeadLetter[IN]{Value: v, TS: ts, Err: err, Operator: operator}
+		})
+		return mk(fl, out), nil, nil
 	})
+	registerSideType(out, c.deadTag, c.typ)
+	return out
 }

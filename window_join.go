@@ -74,15 +74,7 @@ func CoGroup[K comparable, A, B, OUT any, W window.Window](j JoinedWindows[K, A,
 		j.ws.ks.ds.env.fail(fmt.Errorf("operator %q: %w", "CoGroup", nilFnError("coGroup function")))
 	}
 	return Apply(j.ws, windowFunc[K, Tagged[A, B], OUT, W](func(key K, w W, elems []Tagged[A, B], out Collector[OUT]) error {
-		var ls []A
-		var rs []B
-		for _, e := range elems {
-			if e.IsLeft {
-				ls = append(ls, e.Left)
-			} else {
-				rs = append(rs, e.Right)
-			}
-		}
+		ls, rs := windowing.Split(elems, func(e Tagged[A, B]) (bool, A, B) { return e.IsLeft, e.Left, e.Right })
 		return fn(key, w, ls, rs, out)
 	})).Name("CoGroup")
 }

@@ -124,3 +124,19 @@ func Cross[A, B, C any](ls []A, rs []B, out C, fn func(a A, b B, out C) error) e
 	}
 	return nil
 }
+
+// Split splits the elements of a window join or coGroup (the root's
+// Tagged) into the left and the right ones, in arrival order; parts tells
+// an element's side and values.
+func Split[E, A, B any](elems []E, parts func(E) (isLeft bool, a A, b B)) ([]A, []B) {
+	var ls []A
+	var rs []B
+	for _, e := range elems {
+		if isLeft, a, b := parts(e); isLeft {
+			ls = append(ls, a)
+		} else {
+			rs = append(rs, b)
+		}
+	}
+	return ls, rs
+}
