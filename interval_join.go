@@ -205,9 +205,5 @@ func (c *joinCtx) LeftTimestamp() int64  { return c.lts }
 func (c *joinCtx) RightTimestamp() int64 { return c.rts }
 func (c *joinCtx) Timestamp() int64      { return max(c.lts, c.rts) }
 func (c *joinCtx) emitSide(id string, v any) {
-	if p := c.sides[id]; p != nil {
-		if err := p.EmitAny(v, c.Timestamp()); err != nil && c.sideErr == nil {
-			c.sideErr = fmt.Errorf("side output %q: %w", id, err)
-		}
-	}
+	intervaljoin.EmitSide(c.sides[id], id, v, c.Timestamp(), &c.sideErr)
 }

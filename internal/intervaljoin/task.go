@@ -1,6 +1,10 @@
 package intervaljoin
 
-import "github.com/weirstream/weir/internal/engine"
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/internal/engine"
+)
 
 // Task is the interval join of one subtask as the runtime drives it: the
 // engine, its output, and hooks to the API layer that holds the user's
@@ -103,4 +107,14 @@ func NewTask[K comparable, L, R, OUT any](bc *engine.BuildContext, out *engine.O
 		cfg.LateR = bc.Side(lateR)
 	}
 	return &Task[K, L, R, OUT]{Op: New(cfg), Out: out, Restored: bc.Restored, Settle: settle, OpenFn: openFn, CloseFn: closeFn}
+}
+
+// EmitSide emits v at ts to the side output port of tag id (nil: nobody
+// reads it), keeping in *sideErr the first failure.
+func EmitSide(port engine.OutputPort, id string, v any, ts int64, sideErr *error) {
+	if port != nil {
+		if err := port.EmitAny(v, ts); err != nil && *sideErr == nil {
+			*sideErr = fmt.Errorf("side output %q: %w", id, err)
+		}
+	}
 }
