@@ -33,10 +33,12 @@ const (
 	// then the tasks of every operator, job planning, failover, checkpoint
 	// storage and the monitor model (-> 5,875), then the keyed operators'
 	// key, state and timers, the memory checkpoint store and AsyncRetry
-	// (-> 5,768), then the metrics API to package metrics (-> 5,407).
-	// What is left is the API, its doc comments and the contexts that
-	// implement it. Lower it as more moves; never raise it.
-	maxRootLines = 5450
+	// (-> 5,768), then the metrics API to package metrics (-> 5,407),
+	// then the keyed operators' disk state and snapshots, the windows',
+	// async I/O's and two-phase commit's assembly and the checkpoint
+	// settings' checks (-> 4,949). What is left is the API, its doc
+	// comments and the contexts that implement it. Never raise it.
+	maxRootLines = 5000
 )
 
 // heavy are the dependencies a program pays for only when it imports the

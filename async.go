@@ -221,7 +221,7 @@ func asyncWait[IN, OUT any](ds DataStream[IN], fn AsyncFunction[IN, OUT], timeou
 		if r := v.settings(); r.Err != nil {
 			fail(r.Err)
 		} else {
-			for _, d := range r.Durations() { // checked as every duration setting is (durations.go)
+			for _, d := range r.Durations() { // checked as every duration setting is (Environment.millis)
 				ds.env.millis(fmt.Sprintf("operator %q: %s", name, d.What), d.D)
 			}
 		}

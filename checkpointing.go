@@ -17,7 +17,7 @@ type CheckpointOption func(*checkpointConfig)
 // checkpointConfig is the checkpointing setting as the engine reads it,
 // with the store as the API gives it.
 type checkpointConfig struct {
-	job.Checkpointing
+	cp    job.Checkpointing
 	store CheckpointStore
 }
 
@@ -31,24 +31,24 @@ func RestoreFromLatest(opts ...RestoreOption) CheckpointOption {
 	for _, o := range opts {
 		o(&r)
 	}
-	return func(c *checkpointConfig) { c.Restore, c.AllowNonRestored = true, r.allowNonRestored }
+	return func(c *checkpointConfig) { c.cp.Restore, c.cp.AllowNonRestored = true, r.allowNonRestored }
 }
 
 // CheckpointTimeout sets how long a checkpoint may take before it is
 // abandoned (default 10 minutes, as Flink).
 func CheckpointTimeout(d time.Duration) CheckpointOption {
-	return func(c *checkpointConfig) { c.Timeout = d }
+	return func(c *checkpointConfig) { c.cp.Timeout = d }
 }
 
 // MinPauseBetweenCheckpoints sets the pause between the end of one
 // checkpoint and the start of the next (default 0).
 func MinPauseBetweenCheckpoints(d time.Duration) CheckpointOption {
-	return func(c *checkpointConfig) { c.MinPause = d }
+	return func(c *checkpointConfig) { c.cp.MinPause = d }
 }
 
 // AtLeastOnce makes barriers pass without alignment: no input is blocked,
 // and records after a barrier may be in the snapshot's past.
-func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.ExactlyOnce = false } }
+func AtLeastOnce() CheckpointOption { return func(c *checkpointConfig) { c.cp.ExactlyOnce = false } }
 
 // CheckpointStoreIn keeps completed checkpoints in s (default:
 // in memory, which survives task failures within one process only).
@@ -64,12 +64,12 @@ func CheckpointStoreIn(s CheckpointStore) CheckpointOption {
 // an invalid location, or one whose scheme has no storage, fails the job
 // when it is built.
 func CheckpointStorage(location string) CheckpointOption {
-	return func(c *checkpointConfig) { c.Storage = location }
+	return func(c *checkpointConfig) { c.cp.Storage = location }
 }
 
 // RetainCheckpoints keeps the last n completed checkpoints (default 1).
 // Savepoints are never deleted by retention.
-func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig) { c.Retain = n } }
+func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig) { c.cp.Retain = n } }
 
 // TolerableCheckpointFailures sets how many consecutive checkpoint failures
 // the job tolerates (default 0, as Flink's
@@ -83,7 +83,7 @@ func RetainCheckpoints(n int) CheckpointOption { return func(c *checkpointConfig
 // snapshot that fails inside an operator fails its task at once, as a
 // synchronous-phase failure does in Flink.
 func TolerableCheckpointFailures(n int) CheckpointOption {
-	return func(c *checkpointConfig) { c.Tolerable = n }
+	return func(c *checkpointConfig) { c.cp.Tolerable = n }
 }
 
 // ErrTooManyCheckpointFailures is wrapped by the error of a job that had
@@ -108,19 +108,19 @@ func WithCheckpointing(interval time.Duration, opts ...CheckpointOption) Option 
 // It is Flink's env.enableCheckpointing; WithCheckpointing gives the same
 // setting as an option of NewEnvironment. The later call wins.
 func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...CheckpointOption) {
-	c := &checkpointConfig{Checkpointing: job.DefaultCheckpointing(interval)}
+	c := &checkpointConfig{cp: job.DefaultCheckpointing(interval)}
 	for _, o := range opts {
 		o(c)
 	}
-	c.Check(e.fail, e.millis)
+	c.cp.Check(e.fail, e.millis)
 	switch {
-	case c.Storage != "" && c.store != nil:
-		e.fail(fmt.Errorf("checkpoint storage %q and CheckpointStoreIn both given: use one", c.Storage))
-	case c.Storage != "":
+	case c.cp.Storage != "" && c.store != nil:
+		e.fail(fmt.Errorf("checkpoint storage %q and CheckpointStoreIn both given: use one", c.cp.Storage))
+	case c.cp.Storage != "":
 		var st CheckpointStore = NewMemoryCheckpointStore()
 		if r, err := e.remotes(); err != nil {
 			e.fail(err)
-		} else if d, err := newDurableStore(c.Storage, r, "weir.WithStorage"); err != nil {
+		} else if d, err := newDurableStore(c.cp.Storage, r, "weir.WithStorage"); err != nil {
 			e.fail(fmt.Errorf("checkpoint storage: %w", err))
 		} else {
 			st = d
@@ -132,9 +132,9 @@ func (e *Environment) EnableCheckpointing(interval time.Duration, opts ...Checkp
 	if d, ok := c.store.(*durableStore); ok {
 		d.d.UseLogger(e.cfg.logger)
 	}
-	if c.SavepointDir != "" {
+	if c.cp.SavepointDir != "" {
 		if r, err := e.remotes(); err == nil {
-			if _, err := hooks.CheckLocation(c.SavepointDir, r, "weir.WithStorage"); err != nil {
+			if _, err := hooks.CheckLocation(c.cp.SavepointDir, r, "weir.WithStorage"); err != nil {
 				e.fail(fmt.Errorf("default savepoint directory: %w", err))
 			}
 		}
@@ -253,7 +253,7 @@ func (e *Environment) jobConfig() job.Config {
 		jc.Savepoint = &job.Restore{Path: r.path, AllowNonRestored: r.allowNonRestored}
 	}
 	if k := e.checkpoint; k != nil {
-		cp := k.Checkpointing
+		cp := k.cp
 		cp.Store, cp.StoreName = engineStoreOf(k.store), fmt.Sprintf("%T", k.store)
 		jc.Checkpoint = &cp
 	}
@@ -282,7 +282,7 @@ func (e *Environment) jobConfig() job.Config {
 // and watermarks recorded on rescaled inputs are dropped (see DESIGN.md,
 // "Checkpoints").
 func UnalignedCheckpoints() CheckpointOption {
-	return func(c *checkpointConfig) { c.Unaligned = true }
+	return func(c *checkpointConfig) { c.cp.Unaligned = true }
 }
 
 // AlignedCheckpointTimeout lets checkpoints start aligned and switch to
@@ -296,5 +296,5 @@ func UnalignedCheckpoints() CheckpointOption {
 // checkpoint). d = 0 (the default) means unaligned from the start. It
 // needs UnalignedCheckpoints; d must not be negative.
 func AlignedCheckpointTimeout(d time.Duration) CheckpointOption {
-	return func(c *checkpointConfig) { c.AlignedTimeout = d }
+	return func(c *checkpointConfig) { c.cp.AlignedTimeout = d }
 }

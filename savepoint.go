@@ -164,5 +164,5 @@ func ReadWithStorage(s Storage) ReadOption {
 // location of a scheme a storage reaches (WithStorage), as
 // s3://bucket/prefix.
 func DefaultSavepointDir(target string) CheckpointOption {
-	return func(c *checkpointConfig) { c.SavepointDir = target }
+	return func(c *checkpointConfig) { c.cp.SavepointDir = target }
 }

@@ -94,16 +94,16 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 	if err != nil {
 		return JobResult{}, fmt.Errorf("weir: invalid job: %w", err)
 	}
-	if _, ok := e.checkpoint.store.(*MemoryCheckpointStore); ok && e.checkpoint.Storage == "" {
+	if _, ok := e.checkpoint.store.(*MemoryCheckpointStore); ok && e.checkpoint.cp.Storage == "" {
 		d, err := newDurableStore(base+"/checkpoints", remotes, "weir.WithStorage")
 		if err != nil {
 			return JobResult{}, fmt.Errorf("weir: RunService: checkpoint storage in %s: %w", dir, err)
 		}
 		d.d.UseLogger(e.cfg.logger)
-		e.checkpoint.store, e.checkpoint.Storage = d, base+"/checkpoints"
+		e.checkpoint.store, e.checkpoint.cp.Storage = d, base+"/checkpoints"
 	}
-	if e.checkpoint.SavepointDir == "" {
-		e.checkpoint.SavepointDir = savepoints
+	if e.checkpoint.cp.SavepointDir == "" {
+		e.checkpoint.cp.SavepointDir = savepoints
 	}
 	// The starting point: the savepoint directory stands for its newest
 	// savepoint, and RestoreFromLatest makes a newer checkpoint win.
@@ -115,7 +115,7 @@ func (e *Environment) RunService(ctx context.Context, name, dir string, opts ...
 		allow := e.cfg.savepoint != nil && e.cfg.savepoint.allowNonRestored
 		e.cfg.savepoint = &savepointRestore{path: savepoints, allowNonRestored: allow}
 	}
-	e.checkpoint.Restore = true
+	e.checkpoint.cp.Restore = true
 
 	// The job runs on a context that ctx's end does not cancel: ctx only
 	// asks for the stop.
