@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: vet, build, the conformance scenarios, every Go
+# The whole test suite: vet, build, the conformance scenarios (with
+# WEIR_FLINK_ORACLE=1 also recomputed by Apache Flink), every Go
 # test with the invariants build tag (internal/invariants) and then with
 # the race detector (goleak checks for leaked goroutines).
 # It needs Go 1.26, and Java 17 with Maven for the services the tests
@@ -79,9 +80,20 @@ if [ -d "$shared" ]; then
   while IFS= read -r f; do files+=("$f"); done < <(find "$shared" -name '*.scn' | sort)
 fi
 go run ./cmd/weir scenario --check "${files[@]}"
+# With WEIR_FLINK_ORACLE=1, Flink itself (bench/flink-oracle) recomputes the
+# expected outputs of every file of testdata/scenarios and the run fails on
+# any difference with the committed ones (about a minute; Java 17, Maven).
+if [ "${WEIR_FLINK_ORACLE:-}" = 1 ]; then
+  echo "== the scenario files against Apache Flink (scripts/flink-oracle.sh)"
+  go test -count=1 -run TestScenariosAgainstFlink ./internal/conformance/
+fi
+# Only once: the go test runs below would repeat it.
+unset WEIR_FLINK_ORACLE
 if command -v mvn >/dev/null 2>&1; then
   echo "== the Flink benchmark module compiles (Maven)"
   mvn -q -B -f bench/flink -DskipTests compile
+  echo "== the Flink oracle module compiles (Maven)"
+  mvn -q -B -f bench/flink-oracle compile
 fi
 # --- Kafka: wait for the broker ---------------------------------------------
 if ! wait "$kafka_start"; then
