@@ -614,6 +614,7 @@ public class Main {
     }
 
     static final long LINE_TIMEOUT_MS = Long.getLong("oracle.lineTimeoutMs", 20000L);
+    static final long BUILD_TIMEOUT_MS = Math.max(LINE_TIMEOUT_MS, 300000L);
 
     /** What the worker thread produced for one scenario. */
     static final class Progress {
@@ -653,7 +654,10 @@ public class Main {
                 Thread.currentThread().interrupt();
                 break;
             }
-            if (worker.isAlive() && System.currentTimeMillis() - pr.lineStart > LINE_TIMEOUT_MS) {
+            // Building the first operator loads Flink's classes, which can take a while on a busy
+            // machine; stopping the thread then would break those classes for every later file.
+            long limit = pr.lineIndex < 0 ? BUILD_TIMEOUT_MS : LINE_TIMEOUT_MS;
+            if (worker.isAlive() && System.currentTimeMillis() - pr.lineStart > limit) {
                 timedOut = true;
                 try {
                     worker.stop();
