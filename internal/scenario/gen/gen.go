@@ -10,7 +10,9 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 )
 
@@ -114,10 +116,18 @@ func Generate(seed uint64) File {
 		op += fmt.Sprintf(" channels=%d", g.channels)
 	}
 	g.inputs = inputs
+	lines := g.lines()
+	// One file in 16 moves all its times next to the end of the int64
+	// range, where time arithmetic overflows. The choice has its own
+	// stream, so the other files stay as they were before it existed.
+	x := rand.New(rand.NewPCG(seed, 0xed9e))
+	if !g.noEnd && x.IntN(16) == 0 {
+		lines = nearLimit(lines, x)
+	}
 	var b strings.Builder
 	b.WriteString(Header(seed) + "\n")
 	b.WriteString(op + "\n")
-	for _, l := range g.lines() {
+	for _, l := range lines {
 		b.WriteString(l + "\n")
 	}
 	return File{Seed: seed, Shape: shape, Text: b.String()}
@@ -281,6 +291,53 @@ func (g *gen) lines() []string {
 	}
 	if !g.noEnd && r.IntN(8) != 0 {
 		out = append(out, "end")
+	}
+	return out
+}
+
+// nearLimit shifts every record timestamp and watermark of lines so that
+// the largest lands up to 40 ms below the maximum int64, or the smallest up
+// to 40 ms above the minimum.
+func nearLimit(lines []string, r *rand.Rand) []string {
+	type at struct{ line, field int }
+	var spots []at
+	var fields [][]string
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, l := range lines {
+		f := strings.Fields(l)
+		fields = append(fields, f)
+		k := -1
+		switch {
+		case len(f) == 5 && f[1] == "rec":
+			k = 3
+		case len(f) == 3 && f[1] == "wm":
+			k = 2
+		}
+		if k < 0 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[k], 10, 64)
+		if err != nil {
+			panic(err)
+		}
+		lo, hi = min(lo, v), max(hi, v)
+		spots = append(spots, at{i, k})
+	}
+	if len(spots) == 0 {
+		return lines
+	}
+	var by int64
+	if r.IntN(2) == 0 {
+		by = math.MaxInt64 - int64(r.IntN(41)) - hi
+	} else {
+		by = math.MinInt64 + int64(r.IntN(41)) - lo
+	}
+	out := append([]string(nil), lines...)
+	for _, s := range spots {
+		f := fields[s.line]
+		v, _ := strconv.ParseInt(f[s.field], 10, 64)
+		f[s.field] = strconv.FormatInt(v+by, 10)
+		out[s.line] = strings.Join(f, " ")
 	}
 	return out
 }
