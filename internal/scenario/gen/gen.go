@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A File is one generated scenario, without expected outputs.
@@ -123,6 +124,12 @@ func Generate(seed uint64) File {
 	x := rand.New(rand.NewPCG(seed, 0xed9e))
 	if !g.noEnd && x.IntN(16) == 0 {
 		lines = nearLimit(lines, x)
+	}
+	// One file in 16 sets one duration or count of the op line to a large
+	// value (up to the largest whole number of milliseconds a Go
+	// time.Duration holds), also on its own stream.
+	if y := rand.New(rand.NewPCG(seed, 0xb16)); y.IntN(16) == 0 {
+		op = largeParam(op, y)
 	}
 	var b strings.Builder
 	b.WriteString(Header(seed) + "\n")
@@ -340,4 +347,41 @@ func nearLimit(lines []string, r *rand.Rand) []string {
 		out[s.line] = strings.Join(f, " ")
 	}
 	return out
+}
+
+// maxDurationMs is the largest whole number of milliseconds a Go
+// time.Duration holds (about 292 years): Weir's API takes durations.
+const maxDurationMs = math.MaxInt64 / int64(time.Millisecond)
+
+// largeParam sets one of the op line's lateness, gap, size (tumbling),
+// interval, n, lower or upper to a large value, keeping the line valid.
+func largeParam(op string, r *rand.Rand) string {
+	large := []int64{maxDurationMs, maxDurationMs - 1, maxDurationMs / 2, 1_000_000_000_000, 86_400_000}
+	v := large[r.IntN(len(large))]
+	toks := strings.Fields(op)
+	var cands []int
+	for i, t := range toks {
+		name, _, ok := strings.Cut(t, "=")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "lateness", "gap", "interval", "n", "lower", "upper":
+			cands = append(cands, i)
+		case "size":
+			if strings.Contains(op, "assigner=tumbling") {
+				cands = append(cands, i)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return op
+	}
+	i := cands[r.IntN(len(cands))]
+	name, _, _ := strings.Cut(toks[i], "=")
+	if name == "lower" {
+		v = -v // lower <= upper stays true
+	}
+	toks[i] = fmt.Sprintf("%s=%d", name, v)
+	return strings.Join(toks, " ")
 }

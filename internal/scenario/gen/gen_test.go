@@ -64,7 +64,7 @@ func TestGenerateParses(t *testing.T) {
 		"assigner=tumbling", "assigner=sliding", "assigner=session", "assigner=global", "offset=-", "offset=",
 		"time=event", "time=processing", "trigger=default", "trigger=count", "trigger=continuous", "purging", "lateness=",
 		"fn=count", "fn=sum", "fn=min", "fn=max", "fn=list", "channels=1", "channels=2", "channels=3",
-		" rec ", " wm ", " idle\n", " active\n", "\nproc ", "\nend\n", " 92233720368547", " -92233720368547",
+		" rec ", " wm ", " idle\n", " active\n", "\nproc ", "\nend\n", " 92233720368547", " -92233720368547", "=9223372036854 ", "=-9223372036854 ",
 	}
 	seen := map[string]int{}
 	for seed := uint64(1); seed <= 2000; seed++ {
