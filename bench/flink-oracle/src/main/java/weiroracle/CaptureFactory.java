@@ -90,7 +90,7 @@ public class CaptureFactory<OUT> implements StreamOperatorFactory<OUT> {
         return inner.getOperatorAttributes();
     }
 
-    /** Forwards to the real output; records side outputs into Main.SIDE. */
+    /** Forwards to the real output, except side outputs, which go to the task output queue as lines (Main.side). */
     static final class SideCapturingOutput<T> implements Output<StreamRecord<T>> {
         private final Output<StreamRecord<T>> out;
 

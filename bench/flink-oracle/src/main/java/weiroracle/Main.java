@@ -64,8 +64,9 @@ import java.util.Set;
  * RecordWriterOutput), and prints each scenario back with what Flink emitted under each input
  * line, like `weir scenario FILE`.
  *
- * <p>Usage: Main --out DIR FILE... (one output file per scenario: DIR/parentdir/name), or
- * Main FILE... (to stdout).
+ * <p>Usage (scripts/flink-oracle.sh runs it): Main [--out DIR] [--files LIST] FILE... LIST is a
+ * file of scenario file names, one a line. With --out, one printout per scenario at
+ * DIR/parentdir/name; without, the printouts go to stdout.
  */
 public class Main {
 
