@@ -57,6 +57,9 @@ func newIntervalJoin(s scenario.Spec) (scenario.Driver, error) {
 	if err := s.Require("lower", "upper"); err != nil {
 		return nil, err
 	}
+	if err := durationParams(s, "lower", "upper"); err != nil {
+		return nil, err
+	}
 	lower, err := s.Int64("lower", 0)
 	if err != nil {
 		return nil, err

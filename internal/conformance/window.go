@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,26 @@ type windowDriver struct {
 var lateTag = weir.NewOutputTag[Rec]("late")
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// maxMillis is the most milliseconds a time.Duration holds (about 292
+// years).
+const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// durationParams refuses a duration parameter that a time.Duration cannot
+// hold: Flink takes any long of milliseconds, Weir's API takes
+// time.Duration, and ms would wrap it.
+func durationParams(s scenario.Spec, names ...string) error {
+	for _, n := range names {
+		v, err := s.Int64(n, 0)
+		if err != nil {
+			return err
+		}
+		if v > maxMillis || v < -maxMillis {
+			return fmt.Errorf("%s=%d ms is beyond what Weir's durations (Go's time.Duration) hold, ±%d ms (about 292 years)", n, v, maxMillis)
+		}
+	}
+	return nil
+}
 
 // windowParams are the parsed window parameters of an op line.
 type windowParams struct {
@@ -63,6 +84,9 @@ func parseWindowParams(s scenario.Spec) (windowParams, error) {
 		if *it.dst, err = s.Int64(it.name, 0); err != nil {
 			return p, err
 		}
+	}
+	if err := durationParams(s, "size", "slide", "offset", "gap", "interval", "lateness"); err != nil {
+		return p, err
 	}
 	need := map[string][]string{"tumbling": {"size"}, "sliding": {"size", "slide"}, "session": {"gap"}, "global": nil}[p.assigner]
 	allowed := map[string]bool{"offset": p.assigner == "tumbling" || p.assigner == "sliding"}
