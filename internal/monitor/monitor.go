@@ -392,3 +392,40 @@ func (s *Snapshot) Vertex(idOrName string) *Vertex {
 	}
 	return nil
 }
+
+// Redacted stands in for a key value or an exception's text in the
+// snapshots a REST server shows without its token (the guarded details:
+// rest.WithToken, rest.WithOpenDetails).
+const Redacted = "redacted: send the server's token (rest.WithToken), or start it with rest.WithOpenDetails"
+
+// Redact returns a copy of s whose key values (KeySkew) and exception
+// texts (Message, Stacktrace) are replaced by Redacted; the counts,
+// shares, exception names, tasks and times stay. s is not changed.
+func (s *Snapshot) Redact() *Snapshot {
+	c := *s
+	c.Vertices = append([]Vertex(nil), s.Vertices...)
+	for i := range c.Vertices {
+		v := &c.Vertices[i]
+		if len(v.KeySkew) == 0 {
+			continue
+		}
+		v.KeySkew = append([]KeySkew(nil), v.KeySkew...)
+		for j := range v.KeySkew {
+			ks := &v.KeySkew[j]
+			ks.Keys = append([]HotKey(nil), ks.Keys...)
+			for k := range ks.Keys {
+				ks.Keys[k].Key = Redacted
+			}
+		}
+	}
+	if len(s.Exceptions) > 0 {
+		c.Exceptions = append([]Exception(nil), s.Exceptions...)
+	}
+	for i := range c.Exceptions {
+		c.Exceptions[i].Message = Redacted
+		if c.Exceptions[i].Stacktrace != "" {
+			c.Exceptions[i].Stacktrace = Redacted
+		}
+	}
+	return &c
+}

@@ -454,7 +454,7 @@ func (s *Server) backpressure(w http.ResponseWriter, r *http.Request, e *entry, 
 }
 
 func (s *Server) exceptions(w http.ResponseWriter, r *http.Request, e *entry) {
-	snap := e.job.Snapshot()
+	snap := s.view(r, e.job.Snapshot())
 	max := len(snap.Exceptions)
 	if n, err := strconv.Atoi(r.URL.Query().Get("maxExceptions")); err == nil && n >= 0 && n < max {
 		max = n

@@ -31,12 +31,19 @@ const (
 )
 
 func (s *Server) routeProfiles(mux *http.ServeMux) {
-	mux.HandleFunc("GET /debug/pprof/", s.guarded(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/", s.guarded(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("seconds") { // a delta profile
+			r = longRequest(w, r, pprofSeconds(r))
+		}
+		pprof.Index(w, r)
+	}))
 	mux.HandleFunc("GET /debug/pprof/cmdline", s.guarded(pprof.Cmdline))
 	mux.HandleFunc("GET /debug/pprof/profile", s.guarded(s.cpuProfile))
 	mux.HandleFunc("GET /debug/pprof/symbol", s.guarded(pprof.Symbol))
 	mux.HandleFunc("POST /debug/pprof/symbol", s.guarded(pprof.Symbol))
-	mux.HandleFunc("GET /debug/pprof/trace", s.guarded(pprof.Trace))
+	mux.HandleFunc("GET /debug/pprof/trace", s.guarded(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Trace(w, longRequest(w, r, pprofSeconds(r)))
+	}))
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}/flamegraph", s.guarded(s.withVertex(s.flameGraph)))
 }
 
@@ -45,7 +52,18 @@ func (s *Server) routeProfiles(mux *http.ServeMux) {
 func (s *Server) cpuProfile(w http.ResponseWriter, r *http.Request) {
 	s.prof.Lock()
 	defer s.prof.Unlock()
-	pprof.Profile(w, r)
+	pprof.Profile(w, longRequest(w, r, pprofSeconds(r)))
+}
+
+// pprofSeconds is the duration net/http/pprof's profile and trace
+// handlers take: ?seconds= (default 30 s for a profile; at most an hour
+// here, beyond which the server's write deadline applies again).
+func pprofSeconds(r *http.Request) time.Duration {
+	f, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
+	if err != nil || f <= 0 {
+		return 30 * time.Second
+	}
+	return time.Duration(min(f, 3600) * float64(time.Second))
 }
 
 // FlameNode is Flink's flame graph node (VertexFlameGraph.Node).
@@ -83,6 +101,7 @@ func (s *Server) flameGraph(w http.ResponseWriter, r *http.Request, e *entry, sn
 		return
 	}
 	subtask := r.URL.Query().Get("subtask")
+	r = longRequest(w, r, d)
 	if !s.prof.TryLock() {
 		writeError(w, http.StatusServiceUnavailable, "a CPU profile is already being taken")
 		return

@@ -417,7 +417,7 @@ func TestCheckpointResources(t *testing.T) {
 }
 
 func TestExceptions(t *testing.T) {
-	_, _, base := start(t, Options{})
+	_, _, base := start(t, Options{OpenDetails: true})
 	var ex map[string]any
 	getJSON(t, base+"/jobs/"+jobID+"/exceptions", 200, &ex)
 	e := field(t, ex, "exceptionHistory", "entries", 0)
@@ -434,7 +434,7 @@ func TestExceptions(t *testing.T) {
 }
 
 func TestSavepointsStopCancel(t *testing.T) {
-	_, job, base := start(t, Options{})
+	_, job, base := start(t, Options{SavepointRoots: []string{"/sp", "/stop"}})
 	job.block = make(chan struct{})
 	code, data := do(t, "POST", base+"/jobs/"+jobID+"/savepoints", "", `{"target-directory": "/sp", "cancel-job": false}`)
 	var trig map[string]string
@@ -492,7 +492,7 @@ func TestSavepointsStopCancel(t *testing.T) {
 // TestLegacyControl is the control endpoint's protocol (internal/control),
 // which `weir savepoint` speaks, against the REST server.
 func TestLegacyControl(t *testing.T) {
-	s, job, _ := start(t, Options{})
+	s, job, _ := start(t, Options{SavepointRoots: []string{"/sp", "/sp2"}})
 	ctx := context.Background()
 	path, err := control.TriggerSavepoint(ctx, client, s.Addr(), "orders-join", "/sp", true)
 	if err != nil || path != "/sp/savepoint-5" {
@@ -610,7 +610,7 @@ func TestNoUploadNoFiles(t *testing.T) {
 }
 
 func TestWeirResources(t *testing.T) {
-	s, job, base := start(t, Options{})
+	s, job, base := start(t, Options{OpenDetails: true})
 	job.tick()
 	s.Sample()
 	var snap monitor.Snapshot

@@ -21,7 +21,9 @@ import (
 // savepoint (/jobs/:jobid/stop, status at the same place), cancel (PATCH
 // /jobs/:jobid), and the synchronous savepoint request of the legacy
 // control endpoint (internal/control: the same path with a body
-// {"dir", "stop"}), which `weir savepoint` sends.
+// {"dir", "stop"}), which `weir savepoint` sends. A target a request names
+// must lie under the job's default savepoint directory or one of
+// Options.SavepointRoots (Server.savepointTarget): 403 otherwise.
 
 func (s *Server) routeSavepoints(mux *http.ServeMux) {
 	mux.HandleFunc("POST /jobs/{jobid}/savepoints", s.guarded(s.withJob(s.triggerSavepoint)))
@@ -86,7 +88,12 @@ func (s *Server) triggerSavepoint(w http.ResponseWriter, r *http.Request, e *ent
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("savepoint format %q is not supported: Weir writes canonical savepoints", req.Format))
 		return
 	}
-	s.startOperation(w, r, e, req.TriggerID, req.Target, false, req.Cancel)
+	target, err := s.savepointTarget(e, req.Target)
+	if err != nil {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	s.startOperation(w, r, e, req.TriggerID, target, false, req.Cancel)
 }
 
 func (s *Server) stopWithSavepoint(w http.ResponseWriter, r *http.Request, e *entry) {
@@ -108,7 +115,12 @@ func (s *Server) stopWithSavepoint(w http.ResponseWriter, r *http.Request, e *en
 		writeError(w, http.StatusBadRequest, "stop with drain is not supported: Weir stops without emitting the maximum watermark (pending timers stay in the savepoint)")
 		return
 	}
-	s.startOperation(w, r, e, req.TriggerID, req.Target, true, false)
+	target, err := s.savepointTarget(e, req.Target)
+	if err != nil {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	s.startOperation(w, r, e, req.TriggerID, target, true, false)
 }
 
 // startOperation starts an asynchronous savepoint and answers 202 with its
@@ -177,7 +189,15 @@ func (s *Server) legacySavepoint(w http.ResponseWriter, r *http.Request, e *entr
 		writeJSON(w, http.StatusBadRequest, control.ErrorBody{Error: "bad request body: " + err.Error()})
 		return
 	}
-	s.log.Info("savepoint requested", "job", e.name, "dir", req.Dir, "stop", req.Stop, "remote", r.RemoteAddr)
+	dir, err := s.savepointTarget(e, req.Dir)
+	if err != nil {
+		writeJSON(w, http.StatusForbidden, control.ErrorBody{Error: err.Error()})
+		return
+	}
+	s.log.Info("savepoint requested", "job", e.name, "dir", dir, "stop", req.Stop, "remote", r.RemoteAddr)
+	// The answer waits for the savepoint, which the job's checkpoint
+	// timeout bounds.
+	r = longRequest(w, r, 0)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go func() {
@@ -187,7 +207,7 @@ func (s *Server) legacySavepoint(w http.ResponseWriter, r *http.Request, e *entr
 		case <-ctx.Done():
 		}
 	}()
-	path, err := e.job.Savepoint(ctx, req.Dir, req.Stop)
+	path, err := e.job.Savepoint(ctx, dir, req.Stop)
 	switch {
 	case errors.Is(err, control.ErrNoTarget), errors.Is(err, store.ErrNoStorage):
 		writeJSON(w, http.StatusBadRequest, control.ErrorBody{Error: err.Error()})

@@ -65,6 +65,52 @@ type Options struct {
 	History int
 	// Version is shown as flink-version in /overview and /config.
 	Version string
+
+	// Hosts are the names, besides loopback names, IP addresses, the
+	// listen address's host and the machine's host name, that requests
+	// may give in their Host header (a reverse proxy's name); any other
+	// Host is refused, against DNS rebinding.
+	Hosts []string
+	// OpenDetails shows key values (key skew, hot keys) and exceptions'
+	// texts to requests without the token; without it they are redacted
+	// (monitor.Redacted) unless the server has a token and the request
+	// carries it.
+	OpenDetails bool
+	// SavepointRoots are the directories and URL prefixes (file://,
+	// s3://bucket/prefix) under which a request may name a savepoint
+	// target, besides the job's default savepoint directory; a target
+	// elsewhere is refused with 403.
+	SavepointRoots []string
+	// ReadTimeout bounds reading a request, headers and body (default
+	// 30 s; headers alone are bounded at 10 s); WriteTimeout bounds
+	// writing a response (default 60 s; the endpoints that take longer by
+	// design, profiles, flame graphs, input capture and the synchronous
+	// savepoint, set their own deadlines); IdleTimeout bounds a kept-alive
+	// connection between requests (default 120 s). Negative: no limit.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConns bounds the connections served at once (default 256;
+	// negative: no limit); more wait to be accepted.
+	MaxConns int
+}
+
+// The defaults of Options' limits.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxConns          = 256
+)
+
+// orDefault returns d for 0, no limit (0) for a negative v, else v.
+func orDefault[T time.Duration | int](v, d T) T {
+	switch {
+	case v == 0:
+		return d
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // Server serves the REST API for the jobs registered with it.
@@ -78,6 +124,9 @@ type Server struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 	prof sync.Mutex // one CPU profile at a time
+	// hosts are the names allowed in the Host header besides IP
+	// addresses and loopback names (allowedHosts).
+	hosts map[string]bool
 
 	mu   sync.Mutex
 	jobs map[string]*entry // by job ID
@@ -116,6 +165,9 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rest: %w", err)
 	}
+	if n := orDefault(opts.MaxConns, DefaultMaxConns); n > 0 {
+		ln = limitListener(ln, n)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -129,8 +181,18 @@ func Listen(addr string, opts Options) (*Server, error) {
 		opts.Version = "weir"
 	}
 	s := &Server{opts: opts, ln: ln, log: opts.Logger, done: make(chan struct{}), jobs: map[string]*entry{}, ops: map[string]*operation{}}
+	s.hosts = allowedHosts(addr, opts.Hosts)
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       orDefault(opts.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      orDefault(opts.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       orDefault(opts.IdleTimeout, DefaultIdleTimeout),
+	}
+	if rt := s.srv.ReadTimeout; rt > 0 && rt < s.srv.ReadHeaderTimeout {
+		s.srv.ReadHeaderTimeout = rt
+	}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -316,7 +378,7 @@ func (s *Server) Handler() http.Handler {
 	s.routeWeir(mux)
 	s.routeProfiles(mux)
 	s.routeDashboard(mux)
-	return mux
+	return s.checkRequest(mux)
 }
 
 // writeJSON writes v with status code.

@@ -11,7 +11,10 @@ import (
 	"github.com/weirstream/weir/internal/monitor"
 )
 
-// Weir's own resources, under /weir/ (and Prometheus at /metrics):
+// Weir's own resources, under /weir/ (and Prometheus at /metrics). The
+// snapshots, history and doctor findings show key values and exceptions'
+// texts only to requests allowed the details (Server.details); others get
+// them redacted:
 //
 //	GET /weir/jobs/{jobid}/snapshot    the job's monitor.Snapshot now
 //	GET /weir/jobs/{jobid}/history     the sampled snapshots (?since=ms: newer ones only)
@@ -24,7 +27,7 @@ import (
 func (s *Server) routeWeir(mux *http.ServeMux) {
 	mux.Handle("GET /metrics", s.prometheusHandler())
 	mux.HandleFunc("GET /weir/jobs/{jobid}/snapshot", s.withJob(func(w http.ResponseWriter, r *http.Request, e *entry) {
-		writeJSON(w, http.StatusOK, e.job.Snapshot())
+		writeJSON(w, http.StatusOK, s.view(r, e.job.Snapshot()))
 	}))
 	mux.HandleFunc("GET /weir/jobs/{jobid}/history", s.withJob(s.history))
 	mux.HandleFunc("GET /weir/jobs/{jobid}/cluster", s.withJob(s.cluster))
@@ -47,7 +50,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, e *entry) {
 	out := []*monitor.Snapshot{}
 	for _, h := range e.history() {
 		if h.Timestamp > since {
-			out = append(out, h)
+			out = append(out, s.view(r, h))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -61,6 +64,11 @@ func (s *Server) doctor(w http.ResponseWriter, r *http.Request, e *entry) {
 	snap := e.job.Snapshot()
 	if len(h) == 0 || h[len(h)-1].Timestamp < snap.Timestamp {
 		h = append(h, snap)
+	}
+	if !s.details(r) {
+		for i := range h {
+			h[i] = h[i].Redact()
+		}
 	}
 	findings := doctor.Analyze(h, doctor.Options{})
 	writeJSON(w, http.StatusOK, map[string]any{"samples": len(h), "findings": findings})
@@ -87,6 +95,7 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, e *entry) {
 		d = time.Duration(f * float64(time.Second))
 	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	r = longRequest(w, r, d)
 	ctx, cancel := context.WithTimeout(r.Context(), d)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
