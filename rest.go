@@ -100,6 +100,15 @@ func (j pluginJob) Savepoint(ctx context.Context, dir string, stop bool) (string
 
 func (j pluginJob) Cancel() { j.h.Cancel() }
 
+// SavepointDir is the job's default savepoint target (DefaultSavepointDir,
+// RunService's), under which REST clients may name targets.
+func (j pluginJob) SavepointDir() string {
+	if c := j.h.env.eng.Cfg.Checkpoint; c != nil {
+		return c.SavepointDir
+	}
+	return ""
+}
+
 func (j pluginJob) Record(ctx context.Context, vertex string, subtask int, limit int) ([]byte, error) {
 	return j.h.record(ctx, vertex, subtask, limit)
 }

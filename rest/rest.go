@@ -24,7 +24,15 @@
 // Bind it to a loopback address unless you give a token (WithToken): on
 // any other address the job fails when it is built. With a token, write
 // actions (savepoints, stop, cancel, input capture) and profiles need
-// the header "Authorization: Bearer TOKEN"; monitoring is open.
+// the header "Authorization: Bearer TOKEN"; monitoring is open, but key
+// values and exceptions' texts are shown only with the token (or to all
+// with WithOpenDetails). Requests must name the server in their Host
+// header (WithHosts for a proxy's name), write actions must come from
+// its own origin with a content type no foreign page can send (JSON),
+// and a savepoint target a request names must lie under the job's
+// default savepoint directory or AllowSavepointTargets. Reading and
+// writing are bounded in time (WithTimeouts) and the connections in
+// number (WithMaxConnections). docs/operations.md tells the details.
 //
 // Importing this package links Prometheus' client and the pprof profile
 // reader; a program that does not import it does not pay for them.
@@ -64,6 +72,44 @@ func WithToken(token string) Option { return func(s *server) { s.token = token }
 // 1 s.
 func WithSampleInterval(d time.Duration) Option { return func(s *server) { s.sample = d } }
 
+// WithHosts names the hosts, besides IP addresses, loopback names, the
+// listen address's host and the machine's host name, that requests may
+// give in their Host header: the name a reverse proxy passes on. Any
+// other Host is refused (403), so that a web page whose name resolves to
+// the server's address (DNS rebinding) can neither read nor act.
+func WithHosts(hosts ...string) Option {
+	return func(s *server) { s.opts.Hosts = append(s.opts.Hosts, hosts...) }
+}
+
+// WithOpenDetails shows key values (the dashboard's key skew, the hot
+// keys of `weir doctor`) and exceptions' texts to every request. Without
+// it they are shown only to requests with the token (WithToken), and
+// redacted for the others, or for everyone on a server without a token.
+func WithOpenDetails() Option { return func(s *server) { s.opts.OpenDetails = true } }
+
+// AllowSavepointTargets lets REST clients name savepoint targets under
+// roots (local directories, file:// URLs, s3://bucket/prefix), besides
+// the job's default savepoint directory (weir.DefaultSavepointDir,
+// RunService's), which they may always name. Other targets are refused
+// with 403; a request without a target uses the default.
+func AllowSavepointTargets(roots ...string) Option {
+	return func(s *server) { s.opts.SavepointRoots = append(s.opts.SavepointRoots, roots...) }
+}
+
+// WithTimeouts sets how long the server waits to read a request (headers
+// and body; default 30 s, the headers alone at most 10 s), to write an
+// answer (default 60 s; profiles, flame graphs, input capture and
+// synchronous savepoints get deadlines of their own) and for the next
+// request on a kept-alive connection (default 120 s). Zero keeps a
+// default; negative means no limit.
+func WithTimeouts(read, write, idle time.Duration) Option {
+	return func(s *server) { s.opts.ReadTimeout, s.opts.WriteTimeout, s.opts.IdleTimeout = read, write, idle }
+}
+
+// WithMaxConnections bounds the connections served at once (default
+// 256; negative: no limit); more wait to be accepted.
+func WithMaxConnections(n int) Option { return func(s *server) { s.opts.MaxConns = n } }
+
 // New returns a server that will listen on addr (host:port; port 0
 // picks a free one) while a job it is plugged into runs.
 func New(addr string, opts ...Option) Server {
@@ -80,6 +126,7 @@ type server struct {
 	addr   string
 	token  string
 	sample time.Duration
+	opts   irest.Options // the other settings
 
 	mu   sync.Mutex
 	srv  *irest.Server // while jobs are attached
@@ -109,6 +156,11 @@ func (s *server) Check() error {
 	case s.sample < 0:
 		return errors.New("rest.WithSampleInterval: the interval must not be negative")
 	}
+	for _, root := range s.opts.SavepointRoots {
+		if root == "" {
+			return errors.New("rest.AllowSavepointTargets: an empty root")
+		}
+	}
 	return nil
 }
 
@@ -118,7 +170,9 @@ func (s *server) Attach(job hooks.Job, logger, jobLog *slog.Logger) (func(), err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv == nil {
-		srv, err := irest.Listen(s.addr, irest.Options{Token: s.token, Logger: logger, Version: "weir", SampleEvery: s.sample})
+		o := s.opts
+		o.Token, o.Logger, o.Version, o.SampleEvery = s.token, logger, "weir", s.sample
+		srv, err := irest.Listen(s.addr, o)
 		if err != nil {
 			return nil, err
 		}
