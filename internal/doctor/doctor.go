@@ -433,11 +433,16 @@ func hotKeys(first, last *monitor.Snapshot, opts Options) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("busy time of subtask %d: %.1fx the mean", hot, busySkew))
 		}
 		var keys []string
+		redacted := false
 		for _, ks := range v.KeySkew {
 			for _, k := range ks.Keys {
 				share := float64(k.Count) / float64(max(ks.Sampled, 1))
 				if share >= 0.5/float64(v.Parallelism) || k.Subtask == hot && share >= 0.05 {
-					keys = append(keys, fmt.Sprintf("%q (%.0f%% of sampled records, to subtask %d)", k.Key, 100*share, k.Subtask))
+					name := fmt.Sprintf("%q", k.Key)
+					if k.Key == monitor.Redacted {
+						name, redacted = "[key redacted]", true
+					}
+					keys = append(keys, fmt.Sprintf("%s (%.0f%% of sampled records, to subtask %d)", name, 100*share, k.Subtask))
 				}
 				if len(keys) == 5 {
 					break
@@ -445,6 +450,9 @@ func hotKeys(first, last *monitor.Snapshot, opts Options) []Finding {
 			}
 			if len(keys) > 0 {
 				f.Evidence = append(f.Evidence, fmt.Sprintf("hot keys (one record in %d sampled, %d samples): %s", ks.Every, ks.Sampled, strings.Join(keys, ", ")))
+				if redacted {
+					f.Evidence = append(f.Evidence, "key values are redacted by the server: give weir doctor --token (a server with rest.WithToken), or start the server with rest.WithOpenDetails")
+				}
 				break
 			}
 		}

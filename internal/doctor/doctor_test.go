@@ -174,6 +174,21 @@ func TestHotKey(t *testing.T) {
 	s.keys = []monitor.HotKey{{Key: "acme", Count: 9, Subtask: 1}, {Key: "b", Count: 1, Subtask: 0}}
 	f := findOne(t, Analyze(s.samples(5), Options{}), "hot-key")
 	mentions(t, f, "subtask 1 gets 1.9x", `"acme" (82% of sampled records, to subtask 1)`, "Salt the hot keys", "two stages")
+
+	// Through a server that redacts key values (no token): the finding
+	// stands, the keys are named as redacted, and the evidence says how
+	// to see them.
+	samples := s.samples(5)
+	for i := range samples {
+		samples[i] = samples[i].Redact()
+	}
+	f = findOne(t, Analyze(samples, Options{}), "hot-key")
+	mentions(t, f, "subtask 1 gets 1.9x", "[key redacted] (82% of sampled records, to subtask 1)", "--token", "rest.WithOpenDetails")
+	for _, e := range f.Evidence {
+		if strings.Contains(e, monitor.Redacted) {
+			t.Fatalf("the redaction marker is quoted as a key: %s", e)
+		}
+	}
 }
 
 func TestInvertedBounds(t *testing.T) {
