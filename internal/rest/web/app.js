@@ -397,14 +397,19 @@ function renderSkew(s, rs) {
     t.append(html('tr', {}, html('td', {}, i), html('td', {}, fmtNum(r.in)), html('td', {}, bar)));
   });
   el.append(t);
+  let redacted = '';
   for (const ks of v['key-skew'] || []) {
     el.append(html('h3', {}, `Heaviest keys (one record in ${ks.every} sampled, ${fmtNum(ks.sampled)} samples)`));
     const kt = html('table', {}, html('tr', {}, html('th', {}, 'key'), html('th', {}, 'share'), html('th', {}, 'to subtask')));
     for (const k of (ks.keys || []).slice(0, 8)) {
-      kt.append(html('tr', {}, html('td', {}, k.key), html('td', {}, (100 * k.count / Math.max(ks.sampled, 1)).toFixed(1) + '%'), html('td', {}, k.subtask)));
+      // Without the token the server redacts key values (rest.WithOpenDetails shows them to all).
+      const hidden = k.key.startsWith('redacted: ');
+      if (hidden) redacted = k.key;
+      kt.append(html('tr', {}, html('td', hidden ? { class: 'muted' } : {}, hidden ? '(redacted)' : k.key), html('td', {}, (100 * k.count / Math.max(ks.sampled, 1)).toFixed(1) + '%'), html('td', {}, k.subtask)));
     }
     el.append(kt);
   }
+  if (redacted) el.append(html('p', { class: 'muted' }, 'Key values ' + redacted + '. Enter the token above.'));
   if (!(v['key-skew'] || []).length) el.append(html('p', { class: 'muted' }, 'No keyBy into this vertex.'));
 }
 
@@ -557,7 +562,11 @@ async function profile() {
 
 async function init() {
   $('token').value = localStorage.getItem('weir-token') || '';
-  $('token').addEventListener('change', () => localStorage.setItem('weir-token', token()));
+  $('token').addEventListener('change', async () => {
+    localStorage.setItem('weir-token', token());
+    // Key values and exceptions' texts come with the token: reload the history.
+    if (state.jobId) { state.snaps = (await get(`/weir/jobs/${state.jobId}/history`)).slice(-state.maxSnaps); render(); }
+  });
   $('vertex-select').addEventListener('change', (e) => { state.selected = e.target.value; render(); });
   $('flame-button').addEventListener('click', profile);
   const jobs = await get('/jobs');
