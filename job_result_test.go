@@ -131,7 +131,8 @@ func (p *testREST) PluginName() string { return "test REST server" }
 func (p *testREST) Check() error       { return nil }
 
 func (p *testREST) Attach(job hooks.Job, _, _ *slog.Logger) (func(), error) {
-	s, err := rest.Listen(p.addr, rest.Options{})
+	// The tests' savepoint targets are temporary directories.
+	s, err := rest.Listen(p.addr, rest.Options{SavepointRoots: []string{os.TempDir()}})
 	if err != nil {
 		return nil, err
 	}

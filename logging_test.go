@@ -215,7 +215,8 @@ func TestCancellationIsNotAFailure(t *testing.T) {
 // job once (they repeated it: job="ctl job" job="ctl job").
 func TestControlEndpointLogsJobOnce(t *testing.T) {
 	logs := &captured{}
-	srv := rest.New("127.0.0.1:0")
+	spDir := t.TempDir()
+	srv := rest.New("127.0.0.1:0", rest.AllowSavepointTargets(spDir))
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(logs.logger()), weir.WithPlugin(srv))
 	env.EnableCheckpointing(time.Hour)
 	src := weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
@@ -225,7 +226,7 @@ func TestControlEndpointLogsJobOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err := http.Post("http://"+srv.Addr()+"/jobs/ctl%20job/savepoints", "application/json",
-		strings.NewReader(fmt.Sprintf(`{"dir": %q}`, t.TempDir())))
+		strings.NewReader(fmt.Sprintf(`{"dir": %q}`, spDir)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,10 @@ cause and fix:
   inverted-bounds  an interval join whose mirrored bounds would match more
 
 JOB is the job's id or name (default: the server's only job). --token is
-sent as a bearer token (needed only for servers with one that also guard
-reads; monitoring is open by default).
+sent as a bearer token: monitoring is open, but a server shows key values
+(the hot keys) and exceptions' texts only with its token (rest.WithToken)
+or when started with rest.WithOpenDetails; without, the findings stand
+and the keys are reported as redacted.
 
 Exit status: 0 no finding, 3 findings printed, 1 the server could not be
 read, 2 bad arguments.

@@ -38,7 +38,11 @@ func runJob(t *testing.T, env *weir.Environment, srv rest.Server, failure string
 
 // newEnv returns an environment with a REST server on a free port.
 func newEnv(opts ...weir.Option) (*weir.Environment, rest.Server) {
-	srv := rest.New("127.0.0.1:0")
+	return newEnvWith(rest.New("127.0.0.1:0"), opts...)
+}
+
+// newEnvWith returns an environment with the REST server srv.
+func newEnvWith(srv rest.Server, opts ...weir.Option) (*weir.Environment, rest.Server) {
 	return weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithPlugin(srv),
 		weir.WithAutoWatermarkInterval(20 * time.Millisecond), weir.WithKeySampling(8)}, opts...)...), srv
 }
@@ -69,10 +73,10 @@ func vertex(s *monitor.Snapshot, prefix string) *monitor.Vertex {
 }
 
 // runDoctor runs `weir doctor` against the job and returns its output.
-func runDoctor(t *testing.T, c *doctor.Client, wantCode int) string {
+func runDoctor(t *testing.T, c *doctor.Client, wantCode int, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run([]string{"doctor", "--url", c.Base, "--samples", "3", "--every", "300ms"}, &out, &errb)
+	code := run(append([]string{"doctor", "--url", c.Base, "--samples", "3", "--every", "300ms"}, args...), &out, &errb)
 	if code != wantCode {
 		t.Fatalf("weir doctor: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out.String(), errb.String())
 	}
@@ -146,15 +150,24 @@ func TestDoctorStateGrowth(t *testing.T) {
 	reported(t, out, "state-growth", "holder", "state grows while the watermark of input 1 (from events) stands still", "none yet", "WithIdleness")
 }
 
+// TestDoctorHotKey runs the doctor against a server with a token: with
+// --token it names the hot keys, without it the finding stands with the
+// keys redacted and says how to see them.
 func TestDoctorHotKey(t *testing.T) {
-	env, srv := newEnv()
+	env, srv := newEnvWith(rest.New("127.0.0.1:0", rest.WithToken("doc-token")))
 	h, c := runJob(t, env, srv, "hot-key")
+	c.Token = "doc-token"
 	waitFor(t, h, c, "a few thousand keyed records", func(s *monitor.Snapshot) bool {
 		v := vertex(s, "per-customer")
 		return v != nil && len(v.KeySkew) > 0 && v.KeySkew[0].Sampled > 500
 	})
-	out := runDoctor(t, c, 3)
+	out := runDoctor(t, c, 3, "--token", "doc-token")
 	reported(t, out, "hot-key", "per-customer", `"acme"`, "Salt the hot keys", "two stages")
+	out = runDoctor(t, c, 3)
+	reported(t, out, "hot-key", "per-customer", "[key redacted]", "--token", "rest.WithOpenDetails", "Salt the hot keys")
+	if strings.Contains(out, "acme") {
+		t.Fatalf("weir doctor without the token shows a key:\n%s", out)
+	}
 }
 
 func TestDoctorInvertedBounds(t *testing.T) {

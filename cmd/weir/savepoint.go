@@ -34,9 +34,11 @@ weir.WithPlugin(rest.New(ADDR))) for a
 savepoint of JOB into LOCATION: a directory on the job's machine (a path,
 relative to the current directory, or file:///dir) or s3://bucket/prefix,
 which the job reaches as its weir.WithStorage(s3.New(...)) says (without --dir: the job's
-weir.DefaultSavepointDir), and prints the savepoint's location. --stop
-stops the job once the savepoint is stored (Flink's stop-with-savepoint,
-without draining).
+weir.DefaultSavepointDir), and prints the savepoint's location. The
+server takes only a LOCATION under the job's default savepoint directory
+or a root it was started with (rest.AllowSavepointTargets); it refuses
+others. --stop stops the job once the savepoint is stored (Flink's
+stop-with-savepoint, without draining).
 
 inspect prints what a savepoint or checkpoint holds: each operator UID with
 its parallelism, max parallelism, key groups and sizes; then, for each
@@ -55,7 +57,8 @@ $AWS_SECRET_ACCESS_KEY (and $AWS_SESSION_TOKEN), the shared credentials file
 --json prints the manifest.
 
 Exit status: 0 done, 1 the savepoint failed or a file is damaged, 2 bad
-arguments, no such job, or no savepoint at LOCATION.
+arguments, no such job, a LOCATION the server refuses, or no savepoint at
+LOCATION.
 `
 
 func savepointMain(args []string, stdout, stderr io.Writer) int {
@@ -115,7 +118,7 @@ func savepointMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "weir savepoint: %v\n", err)
 		var se *control.StatusError
-		if errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusNotFound) {
+		if errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusNotFound || se.Code == http.StatusForbidden) {
 			return 2
 		}
 		return 1

@@ -42,7 +42,8 @@ func (c *counter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int6
 // and drives it with `weir savepoint`: a savepoint, its inspection, bad
 // input, then a stop with a savepoint.
 func TestSavepointCommand(t *testing.T) {
-	srv := rest.New("127.0.0.1:0")
+	dir := t.TempDir()
+	srv := rest.New("127.0.0.1:0", rest.AllowSavepointTargets(dir))
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv))
 	env.EnableCheckpointing(time.Hour)
 	src := weir.Generate(env, -1, 5000, func(i int64) int64 { return i % 10 }, weir.NoWatermarks[int64]()).SetParallelism(1)
@@ -57,7 +58,6 @@ func TestSavepointCommand(t *testing.T) {
 	if addr == "" {
 		t.Fatal("no control address")
 	}
-	dir := t.TempDir()
 	run1 := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		code := run(args, &out, &errb)
@@ -112,6 +112,8 @@ func TestSavepointCommand(t *testing.T) {
 		{"savepoint", "--address", addr, "--dir", dir, "--bogus", "counting"},
 		{"savepoint", "--address", addr, "--dir", dir, "no-such-job"},
 		{"savepoint", "--address", addr, "--dir", "gs://bucket/sp", "counting"},
+		{"savepoint", "--address", addr, "--dir", t.TempDir(), "counting"},           // not under the allowed root
+		{"savepoint", "--address", addr, "--dir", dir + "/../elsewhere", "counting"}, // nor is this
 		{"savepoint", "inspect"},
 		{"savepoint", "inspect", filepath.Join(dir, "savepoint-99")},
 	} {
