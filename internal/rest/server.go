@@ -6,11 +6,14 @@
 // history, `weir doctor` findings, operator input capture) and the web
 // dashboard, embedded.
 //
-// Access: monitoring resources are open; write actions (savepoints, stop,
-// cancel, input capture) and profiles need the token given at start
-// (Authorization: Bearer TOKEN) when there is one. Listen refuses an
-// address that is not loopback without a token. Nothing is uploaded, and
-// no file is served but the embedded assets.
+// Access: monitoring resources are open, with key values and exceptions'
+// texts redacted unless the request has the token or Options.OpenDetails
+// is set; write actions (savepoints, stop, cancel, input capture) and
+// profiles need the token given at start (Authorization: Bearer TOKEN)
+// when there is one. Listen refuses an address that is not loopback
+// without a token. Every request must name the server in its Host header,
+// and writes must not come from another origin (guard.go). Nothing is
+// uploaded, and no file is served but the embedded assets.
 package rest
 
 import (
