@@ -1,0 +1,220 @@
+package progdiff
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// props are what the generator knows of a stream.
+type props struct {
+	// par is the number of subtasks that produce the stream (0 for a
+	// union: several producers).
+	par int
+	// ordered: the sequence of records and watermarks of each producing
+	// subtask does not depend on how channels interleave.
+	ordered bool
+	// late: the stream may carry records behind its own watermark.
+	late bool
+}
+
+// keyOrdered tells whether a keyed operator fed by a stream of p sees, per
+// key, a sequence of records and watermarks that does not depend on how
+// channels interleave: the stream is ordered and has one producer.
+func (p props) keyOrdered() bool { return p.ordered && p.par == 1 }
+
+type gen struct {
+	r     *rand.Rand
+	spec  Spec
+	props []props // by node id
+	used  []bool
+	sinks int
+}
+
+// Generate returns a random valid program; the same seed gives the same
+// program. It chooses only blocks whose output (as a multiset per sink)
+// does not depend on how the engines interleave channels (README.md).
+func Generate(seed uint64) Spec {
+	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	g.spec.Name = fmt.Sprintf("prog-%d", seed)
+	for range 1 + g.r.IntN(3) {
+		g.source()
+	}
+	for range 1 + g.r.IntN(7) {
+		g.op()
+	}
+	for id := range g.props {
+		if !g.used[id] || g.r.IntN(8) == 0 {
+			g.sink(id)
+		}
+	}
+	return g.spec
+}
+
+func (g *gen) add(n Node, p props) int {
+	n.ID = len(g.spec.Nodes)
+	g.spec.Nodes = append(g.spec.Nodes, n)
+	g.props = append(g.props, p)
+	g.used = append(g.used, false)
+	for _, i := range n.In {
+		g.used[i] = true
+	}
+	return n.ID
+}
+
+func (g *gen) between(lo, hi int64) int64 { return lo + g.r.Int64N(hi-lo+1) }
+
+func (g *gen) source() {
+	bound := g.between(0, 5)
+	late := g.r.IntN(3) == 0
+	keys := 1 + g.r.IntN(5)
+	var data []Rec
+	var maxTS int64 = g.between(0, 20)
+	for range g.between(3, 25) {
+		ts := maxTS + g.between(-bound, 8)
+		if late && g.r.IntN(4) == 0 {
+			ts = maxTS - bound - g.between(1, 25)
+		}
+		maxTS = max(maxTS, ts)
+		data = append(data, Rec{K: string(rune('a' + g.r.IntN(keys))), V: g.between(-10, 40), T: ts})
+	}
+	g.add(Node{Op: "source", Par: 1, Bound: bound, Data: data}, props{par: 1, ordered: true, late: late})
+}
+
+func (g *gen) pick() int { return g.r.IntN(len(g.props)) }
+
+func (g *gen) par() int { return 1 + g.r.IntN(3) }
+
+// partition chooses how a non-keyed operator of parallelism p reads in.
+func (g *gen) partition(in props, p int, broadcast bool) (string, props) {
+	opts := []string{"rebalance", "rescale"}
+	if in.par == p {
+		opts = append(opts, "forward", "forward")
+	}
+	if broadcast {
+		opts = append(opts, "broadcast")
+	}
+	part := opts[g.r.IntN(len(opts))]
+	out := props{par: p, late: in.late, ordered: in.ordered && (in.par == 1 || part == "forward")}
+	if part == "forward" {
+		part = ""
+	}
+	return part, out
+}
+
+func (g *gen) op() {
+	i := g.pick()
+	in := g.props[i]
+	p := g.par()
+	keyed := props{par: p, ordered: in.keyOrdered(), late: in.late}
+	// An event-time operator fed late records decides what is late by the
+	// watermark at the moment the record arrives: only deterministic when
+	// that sequence is.
+	timely := !in.late || in.keyOrdered()
+	switch g.r.IntN(11) {
+	case 0:
+		part, out := g.partition(in, p, true)
+		kinds := []string{"add", "mul", "rekey"}
+		g.add(Node{Op: "map", In: []int{i}, Par: p, Part: part, Kind: kinds[g.r.IntN(3)], A: g.between(1, 7)}, out)
+	case 1:
+		part, out := g.partition(in, p, true)
+		a := g.between(2, 5)
+		g.add(Node{Op: "filter", In: []int{i}, Par: p, Part: part, A: a, B: g.between(0, a-1)}, out)
+	case 2:
+		part, out := g.partition(in, p, g.r.IntN(2) == 0)
+		g.add(Node{Op: "flatmap", In: []int{i}, Par: p, Part: part}, out)
+	case 3:
+		j := g.pick()
+		if j == i {
+			return
+		}
+		ids := []int{i, j}
+		if k := g.pick(); g.r.IntN(3) == 0 && k != i && k != j {
+			ids = append(ids, k)
+		}
+		var out props
+		for _, k := range ids {
+			out.late = out.late || g.props[k].late
+		}
+		g.add(Node{Op: "union", In: ids}, out)
+	case 4:
+		if !in.keyOrdered() {
+			return
+		}
+		kinds := []string{"sum", "max"}
+		g.add(Node{Op: "rolling", In: []int{i}, Par: p, Kind: kinds[g.r.IntN(2)]}, keyed)
+	case 5, 6:
+		if !timely {
+			return
+		}
+		g.window(i, in, keyed)
+	case 7:
+		if !timely {
+			return
+		}
+		kind := "buffer"
+		if in.keyOrdered() && g.r.IntN(2) == 0 {
+			kind = "running"
+		}
+		id := g.add(Node{Op: "kproc", In: []int{i}, Par: p, Kind: kind, A: g.between(0, 10)}, keyed)
+		if g.r.IntN(2) == 0 {
+			g.add(Node{Op: "side", In: []int{id}}, props{par: p, ordered: keyed.ordered, late: in.late})
+		}
+	case 8, 9, 10:
+		j := g.pick()
+		if j == i || in.late || g.props[j].late {
+			return
+		}
+		two := props{par: p}
+		switch g.r.IntN(4) {
+		case 0:
+			lo := g.between(-10, 5)
+			g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Lower: lo, Upper: lo + g.between(0, 15)}, two)
+		case 1:
+			g.add(Node{Op: "wjoin", In: []int{i, j}, Par: p, Kind: "join", Size: g.between(3, 30)}, two)
+		case 2:
+			g.add(Node{Op: "wjoin", In: []int{i, j}, Par: p, Kind: "cogroup", Size: g.between(3, 30)}, two)
+		case 3:
+			id := g.add(Node{Op: "cokproc", In: []int{i, j}, Par: p, A: g.between(0, 10)}, two)
+			if g.r.IntN(2) == 0 {
+				g.add(Node{Op: "side", In: []int{id}}, two)
+			}
+		}
+	}
+}
+
+func (g *gen) window(i int, in, keyed props) {
+	n := Node{Op: "window", In: []int{i}, Par: keyed.par}
+	switch g.r.IntN(3) {
+	case 0:
+		n.Kind, n.Size = "tumbling", g.between(2, 30)
+		n.Offset = g.between(0, n.Size-1) * int64(g.r.IntN(2))
+	case 1:
+		n.Kind, n.Slide = "sliding", g.between(2, 15)
+		n.Size = n.Slide * g.between(1, 4)
+		n.Offset = g.between(0, n.Slide-1) * int64(g.r.IntN(2))
+	case 2:
+		n.Kind, n.Gap = "session", g.between(1, 12)
+	}
+	n.Fn = []string{"reduce", "aggregate", "process"}[g.r.IntN(3)]
+	if in.keyOrdered() && g.r.IntN(4) == 0 {
+		n.Count = g.between(1, 4)
+	}
+	if g.r.IntN(3) == 0 {
+		n.Lateness = g.between(1, 20)
+	}
+	n.Late = g.r.IntN(3) == 0
+	out := keyed
+	out.late = in.late && n.Lateness > 0
+	id := g.add(n, out)
+	if n.Late {
+		g.add(Node{Op: "side", In: []int{id}}, props{par: keyed.par, ordered: keyed.ordered, late: true})
+	}
+}
+
+func (g *gen) sink(id int) {
+	in := g.props[id]
+	p := g.par()
+	part, _ := g.partition(in, p, false)
+	g.spec.Nodes = append(g.spec.Nodes, Node{ID: len(g.spec.Nodes), Op: "sink", In: []int{id}, Par: p, Part: part, Sink: g.sinks})
+	g.sinks++
+}

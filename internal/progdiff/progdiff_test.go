@@ -1,0 +1,194 @@
+package progdiff
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// programs is how many programs TestProgramsAgainstFlink compares:
+// WEIR_PROGRAMS, else 100. WEIR_PROGRAMS_SEED shifts the seeds (default 1:
+// seeds 1..N).
+func programs(t *testing.T) (n int, first uint64) {
+	n, first = 100, 1
+	if s := os.Getenv("WEIR_PROGRAMS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("WEIR_PROGRAMS=%q: want a positive number", s)
+		}
+		n = v
+	}
+	if s := os.Getenv("WEIR_PROGRAMS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WEIR_PROGRAMS_SEED=%q: %v", s, err)
+		}
+		first = v
+	}
+	return n, first
+}
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// TestProgramsAgainstFlink generates programs, runs each on Weir and on
+// Flink (scripts/flink-programs.sh) and fails on any difference of a
+// sink's lines as a multiset, printing the program.
+func TestProgramsAgainstFlink(t *testing.T) {
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+				t.Fatalf("%s not found and WEIR_REQUIRE_SERVICES=1: the Flink side cannot run", tool)
+			}
+			t.Skipf("%s not found: skipping the Flink comparison (WEIR_REQUIRE_SERVICES=1 makes this fail)", tool)
+		}
+	}
+	n, first := programs(t)
+	root := repoRoot(t)
+	script := filepath.Join(root, "scripts", "flink-programs.sh")
+	start := time.Now()
+	if out, err := exec.Command(script, "--build").CombinedOutput(); err != nil {
+		t.Fatalf("building the Flink module: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	specDir, outDir := filepath.Join(dir, "specs"), filepath.Join(dir, "out")
+	if err := os.MkdirAll(specDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]Spec, n)
+	for i := range specs {
+		specs[i] = Generate(first + uint64(i))
+		if err := os.WriteFile(filepath.Join(specDir, specs[i].Name+".json"), []byte(specs[i].JSON()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Flink runs in the background while Weir runs the same programs.
+	cmd := exec.Command(script, specDir, outDir)
+	var flinkOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &flinkOut, &flinkOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	flinkDone := make(chan error, 1)
+	go func() { flinkDone <- cmd.Wait() }()
+	weirOut := make([]Output, n)
+	weirErr := make([]error, n)
+	for i, s := range specs {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		weirOut[i], weirErr[i] = Run(ctx, s)
+		cancel()
+	}
+	weirTime := time.Since(start)
+	if err := <-flinkDone; err != nil {
+		t.Fatalf("the Flink side failed: %v\n%s", err, flinkOut.String())
+	}
+	t.Logf("%d programs (seeds %d..%d): Weir done after %v, Flink after %v", n, first, first+uint64(n)-1,
+		weirTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	differ, lines, sinks := 0, 0, 0
+	for i, s := range specs {
+		flink, ferr := readFlink(outDir, s.Name)
+		var d string
+		switch {
+		case weirErr[i] != nil || ferr != nil:
+			// The generator makes valid programs: an error on either side
+			// is a difference too.
+			d = fmt.Sprintf("weir error: %v\nflink error: %v", weirErr[i], ferr)
+		default:
+			d = Diff(weirOut[i], flink)
+			for _, l := range flink {
+				lines += len(l)
+			}
+			sinks += countSinks(s)
+		}
+		if d != "" {
+			differ++
+			if differ <= 5 {
+				t.Errorf("%s differs:\n%s\nprogram:\n%s", s.Name, d, s.JSON())
+			}
+		}
+	}
+	t.Logf("compared %d sinks, %d output lines on Flink", sinks, lines)
+	if differ > 0 {
+		t.Errorf("%d of %d programs differ", differ, n)
+	}
+}
+
+func countSinks(s Spec) int {
+	n := 0
+	for _, x := range s.Nodes {
+		if x.Op == "sink" {
+			n++
+		}
+	}
+	return n
+}
+
+// readFlink reads the Flink side's output of one program.
+func readFlink(dir, name string) (Output, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, name+".err")); err == nil {
+		return nil, fmt.Errorf("%s", firstLines(string(b), 3))
+	}
+	f, err := os.Open(filepath.Join(dir, name+".out"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := Output{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		sink, _, _ := strings.Cut(l, " ")
+		id, err := strconv.Atoi(strings.TrimPrefix(sink, "sink"))
+		if err != nil {
+			return nil, fmt.Errorf("bad line %q", l)
+		}
+		out[id] = append(out[id], l)
+	}
+	return out, sc.Err()
+}
+
+func firstLines(s string, n int) string {
+	l := strings.SplitN(s, "\n", n+1)
+	if len(l) > n {
+		l = l[:n]
+	}
+	return strings.Join(l, "\n")
+}
+
+// TestWeirRepeatable runs generated programs twice on Weir: the generator
+// promises outputs that do not depend on scheduling, so both runs must
+// agree (without Flink).
+func TestWeirRepeatable(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		s := Generate(seed)
+		a, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", s.Name, err, s.JSON())
+		}
+		b, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		if d := Diff(a, b); d != "" {
+			t.Errorf("%s: two Weir runs differ:\n%s\n%s", s.Name, d, s.JSON())
+		}
+	}
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		if a, b := Generate(seed).JSON(), Generate(seed).JSON(); a != b {
+			t.Fatalf("seed %d gives two programs", seed)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+// Package progdiff is a differential tester for whole programs: a program
+// is a Spec (a DAG of building blocks with bounded input data, format in
+// README.md here), run as a Weir job (Run) and as an Apache Flink job
+// (bench/flink-programs, through scripts/flink-programs.sh); the outputs
+// of each sink must be equal as multisets of lines. Generate makes random
+// valid specs from a seed, choosing only blocks whose output does not
+// depend on how the engines interleave channels.
+package progdiff
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Rec is one input record: key, value and event timestamp (ms).
+type Rec struct {
+	K string `json:"k"`
+	V int64  `json:"v"`
+	T int64  `json:"t"`
+}
+
+// Node is one building block of a program; which fields matter depends on
+// Op (README.md).
+type Node struct {
+	ID   int    `json:"id"`
+	Op   string `json:"op"`
+	In   []int  `json:"in,omitempty"`
+	Par  int    `json:"par,omitempty"`
+	Part string `json:"part,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	Fn   string `json:"fn,omitempty"`
+	A    int64  `json:"a,omitempty"`
+	B    int64  `json:"b,omitempty"`
+
+	// source
+	Bound int64 `json:"bound,omitempty"`
+	Data  []Rec `json:"data,omitempty"`
+
+	// windows and joins (ms)
+	Size     int64 `json:"size,omitempty"`
+	Slide    int64 `json:"slide,omitempty"`
+	Offset   int64 `json:"offset,omitempty"`
+	Gap      int64 `json:"gap,omitempty"`
+	Lateness int64 `json:"lateness,omitempty"`
+	Late     bool  `json:"late,omitempty"`
+	Count    int64 `json:"count,omitempty"`
+	Lower    int64 `json:"lower,omitempty"`
+	Upper    int64 `json:"upper,omitempty"`
+
+	// sink
+	Sink int `json:"sink,omitempty"`
+}
+
+// Spec is a whole program.
+type Spec struct {
+	Name  string `json:"name"`
+	Nodes []Node `json:"nodes"`
+}
+
+// JSON returns the spec as indented JSON.
+func (s Spec) JSON() string {
+	b, err := json.MarshalIndent(s, "", " ")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Parse reads a spec.
+func Parse(b []byte) (Spec, error) {
+	var s Spec
+	err := json.Unmarshal(b, &s)
+	return s, err
+}
+
+// Output is a program's output: the lines of each sink.
+type Output map[int][]string
+
+// Diff compares two outputs as multisets of lines per sink; it returns ""
+// when they are equal, else a description of the difference.
+func Diff(weir, flink Output) string {
+	var b strings.Builder
+	sinks := map[int]bool{}
+	for k := range weir {
+		sinks[k] = true
+	}
+	for k := range flink {
+		sinks[k] = true
+	}
+	ids := make([]int, 0, len(sinks))
+	for k := range sinks {
+		ids = append(ids, k)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		count := map[string]int{}
+		for _, l := range weir[id] {
+			count[l]++
+		}
+		for _, l := range flink[id] {
+			count[l]--
+		}
+		var only []string
+		for l, n := range count {
+			switch {
+			case n > 0:
+				only = append(only, fmt.Sprintf("  weir only (x%d): %s", n, l))
+			case n < 0:
+				only = append(only, fmt.Sprintf("  flink only (x%d): %s", -n, l))
+			}
+		}
+		if len(only) > 0 {
+			sort.Strings(only)
+			fmt.Fprintf(&b, "sink%d: %d lines on weir, %d on flink\n%s\n", id, len(weir[id]), len(flink[id]), strings.Join(only, "\n"))
+		}
+	}
+	return b.String()
+}
+
+func floorMod(a, m int64) int64 {
+	r := a % m
+	if r != 0 && (r < 0) != (m < 0) {
+		r += m
+	}
+	return r
+}

@@ -1,0 +1,317 @@
+package progdiff
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
+)
+
+// R is the one record type of every stream.
+type R struct {
+	K string
+	V int64
+	T int64
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// punctuated is the generator of every source: after each record,
+// watermark = max timestamp seen - bound - 1.
+type punctuated struct {
+	bound, max int64
+	seen       bool
+}
+
+func (p *punctuated) OnEvent(_ R, ts int64, out weir.WatermarkOutput) {
+	if !p.seen || ts > p.max {
+		p.max, p.seen = ts, true
+	}
+	out.EmitWatermark(p.max - p.bound - 1)
+}
+
+func (p *punctuated) OnPeriodicEmit(weir.WatermarkOutput) {}
+
+// Run runs the spec as a Weir job and returns each sink's lines.
+func Run(ctx context.Context, s Spec) (Output, error) {
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	streams := map[int]weir.DataStream[R]{}
+	tags := map[int]weir.OutputTag[R]{}
+	var mu sync.Mutex
+	out := Output{}
+	key := func(r R) string { return r.K }
+	for _, n := range s.Nodes {
+		in := func(i int) weir.DataStream[R] {
+			ds, ok := streams[n.In[i]]
+			if !ok {
+				panic(fmt.Sprintf("node %d: input %d not defined before", n.ID, n.In[i]))
+			}
+			return ds
+		}
+		part := func(ds weir.DataStream[R]) weir.DataStream[R] {
+			switch n.Part {
+			case "rebalance":
+				return weir.Rebalance(ds)
+			case "rescale":
+				return weir.Rescale(ds)
+			case "broadcast":
+				return weir.BroadcastPartition(ds)
+			}
+			return ds
+		}
+		par := func(ds weir.DataStream[R]) weir.DataStream[R] { return ds.SetParallelism(n.Par) }
+		tag := weir.NewOutputTag[R](fmt.Sprintf("side-%d", n.ID))
+		var ds weir.DataStream[R]
+		switch n.Op {
+		case "source":
+			recs := make([]weir.Record[R], len(n.Data))
+			for i, r := range n.Data {
+				recs[i] = weir.Record[R]{Value: R{r.K, r.V, r.T}, TS: r.T}
+			}
+			bound := n.Bound
+			ds = weir.FromRecords(env, recs, weir.ForGenerator(func() weir.WatermarkGenerator[R] {
+				return &punctuated{bound: bound}
+			}).WithTimestampAssigner(func(r R, _ int64) int64 { return r.T }))
+		case "map":
+			a, kind := n.A, n.Kind
+			ds = par(weir.Map(part(in(0)), func(r R) R {
+				switch kind {
+				case "add":
+					r.V += a
+				case "mul":
+					r.V = floorMod(r.V*a, 1000003)
+				case "rekey":
+					r.K = "k" + strconv.FormatInt(floorMod(r.V, a), 10)
+				}
+				return r
+			}))
+		case "filter":
+			a, b := n.A, n.B
+			ds = par(weir.Filter(part(in(0)), func(r R) bool { return floorMod(r.V, a) != b }))
+		case "flatmap":
+			ds = par(weir.FlatMap(part(in(0)), func(r R, out weir.Collector[R]) error {
+				for i := range floorMod(r.V, 3) {
+					out.Collect(R{r.K, r.V + i, r.T})
+				}
+				return nil
+			}))
+		case "union":
+			more := make([]weir.DataStream[R], 0, len(n.In)-1)
+			for i := 1; i < len(n.In); i++ {
+				more = append(more, in(i))
+			}
+			ds = weir.Union(in(0), more...)
+		case "rolling":
+			f := func(a, b R) R { return R{b.K, a.V + b.V, b.T} }
+			if n.Kind == "max" {
+				f = func(a, b R) R { return R{b.K, max(a.V, b.V), b.T} }
+			}
+			ds = par(weir.RollingReduce(weir.KeyBy(in(0), key), f))
+		case "window":
+			ds = buildWindow(n, weir.KeyBy(in(0), key), tag)
+		case "kproc":
+			ds = par(weir.Process[string, R, R](weir.KeyBy(in(0), key), &kproc{Kind: n.Kind, Delay: n.A, Tag: tag}))
+		case "cokproc":
+			ds = par(weir.KeyedCoProcess[string, R, R, R](weir.ConnectKeyed(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key)),
+				&kproc{Kind: "buffer", Delay: n.A, Tag: tag}))
+		case "ijoin":
+			ds = par(weir.IntervalJoinFunc(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key), weir.Between(ms(n.Lower), ms(n.Upper)),
+				func(l, r R, _ weir.JoinContext, out weir.Collector[R]) error {
+					out.Collect(R{l.K, l.V*1000 + r.V, 0})
+					return nil
+				}))
+		case "wjoin":
+			j := weir.WindowJoin(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key), window.Assigner[window.TimeWindow](window.TumblingEventTime(ms(n.Size))))
+			if n.Kind == "cogroup" {
+				ds = par(weir.CoGroup(j, func(k string, _ window.TimeWindow, left, right []R, out weir.Collector[R]) error {
+					var sl, sr int64
+					for _, r := range left {
+						sl += r.V
+					}
+					for _, r := range right {
+						sr += r.V
+					}
+					out.Collect(R{k, (sl*1000+sr)*100 + int64(len(left))*10 + int64(len(right)), 0})
+					return nil
+				}))
+			} else {
+				ds = par(weir.Join(j, func(a, b R) R { return R{a.K, a.V*1000 + b.V, 0} }))
+			}
+		case "side":
+			ds = weir.SideOutput(in(0), tags[n.In[0]])
+		case "sink":
+			sink := n.Sink
+			lines := weir.ProcessStreamFunc(part(in(0)), func(r R, ctx weir.Context, out weir.Collector[string]) error {
+				ts := "none"
+				if t, ok := ctx.Timestamp(); ok {
+					ts = strconv.FormatInt(t, 10)
+				}
+				out.Collect(fmt.Sprintf("sink%d %s %d %s", sink, r.K, r.V, ts))
+				return nil
+			}).SetParallelism(n.Par)
+			weir.SinkFunc(lines, func(l string) error {
+				mu.Lock()
+				out[sink] = append(out[sink], l)
+				mu.Unlock()
+				return nil
+			}).SetParallelism(n.Par)
+			continue
+		default:
+			return nil, fmt.Errorf("node %d: unknown op %q", n.ID, n.Op)
+		}
+		streams[n.ID] = ds
+		tags[n.ID] = tag
+	}
+	if err := env.Execute(ctx, s.Name); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type aggAcc struct {
+	K    string
+	N, S int64
+}
+
+type agg struct{}
+
+func (agg) CreateAccumulator() aggAcc { return aggAcc{} }
+func (agg) Add(r R, a aggAcc) aggAcc  { return aggAcc{r.K, a.N + 1, a.S + r.V} }
+func (agg) GetResult(a aggAcc) R      { return R{a.K, a.N*1000 + a.S, 0} }
+func (agg) Merge(a, b aggAcc) aggAcc {
+	k := a.K
+	if k == "" {
+		k = b.K
+	}
+	return aggAcc{k, a.N + b.N, a.S + b.S}
+}
+
+func buildWindow(n Node, ks weir.KeyedStream[string, R], tag weir.OutputTag[R]) weir.DataStream[R] {
+	var a window.Assigner[window.TimeWindow]
+	switch n.Kind {
+	case "tumbling":
+		a = window.TumblingEventTime(ms(n.Size)).WithOffset(ms(n.Offset))
+	case "sliding":
+		a = window.SlidingEventTime(ms(n.Size), ms(n.Slide)).WithOffset(ms(n.Offset))
+	case "session":
+		a = window.EventTimeSessions(ms(n.Gap))
+	default:
+		panic("unknown window kind " + n.Kind)
+	}
+	ws := weir.Window(ks, a)
+	if n.Count > 0 {
+		ws = ws.Trigger(window.CountTrigger(n.Count))
+	}
+	if n.Lateness > 0 {
+		ws = ws.AllowedLateness(ms(n.Lateness))
+	}
+	if n.Late {
+		ws = ws.SideOutputLateData(tag)
+	}
+	var ds weir.DataStream[R]
+	switch n.Fn {
+	case "reduce":
+		ds = weir.Reduce(ws, func(a, b R) R { return R{a.K, a.V + b.V, max(a.T, b.T)} })
+	case "aggregate":
+		ds = weir.Aggregate(ws, agg{})
+	default:
+		ds = weir.ProcessWindowFunc(ws, func(k string, ctx weir.ProcessWindowContext[window.TimeWindow], elems []R, out weir.Collector[R]) error {
+			var s int64
+			for _, r := range elems {
+				s += r.V
+			}
+			out.Collect(R{k + "@" + strconv.FormatInt(ctx.Window().Start, 10), int64(len(elems))*1000 + s, 0})
+			return nil
+		})
+	}
+	return ds.SetParallelism(n.Par)
+}
+
+// kproc is the keyed (co-)process function of the kproc and cokproc
+// blocks (README.md).
+type kproc struct {
+	Kind  string
+	Delay int64
+	Tag   weir.OutputTag[R]
+
+	buf   state.MapState[int64, int64]
+	fired state.ValueState[int64]
+	total state.ReducingState[int64]
+	last  state.ListState[int64]
+}
+
+func (p *kproc) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
+	if p.buf, err = weir.GetMapState(ctx, state.Map[int64, int64]("buf")); err != nil {
+		return err
+	}
+	if p.fired, err = weir.GetValueState(ctx, state.Value[int64]("fired")); err != nil {
+		return err
+	}
+	if p.total, err = weir.GetReducingState(ctx, state.Reducing[int64]("total", func(a, b int64) int64 { return a + b })); err != nil {
+		return err
+	}
+	p.last, err = weir.GetListState(ctx, state.List[int64]("last"))
+	return err
+}
+
+func (p *kproc) element(r R, mult int64, ctx weir.KeyedContext[string], out weir.Collector[R]) error {
+	if floorMod(r.V, 5) == 0 {
+		weir.Output(ctx, p.Tag, r)
+	}
+	ts, _ := ctx.Timestamp()
+	if p.Kind == "running" {
+		p.total.Add(r.V)
+		l := append(p.last.Get(), r.V)
+		if len(l) > 3 {
+			l = l[len(l)-3:]
+		}
+		p.last.Update(l)
+		t, _ := p.total.Get()
+		var s int64
+		for _, v := range l {
+			s += v
+		}
+		out.Collect(R{r.K, t*1000 + s, r.T})
+		return nil
+	}
+	old, _ := p.buf.Get(ts)
+	p.buf.Put(ts, old+r.V*mult)
+	ctx.TimerService().RegisterEventTimeTimer(ts + p.Delay)
+	return nil
+}
+
+func (p *kproc) ProcessElement(r R, ctx weir.KeyedContext[string], out weir.Collector[R]) error {
+	return p.element(r, 1, ctx, out)
+}
+
+func (p *kproc) ProcessElement1(r R, ctx weir.KeyedContext[string], out weir.Collector[R]) error {
+	return p.element(r, 1, ctx, out)
+}
+
+func (p *kproc) ProcessElement2(r R, ctx weir.KeyedContext[string], out weir.Collector[R]) error {
+	return p.element(r, 7, ctx, out)
+}
+
+func (p *kproc) OnTimer(t int64, ctx weir.OnTimerContext[string], out weir.Collector[R]) error {
+	var sum int64
+	var done []int64
+	for ts, v := range p.buf.All() {
+		if ts <= t {
+			sum += v
+			done = append(done, ts)
+		}
+	}
+	for _, ts := range done {
+		p.buf.Remove(ts)
+	}
+	f, _ := p.fired.Value()
+	f++
+	p.fired.Update(f)
+	out.Collect(R{ctx.CurrentKey(), sum*1000 + f, 0})
+	return nil
+}
