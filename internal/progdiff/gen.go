@@ -184,7 +184,14 @@ func (g *gen) op() {
 
 func (g *gen) window(i int, in, keyed props) {
 	n := Node{Op: "window", In: []int{i}, Par: keyed.par}
-	switch g.r.IntN(3) {
+	kinds := 2
+	if in.keyOrdered() {
+		// A record at ts merges with a session that ends at ts, unless
+		// the watermark reached ts-1 first and the session fired and
+		// was purged: a race between channels (README.md).
+		kinds = 3
+	}
+	switch g.r.IntN(kinds) {
 	case 0:
 		n.Kind, n.Size = "tumbling", g.between(2, 30)
 		n.Offset = g.between(0, n.Size-1) * int64(g.r.IntN(2))

@@ -59,13 +59,27 @@ type Spec struct {
 	Nodes []Node `json:"nodes"`
 }
 
-// JSON returns the spec as indented JSON.
+// JSON returns the spec as JSON, one node a line.
 func (s Spec) JSON() string {
-	b, err := json.MarshalIndent(s, "", " ")
+	name, err := json.Marshal(s.Name)
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\"name\": %s, \"nodes\": [\n", name)
+	for i, n := range s.Nodes {
+		l, err := json.Marshal(n)
+		if err != nil {
+			panic(err)
+		}
+		b.Write(l)
+		if i < len(s.Nodes)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("]}\n")
+	return b.String()
 }
 
 // Parse reads a spec.
