@@ -95,6 +95,12 @@ if command -v mvn >/dev/null 2>&1; then
   echo "== the Flink oracle module compiles (Maven)"
   mvn -q -B -f bench/flink-oracle compile
 fi
+# The whole-program tester (internal/progdiff) compares generated programs
+# on Weir and on Flink in TestProgramsAgainstFlink, which runs in both go
+# test runs below; with WEIR_REQUIRE_SERVICES=1 it fails without Java or
+# Maven. Its Flink module is built here once (.cache/flink-programs).
+echo "== the whole-program tester's Flink module (scripts/flink-programs.sh --build)"
+scripts/flink-programs.sh --build
 # --- Kafka: wait for the broker ---------------------------------------------
 if ! wait "$kafka_start"; then
   cat .cache/kafka-start.err .cache/kafka-start.out >&2
