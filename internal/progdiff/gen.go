@@ -165,7 +165,9 @@ func (g *gen) op() {
 			return
 		}
 		two := props{par: p}
-		switch g.r.IntN(4) {
+		switch g.r.IntN(5) {
+		case 4:
+			g.add(Node{Op: "bcast", In: []int{i, j}, Par: p, A: g.between(0, 10)}, two)
 		case 0:
 			lo := g.between(-10, 5)
 			g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Lower: lo, Upper: lo + g.between(0, 15)}, two)
@@ -221,7 +223,8 @@ func (g *gen) window(i int, in, keyed props) {
 func (g *gen) sink(id int) {
 	in := g.props[id]
 	p := g.par()
-	part, _ := g.partition(in, p, false)
-	g.spec.Nodes = append(g.spec.Nodes, Node{ID: len(g.spec.Nodes), Op: "sink", In: []int{id}, Par: p, Part: part, Sink: g.sinks})
+	part, out := g.partition(in, p, false)
+	g.spec.Nodes = append(g.spec.Nodes, Node{ID: len(g.spec.Nodes), Op: "sink", In: []int{id}, Par: p, Part: part, Sink: g.sinks,
+		Ordered: out.ordered && p == 1})
 	g.sinks++
 }

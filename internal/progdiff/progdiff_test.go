@@ -94,7 +94,7 @@ func TestProgramsAgainstFlink(t *testing.T) {
 	}
 	t.Logf("%d programs (seeds %d..%d): Weir done after %v, Flink after %v", n, first, first+uint64(n)-1,
 		weirTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	differ, lines, sinks := 0, 0, 0
+	differ, lines, sinks, ordered := 0, 0, 0, 0
 	for i, s := range specs {
 		flink, ferr := readFlink(outDir, s.Name)
 		var d string
@@ -104,11 +104,13 @@ func TestProgramsAgainstFlink(t *testing.T) {
 			// is a difference too.
 			d = fmt.Sprintf("weir error: %v\nflink error: %v", weirErr[i], ferr)
 		default:
-			d = Diff(weirOut[i], flink)
+			d = s.Compare(weirOut[i], flink)
 			for _, l := range flink {
 				lines += len(l)
 			}
-			sinks += countSinks(s)
+			all, ord := countSinks(s)
+			sinks += all
+			ordered += ord
 		}
 		if d != "" {
 			differ++
@@ -117,20 +119,22 @@ func TestProgramsAgainstFlink(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("compared %d sinks, %d output lines on Flink", sinks, lines)
+	t.Logf("compared %d sinks (%d of them in order), %d output lines on Flink", sinks, ordered, lines)
 	if differ > 0 {
 		t.Errorf("%d of %d programs differ", differ, n)
 	}
 }
 
-func countSinks(s Spec) int {
-	n := 0
+func countSinks(s Spec) (all, ordered int) {
 	for _, x := range s.Nodes {
 		if x.Op == "sink" {
-			n++
+			all++
+			if x.Ordered {
+				ordered++
+			}
 		}
 	}
-	return n
+	return all, ordered
 }
 
 // readFlink reads the Flink side's output of one program.
@@ -181,7 +185,7 @@ func TestWeirRepeatable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", s.Name, err)
 			}
-			if d := Diff(a, b); d != "" {
+			if d := s.Compare(a, b); d != "" {
 				t.Fatalf("%s: two Weir runs differ:\n%s\n%s", s.Name, d, s.JSON())
 			}
 		}
@@ -193,5 +197,34 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		if a, b := Generate(seed).JSON(), Generate(seed).JSON(); a != b {
 			t.Fatalf("seed %d gives two programs", seed)
 		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	s := Spec{Nodes: []Node{{Op: "sink", Sink: 0, Ordered: true}, {Op: "sink", Sink: 1}}}
+	a := Output{0: {"sink0 a 1 2", "sink0 b 1 2"}, 1: {"sink1 a 1 2", "sink1 b 1 2"}}
+	if d := s.Compare(a, Output{0: {"sink0 a 1 2", "sink0 b 1 2"}, 1: {"sink1 b 1 2", "sink1 a 1 2"}}); d != "" {
+		t.Errorf("an unordered sink's order counted: %s", d)
+	}
+	if d := s.Compare(a, Output{0: {"sink0 b 1 2", "sink0 a 1 2"}, 1: a[1]}); !strings.Contains(d, "sink0 (ordered): line 0") {
+		t.Errorf("an ordered sink's order not compared: %q", d)
+	}
+	if d := s.Compare(a, Output{0: a[0], 1: {"sink1 a 1 2", "sink1 a 1 2"}}); !strings.Contains(d, "weir only (x1): sink1 b 1 2") ||
+		!strings.Contains(d, "flink only (x1): sink1 a 1 2") {
+		t.Errorf("a multiset difference not described: %q", d)
+	}
+	if d := s.Compare(a, Output{0: a[0]}); !strings.Contains(d, "sink1: 2 lines on weir, 0 on flink") {
+		t.Errorf("a missing sink not described: %q", d)
+	}
+}
+
+func TestParseRoundTrip(t *testing.T) {
+	s := Generate(3)
+	p, err := Parse([]byte(s.JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.JSON() != s.JSON() {
+		t.Fatalf("round trip changed the spec:\n%s\n%s", s.JSON(), p.JSON())
 	}
 }

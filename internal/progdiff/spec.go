@@ -51,6 +51,10 @@ type Node struct {
 
 	// sink
 	Sink int `json:"sink,omitempty"`
+	// Ordered: the sink's lines come in one order on every run (the
+	// generator sets it when the sink and its input run at parallelism 1
+	// on a stream whose order is fixed); compared as sequences.
+	Ordered bool `json:"ordered,omitempty"`
 }
 
 // Spec is a whole program.
@@ -91,6 +95,29 @@ func Parse(b []byte) (Spec, error) {
 
 // Output is a program's output: the lines of each sink.
 type Output map[int][]string
+
+// Compare compares the outputs of s on the two engines: each sink's lines
+// as multisets, and as sequences for the sinks marked Ordered. It returns
+// "" when they agree, else a description of the difference.
+func (s Spec) Compare(weir, flink Output) string {
+	if d := Diff(weir, flink); d != "" {
+		return d
+	}
+	var b strings.Builder
+	for _, n := range s.Nodes {
+		if n.Op != "sink" || !n.Ordered {
+			continue
+		}
+		w, f := weir[n.Sink], flink[n.Sink]
+		for i := range w {
+			if w[i] != f[i] {
+				fmt.Fprintf(&b, "sink%d (ordered): line %d is %q on weir, %q on flink\n", n.Sink, i, w[i], f[i])
+				break
+			}
+		}
+	}
+	return b.String()
+}
 
 // Diff compares two outputs as multisets of lines per sink; it returns ""
 // when they are equal, else a description of the difference.

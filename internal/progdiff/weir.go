@@ -142,6 +142,9 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 			} else {
 				ds = par(weir.Join(j, func(a, b R) R { return R{a.K, a.V*1000 + b.V, 0} }))
 			}
+		case "bcast":
+			ds = par(weir.ProcessKeyedBroadcast[string, R, R, R](weir.ConnectKeyedBroadcast(weir.KeyBy(in(0), key), weir.Broadcast(in(1), bstate)),
+				&bproc{Delay: n.A}))
 		case "side":
 			ds = weir.SideOutput(in(0), tags[n.In[0]])
 		case "sink":
@@ -313,5 +316,64 @@ func (p *kproc) OnTimer(t int64, ctx weir.OnTimerContext[string], out weir.Colle
 	f++
 	p.fired.Update(f)
 	out.Collect(R{ctx.CurrentKey(), sum*1000 + f, 0})
+	return nil
+}
+
+// bstate is the broadcast state of the bcast block: timestamp -> sum.
+var bstate = state.Map[int64, int64]("bstate")
+
+// bproc is the keyed broadcast process function of the bcast block
+// (README.md).
+type bproc struct {
+	Delay int64
+	buf   state.MapState[int64, int64]
+}
+
+func (p *bproc) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
+	p.buf, err = weir.GetMapState(ctx, state.Map[int64, int64]("buf"))
+	return err
+}
+
+func (p *bproc) ProcessElement(r R, ctx weir.KeyedReadOnlyBroadcastContext[string], _ weir.Collector[R]) error {
+	ts, _ := ctx.Timestamp()
+	old, _ := p.buf.Get(ts)
+	p.buf.Put(ts, old+r.V)
+	ctx.TimerService().RegisterEventTimeTimer(ts + p.Delay)
+	return nil
+}
+
+func (p *bproc) ProcessBroadcastElement(r R, ctx weir.KeyedBroadcastContext[string], _ weir.Collector[R]) error {
+	bs, err := weir.BroadcastStateOf(ctx, bstate)
+	if err != nil {
+		return err
+	}
+	ts, _ := ctx.Timestamp()
+	old, _ := bs.Get(ts)
+	bs.Put(ts, old+r.V)
+	return nil
+}
+
+func (p *bproc) OnTimer(t int64, ctx weir.KeyedBroadcastOnTimerContext[string], out weir.Collector[R]) error {
+	var own, b int64
+	var done []int64
+	for ts, v := range p.buf.All() {
+		if ts <= t {
+			own += v
+			done = append(done, ts)
+		}
+	}
+	for _, ts := range done {
+		p.buf.Remove(ts)
+	}
+	bs, err := weir.ReadOnlyBroadcastStateOf(ctx, bstate)
+	if err != nil {
+		return err
+	}
+	for ts, v := range bs.All() {
+		if ts <= t {
+			b += v
+		}
+	}
+	out.Collect(R{ctx.CurrentKey(), own*1000 + b, 0})
 	return nil
 }

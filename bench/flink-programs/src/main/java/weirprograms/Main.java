@@ -45,6 +45,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.TimerService;
+import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -227,6 +228,9 @@ public final class Main {
                     ds.setParallelism(par);
                     break;
                 }
+                case "bcast":
+                    ds = in.get(0).keyBy(new KeyOf()).connect(in.get(1).broadcast(BProc.STATE)).process(new BProc(a)).setParallelism(par);
+                    break;
                 case "side":
                     streams.put(id, withSide.get(n.get("in").get(0).asInt()).getSideOutput(tags.get(n.get("in").get(0).asInt())));
                     continue;
@@ -374,6 +378,40 @@ public final class Main {
         }
         @Override public void onTimer(long t, OnTimerContext ctx, Collector<Tuple3<String, Long, Long>> out) throws Exception {
             l.onTimer(t, ctx.getCurrentKey(), out);
+        }
+    }
+
+    /** The bcast block (internal/progdiff/README.md). */
+    public static final class BProc extends KeyedBroadcastProcessFunction<String, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>> {
+        static final MapStateDescriptor<Long, Long> STATE = new MapStateDescriptor<>("bstate", Types.LONG, Types.LONG);
+        final long delay;
+        transient MapState<Long, Long> buf;
+        BProc(long delay) { this.delay = delay; }
+        @Override public void open(OpenContext c) {
+            buf = getRuntimeContext().getMapState(new MapStateDescriptor<>("buf", Types.LONG, Types.LONG));
+        }
+        @Override public void processElement(Tuple3<String, Long, Long> r, ReadOnlyContext ctx, Collector<Tuple3<String, Long, Long>> out) throws Exception {
+            long ts = ctx.timestamp();
+            Long old = buf.get(ts);
+            buf.put(ts, (old == null ? 0 : old) + r.f1);
+            ctx.timerService().registerEventTimeTimer(ts + delay);
+        }
+        @Override public void processBroadcastElement(Tuple3<String, Long, Long> r, Context ctx, Collector<Tuple3<String, Long, Long>> out) throws Exception {
+            long ts = ctx.timestamp();
+            Long old = ctx.getBroadcastState(STATE).get(ts);
+            ctx.getBroadcastState(STATE).put(ts, (old == null ? 0 : old) + r.f1);
+        }
+        @Override public void onTimer(long t, OnTimerContext ctx, Collector<Tuple3<String, Long, Long>> out) throws Exception {
+            long own = 0, b = 0;
+            List<Long> done = new ArrayList<>();
+            for (Map.Entry<Long, Long> e : buf.entries()) {
+                if (e.getKey() <= t) { own += e.getValue(); done.add(e.getKey()); }
+            }
+            for (Long k : done) buf.remove(k);
+            for (Map.Entry<Long, Long> e : ctx.getBroadcastState(STATE).immutableEntries()) {
+                if (e.getKey() <= t) b += e.getValue();
+            }
+            out.collect(Tuple3.of(ctx.getCurrentKey(), own * 1000 + b, 0L));
         }
     }
 
