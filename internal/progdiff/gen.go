@@ -10,9 +10,15 @@ type props struct {
 	// par is the number of subtasks that produce the stream (0 for a
 	// union: several producers).
 	par int
-	// ordered: the sequence of records and watermarks of each producing
-	// subtask does not depend on how channels interleave.
+	// ordered: the sequence of records and watermarks of each key at each
+	// producing subtask does not depend on how channels interleave. (The
+	// order across keys may: Flink fires timers of equal timestamps in an
+	// unspecified order.)
 	ordered bool
+	// timers: records may come from timers (windows, process functions,
+	// joins), so records of different keys with equal timestamps may come
+	// in either order.
+	timers bool
 	// late: the stream may carry records behind its own watermark.
 	late bool
 }
@@ -94,7 +100,7 @@ func (g *gen) partition(in props, p int, broadcast bool) (string, props) {
 		opts = append(opts, "broadcast")
 	}
 	part := opts[g.r.IntN(len(opts))]
-	out := props{par: p, late: in.late, ordered: in.ordered && (in.par == 1 || part == "forward")}
+	out := props{par: p, late: in.late, timers: in.timers, ordered: in.ordered && (in.par == 1 || part == "forward")}
 	if part == "forward" {
 		part = ""
 	}
@@ -105,7 +111,7 @@ func (g *gen) op() {
 	i := g.pick()
 	in := g.props[i]
 	p := g.par()
-	keyed := props{par: p, ordered: in.keyOrdered(), late: in.late}
+	keyed := props{par: p, ordered: in.keyOrdered(), late: in.late, timers: true}
 	// An event-time operator fed late records decides what is late by the
 	// watermark at the moment the record arrives: only deterministic when
 	// that sequence is.
@@ -113,8 +119,12 @@ func (g *gen) op() {
 	switch g.r.IntN(11) {
 	case 0:
 		part, out := g.partition(in, p, true)
-		kinds := []string{"add", "mul", "rekey"}
-		g.add(Node{Op: "map", In: []int{i}, Par: p, Part: part, Kind: kinds[g.r.IntN(3)], A: g.between(1, 7)}, out)
+		kind := []string{"add", "mul", "rekey"}[g.r.IntN(3)]
+		if kind == "rekey" && in.timers {
+			// Records of two keys in a timer tie may become one key.
+			out.ordered = false
+		}
+		g.add(Node{Op: "map", In: []int{i}, Par: p, Part: part, Kind: kind, A: g.between(1, 7)}, out)
 	case 1:
 		part, out := g.partition(in, p, true)
 		a := g.between(2, 5)
@@ -134,6 +144,7 @@ func (g *gen) op() {
 		var out props
 		for _, k := range ids {
 			out.late = out.late || g.props[k].late
+			out.timers = out.timers || g.props[k].timers
 		}
 		g.add(Node{Op: "union", In: ids}, out)
 	case 4:
@@ -141,6 +152,7 @@ func (g *gen) op() {
 			return
 		}
 		kinds := []string{"sum", "max"}
+		keyed.timers = in.timers
 		g.add(Node{Op: "rolling", In: []int{i}, Par: p, Kind: kinds[g.r.IntN(2)]}, keyed)
 	case 5, 6:
 		if !timely {
@@ -157,14 +169,14 @@ func (g *gen) op() {
 		}
 		id := g.add(Node{Op: "kproc", In: []int{i}, Par: p, Kind: kind, A: g.between(0, 10)}, keyed)
 		if g.r.IntN(2) == 0 {
-			g.add(Node{Op: "side", In: []int{id}}, props{par: p, ordered: keyed.ordered, late: in.late})
+			g.add(Node{Op: "side", In: []int{id}}, props{par: p, ordered: keyed.ordered, late: in.late, timers: in.timers})
 		}
 	case 8, 9, 10:
 		j := g.pick()
 		if j == i || in.late || g.props[j].late {
 			return
 		}
-		two := props{par: p}
+		two := props{par: p, timers: true}
 		switch g.r.IntN(5) {
 		case 4:
 			g.add(Node{Op: "bcast", In: []int{i, j}, Par: p, A: g.between(0, 10)}, two)
@@ -216,7 +228,7 @@ func (g *gen) window(i int, in, keyed props) {
 	out.late = in.late && n.Lateness > 0
 	id := g.add(n, out)
 	if n.Late {
-		g.add(Node{Op: "side", In: []int{id}}, props{par: keyed.par, ordered: keyed.ordered, late: true})
+		g.add(Node{Op: "side", In: []int{id}}, props{par: keyed.par, ordered: keyed.ordered, late: true, timers: in.timers})
 	}
 }
 

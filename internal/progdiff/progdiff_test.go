@@ -206,8 +206,12 @@ func TestCompare(t *testing.T) {
 	if d := s.Compare(a, Output{0: {"sink0 a 1 2", "sink0 b 1 2"}, 1: {"sink1 b 1 2", "sink1 a 1 2"}}); d != "" {
 		t.Errorf("an unordered sink's order counted: %s", d)
 	}
-	if d := s.Compare(a, Output{0: {"sink0 b 1 2", "sink0 a 1 2"}, 1: a[1]}); !strings.Contains(d, "sink0 (ordered): line 0") {
-		t.Errorf("an ordered sink's order not compared: %q", d)
+	if d := s.Compare(a, Output{0: {"sink0 b 1 2", "sink0 a 1 2"}, 1: a[1]}); d != "" {
+		t.Errorf("an ordered sink's order across keys counted: %q", d)
+	}
+	a[0] = []string{"sink0 a 1 2", "sink0 a 2 2"}
+	if d := s.Compare(a, Output{0: {"sink0 a 2 2", "sink0 a 1 2"}, 1: a[1]}); !strings.Contains(d, "sink0 (ordered) key a") {
+		t.Errorf("an ordered sink's order per key not compared: %q", d)
 	}
 	if d := s.Compare(a, Output{0: a[0], 1: {"sink1 a 1 2", "sink1 a 1 2"}}); !strings.Contains(d, "weir only (x1): sink1 b 1 2") ||
 		!strings.Contains(d, "flink only (x1): sink1 a 1 2") {

@@ -10,6 +10,7 @@ package progdiff
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -51,9 +52,10 @@ type Node struct {
 
 	// sink
 	Sink int `json:"sink,omitempty"`
-	// Ordered: the sink's lines come in one order on every run (the
-	// generator sets it when the sink and its input run at parallelism 1
-	// on a stream whose order is fixed); compared as sequences.
+	// Ordered: the sink's lines of each key come in one order on every run
+	// (the generator sets it when the sink and its input run at
+	// parallelism 1 on a stream whose order per key is fixed); they are
+	// compared as sequences per key.
 	Ordered bool `json:"ordered,omitempty"`
 }
 
@@ -97,8 +99,9 @@ func Parse(b []byte) (Spec, error) {
 type Output map[int][]string
 
 // Compare compares the outputs of s on the two engines: each sink's lines
-// as multisets, and as sequences for the sinks marked Ordered. It returns
-// "" when they agree, else a description of the difference.
+// as multisets, and each key's lines as sequences for the sinks marked
+// Ordered. It returns "" when they agree, else a description of the
+// difference.
 func (s Spec) Compare(weir, flink Output) string {
 	if d := Diff(weir, flink); d != "" {
 		return d
@@ -108,15 +111,33 @@ func (s Spec) Compare(weir, flink Output) string {
 		if n.Op != "sink" || !n.Ordered {
 			continue
 		}
-		w, f := weir[n.Sink], flink[n.Sink]
-		for i := range w {
-			if w[i] != f[i] {
-				fmt.Fprintf(&b, "sink%d (ordered): line %d is %q on weir, %q on flink\n", n.Sink, i, w[i], f[i])
+		w, f := byKey(weir[n.Sink]), byKey(flink[n.Sink])
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if i := slices.Compare(w[k], f[k]); i != 0 {
+				fmt.Fprintf(&b, "sink%d (ordered) key %s: on weir\n  %s\non flink\n  %s\n", n.Sink, k,
+					strings.Join(w[k], "\n  "), strings.Join(f[k], "\n  "))
 				break
 			}
 		}
 	}
 	return b.String()
+}
+
+// byKey groups lines "sinkN key value ts" by key, in order.
+func byKey(lines []string) map[string][]string {
+	m := map[string][]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) > 1 {
+			m[f[1]] = append(m[f[1]], l)
+		}
+	}
+	return m
 }
 
 // Diff compares two outputs as multisets of lines per sink; it returns ""
