@@ -116,7 +116,25 @@ func (g *gen) op() {
 	// watermark at the moment the record arrives: only deterministic when
 	// that sequence is.
 	timely := !in.late || in.keyOrdered()
-	switch g.r.IntN(11) {
+	switch g.r.IntN(13) {
+	case 11:
+		part, out := g.partition(in, p, true)
+		id := g.add(Node{Op: "proc", In: []int{i}, Par: p, Part: part}, out)
+		if g.r.IntN(2) == 0 {
+			g.add(Node{Op: "side", In: []int{id}}, out)
+		}
+	case 12:
+		// All keys in one window: lateness would need the whole input's
+		// order fixed, so only on inputs without late records.
+		if in.late {
+			return
+		}
+		n := Node{Op: "windowall", In: []int{i}, Par: 1}
+		g.timeWindow(&n)
+		if g.r.IntN(3) == 0 {
+			n.Lateness = g.between(1, 20)
+		}
+		g.add(n, props{par: 1, timers: true})
 	case 0:
 		part, out := g.partition(in, p, true)
 		kind := []string{"add", "mul", "rekey"}[g.r.IntN(3)]
@@ -182,11 +200,13 @@ func (g *gen) op() {
 			g.add(Node{Op: "bcast", In: []int{i, j}, Par: p, A: g.between(0, 10)}, two)
 		case 0:
 			lo := g.between(-10, 5)
-			g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Lower: lo, Upper: lo + g.between(0, 15)}, two)
-		case 1:
-			g.add(Node{Op: "wjoin", In: []int{i, j}, Par: p, Kind: "join", Size: g.between(3, 30)}, two)
-		case 2:
-			g.add(Node{Op: "wjoin", In: []int{i, j}, Par: p, Kind: "cogroup", Size: g.between(3, 30)}, two)
+			kind := []string{"", "", "lower-exclusive", "upper-exclusive", "exclusive"}[g.r.IntN(5)]
+			up := lo + g.between(0, 15)
+			g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Kind: kind, Lower: lo, Upper: up}, two)
+		case 1, 2:
+			n := Node{Op: "wjoin", In: []int{i, j}, Par: p, Kind: []string{"join", "cogroup"}[g.r.IntN(2)]}
+			g.timeWindow(&n)
+			g.add(n, two)
 		case 3:
 			id := g.add(Node{Op: "cokproc", In: []int{i, j}, Par: p, A: g.between(0, 10)}, two)
 			if g.r.IntN(2) == 0 {
@@ -198,25 +218,15 @@ func (g *gen) op() {
 
 func (g *gen) window(i int, in, keyed props) {
 	n := Node{Op: "window", In: []int{i}, Par: keyed.par}
-	kinds := 2
-	if in.keyOrdered() {
-		// A record at ts merges with a session that ends at ts, unless
-		// the watermark reached ts-1 first and the session fired and
-		// was purged: a race between channels (README.md).
-		kinds = 3
-	}
-	switch g.r.IntN(kinds) {
-	case 0:
-		n.Kind, n.Size = "tumbling", g.between(2, 30)
-		n.Offset = g.between(0, n.Size-1) * int64(g.r.IntN(2))
-	case 1:
-		n.Kind, n.Slide = "sliding", g.between(2, 15)
-		n.Size = n.Slide * g.between(1, 4)
-		n.Offset = g.between(0, n.Slide-1) * int64(g.r.IntN(2))
-	case 2:
+	// A record at ts merges with a session that ends at ts, unless the
+	// watermark reached ts-1 first and the session fired and was purged:
+	// a race between channels (README.md).
+	if in.keyOrdered() && g.r.IntN(3) == 0 {
 		n.Kind, n.Gap = "session", g.between(1, 12)
+	} else {
+		g.timeWindow(&n)
 	}
-	n.Fn = []string{"reduce", "aggregate", "process"}[g.r.IntN(3)]
+	n.Fn = []string{"reduce", "aggregate", "process", "reduceproc", "aggproc"}[g.r.IntN(5)]
 	if in.keyOrdered() && g.r.IntN(4) == 0 {
 		n.Count = g.between(1, 4)
 	}
@@ -230,6 +240,18 @@ func (g *gen) window(i int, in, keyed props) {
 	if n.Late {
 		g.add(Node{Op: "side", In: []int{id}}, props{par: keyed.par, ordered: keyed.ordered, late: true, timers: in.timers})
 	}
+}
+
+// timeWindow makes n a tumbling or sliding window.
+func (g *gen) timeWindow(n *Node) {
+	if g.r.IntN(2) == 0 {
+		n.Kind, n.Size = "tumbling", g.between(2, 30)
+		n.Offset = g.between(0, n.Size-1) * int64(g.r.IntN(2))
+		return
+	}
+	n.Kind, n.Slide = "sliding", g.between(2, 15)
+	n.Size = n.Slide * g.between(1, 4)
+	n.Offset = g.between(0, n.Slide-1) * int64(g.r.IntN(2))
 }
 
 func (g *gen) sink(id int) {

@@ -100,6 +100,28 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 				}
 				return nil
 			}))
+		case "proc":
+			ds = par(weir.ProcessStreamFunc(part(in(0)), func(r R, ctx weir.Context, out weir.Collector[R]) error {
+				if floorMod(r.V, 5) == 0 {
+					weir.Output(ctx, tag, r)
+				}
+				ts, _ := ctx.Timestamp()
+				out.Collect(R{r.K, r.V*2 + floorMod(ts, 7), r.T})
+				return nil
+			}))
+		case "windowall":
+			ws := weir.WindowAll(in(0), assigner(n))
+			if n.Lateness > 0 {
+				ws = ws.AllowedLateness(ms(n.Lateness))
+			}
+			ds = weir.ProcessWindowFunc(ws, func(_ weir.NoKey, ctx weir.ProcessWindowContext[window.TimeWindow], elems []R, out weir.Collector[R]) error {
+				var s int64
+				for _, r := range elems {
+					s += r.V
+				}
+				out.Collect(R{"all@" + strconv.FormatInt(ctx.Window().Start, 10), int64(len(elems))*1000 + s, 0})
+				return nil
+			})
 		case "union":
 			more := make([]weir.DataStream[R], 0, len(n.In)-1)
 			for i := 1; i < len(n.In); i++ {
@@ -120,13 +142,20 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 			ds = par(weir.KeyedCoProcess[string, R, R, R](weir.ConnectKeyed(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key)),
 				&kproc{Kind: "buffer", Delay: n.A, Tag: tag}))
 		case "ijoin":
+			var opts []weir.IntervalJoinOption
+			if n.Kind == "lower-exclusive" || n.Kind == "exclusive" {
+				opts = append(opts, weir.LowerBoundExclusive())
+			}
+			if n.Kind == "upper-exclusive" || n.Kind == "exclusive" {
+				opts = append(opts, weir.UpperBoundExclusive())
+			}
 			ds = par(weir.IntervalJoinFunc(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key), weir.Between(ms(n.Lower), ms(n.Upper)),
 				func(l, r R, _ weir.JoinContext, out weir.Collector[R]) error {
 					out.Collect(R{l.K, l.V*1000 + r.V, 0})
 					return nil
-				}))
+				}, opts...))
 		case "wjoin":
-			j := weir.WindowJoin(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key), window.Assigner[window.TimeWindow](window.TumblingEventTime(ms(n.Size))))
+			j := weir.WindowJoin(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key), assigner(n))
 			if n.Kind == "cogroup" {
 				ds = par(weir.CoGroup(j, func(k string, _ window.TimeWindow, left, right []R, out weir.Collector[R]) error {
 					var sl, sr int64
@@ -194,19 +223,21 @@ func (agg) Merge(a, b aggAcc) aggAcc {
 	return aggAcc{k, a.N + b.N, a.S + b.S}
 }
 
-func buildWindow(n Node, ks weir.KeyedStream[string, R], tag weir.OutputTag[R]) weir.DataStream[R] {
-	var a window.Assigner[window.TimeWindow]
-	switch n.Kind {
-	case "tumbling":
-		a = window.TumblingEventTime(ms(n.Size)).WithOffset(ms(n.Offset))
-	case "sliding":
-		a = window.SlidingEventTime(ms(n.Size), ms(n.Slide)).WithOffset(ms(n.Offset))
-	case "session":
-		a = window.EventTimeSessions(ms(n.Gap))
+// assigner is the window assigner of a window, windowall or wjoin node:
+// sliding when slide is set, sessions when gap is, else tumbling.
+func assigner(n Node) window.Assigner[window.TimeWindow] {
+	switch {
+	case n.Gap > 0:
+		return window.EventTimeSessions(ms(n.Gap))
+	case n.Slide > 0:
+		return window.SlidingEventTime(ms(n.Size), ms(n.Slide)).WithOffset(ms(n.Offset))
 	default:
-		panic("unknown window kind " + n.Kind)
+		return window.TumblingEventTime(ms(n.Size)).WithOffset(ms(n.Offset))
 	}
-	ws := weir.Window(ks, a)
+}
+
+func buildWindow(n Node, ks weir.KeyedStream[string, R], tag weir.OutputTag[R]) weir.DataStream[R] {
+	ws := weir.Window(ks, assigner(n))
 	if n.Count > 0 {
 		ws = ws.Trigger(window.CountTrigger(n.Count))
 	}
@@ -222,6 +253,18 @@ func buildWindow(n Node, ks weir.KeyedStream[string, R], tag weir.OutputTag[R]) 
 		ds = weir.Reduce(ws, func(a, b R) R { return R{a.K, a.V + b.V, max(a.T, b.T)} })
 	case "aggregate":
 		ds = weir.Aggregate(ws, agg{})
+	case "reduceproc":
+		ds = weir.ReduceWithProcessFunc(ws, func(a, b R) R { return R{a.K, a.V + b.V, max(a.T, b.T)} },
+			func(k string, ctx weir.ProcessWindowContext[window.TimeWindow], elems []R, out weir.Collector[R]) error {
+				out.Collect(R{k + "@" + strconv.FormatInt(ctx.Window().End, 10), elems[0].V, 0})
+				return nil
+			})
+	case "aggproc":
+		ds = weir.AggregateWithProcessFunc(ws, agg{},
+			func(k string, ctx weir.ProcessWindowContext[window.TimeWindow], elems []R, out weir.Collector[R]) error {
+				out.Collect(R{k + "#" + strconv.FormatInt(ctx.Window().Start, 10), elems[0].V, 0})
+				return nil
+			})
 	default:
 		ds = weir.ProcessWindowFunc(ws, func(k string, ctx weir.ProcessWindowContext[window.TimeWindow], elems []R, out weir.Collector[R]) error {
 			var s int64

@@ -37,6 +37,7 @@ import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.streaming.api.datastream.AllWindowedStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -49,6 +50,7 @@ import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.streaming.api.functions.windowing.ProcessAllWindowFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.assigners.EventTimeSessionWindows;
 import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
@@ -174,6 +176,26 @@ public final class Main {
                         for (long i = 0; i < floorMod(r.f1, 3); i++) out.collect(Tuple3.of(r.f0, r.f1 + i, r.f2));
                     }).returns(T3).setParallelism(par);
                     break;
+                case "proc":
+                    ds = first.process(new ProcessFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>>() {
+                        @Override public void processElement(Tuple3<String, Long, Long> r, Context ctx, Collector<Tuple3<String, Long, Long>> out) {
+                            if (floorMod(r.f1, 5) == 0) ctx.output(tag, r);
+                            out.collect(Tuple3.of(r.f0, r.f1 * 2 + floorMod(ctx.timestamp(), 7), r.f2));
+                        }
+                    }).returns(T3).setParallelism(par);
+                    break;
+                case "windowall": {
+                    AllWindowedStream<Tuple3<String, Long, Long>, TimeWindow> ws = in.get(0).windowAll(assigner(n));
+                    if (lng(n, "lateness") > 0) ws = ws.allowedLateness(ms(lng(n, "lateness")));
+                    ds = ws.process(new ProcessAllWindowFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, TimeWindow>() {
+                        @Override public void process(Context ctx, Iterable<Tuple3<String, Long, Long>> elems, Collector<Tuple3<String, Long, Long>> out) {
+                            long c = 0, sum = 0;
+                            for (Tuple3<String, Long, Long> r : elems) { c++; sum += r.f1; }
+                            out.collect(Tuple3.of("all@" + ctx.window().getStart(), c * 1000 + sum, 0L));
+                        }
+                    }).returns(T3);
+                    break;
+                }
                 case "union": {
                     DataStream<Tuple3<String, Long, Long>> u = in.get(0);
                     @SuppressWarnings("unchecked")
@@ -198,9 +220,11 @@ public final class Main {
                     ds = in.get(0).connect(in.get(1)).keyBy(new KeyOf(), new KeyOf()).process(new CoKProc(a, tag)).setParallelism(par);
                     break;
                 case "ijoin":
-                    ds = in.get(0).keyBy(new KeyOf()).intervalJoin(in.get(1).keyBy(new KeyOf()))
-                            .between(ms(lng(n, "lower")), ms(lng(n, "upper")))
-                            .process(new ProcessJoinFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>>() {
+                    KeyedStream.IntervalJoined<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, String> ij =
+                            in.get(0).keyBy(new KeyOf()).intervalJoin(in.get(1).keyBy(new KeyOf())).between(ms(lng(n, "lower")), ms(lng(n, "upper")));
+                    if (kind.equals("lower-exclusive") || kind.equals("exclusive")) ij = ij.lowerBoundExclusive();
+                    if (kind.equals("upper-exclusive") || kind.equals("exclusive")) ij = ij.upperBoundExclusive();
+                    ds = ij.process(new ProcessJoinFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>>() {
                                 @Override public void processElement(Tuple3<String, Long, Long> l, Tuple3<String, Long, Long> r, Context ctx,
                                         Collector<Tuple3<String, Long, Long>> out) {
                                     out.collect(Tuple3.of(l.f0, l.f1 * 1000 + r.f1, 0L));
@@ -208,7 +232,7 @@ public final class Main {
                             }).returns(T3).setParallelism(par);
                     break;
                 case "wjoin": {
-                    TumblingEventTimeWindows w = TumblingEventTimeWindows.of(ms(lng(n, "size")));
+                    WindowAssigner<Object, TimeWindow> w = assigner(n);
                     if (kind.equals("cogroup")) {
                         ds = in.get(0).coGroup(in.get(1)).where(new KeyOf(), Types.STRING).equalTo(new KeyOf(), Types.STRING).window(w)
                                 .apply(new CoGroupFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>>() {
@@ -257,15 +281,16 @@ public final class Main {
         }
     }
 
+    /** Sliding when slide is set, sessions when gap is, else tumbling. */
+    static WindowAssigner<Object, TimeWindow> assigner(JsonNode n) {
+        if (lng(n, "gap") > 0) return EventTimeSessionWindows.withGap(ms(lng(n, "gap")));
+        if (lng(n, "slide") > 0) return SlidingEventTimeWindows.of(ms(lng(n, "size")), ms(lng(n, "slide")), ms(lng(n, "offset")));
+        return TumblingEventTimeWindows.of(ms(lng(n, "size")), ms(lng(n, "offset")));
+    }
+
     static SingleOutputStreamOperator<Tuple3<String, Long, Long>> window(JsonNode n, KeyedStream<Tuple3<String, Long, Long>, String> ks,
             OutputTag<Tuple3<String, Long, Long>> tag) {
-        WindowAssigner<Object, TimeWindow> a;
-        switch (n.get("kind").asText()) {
-            case "tumbling": a = TumblingEventTimeWindows.of(ms(lng(n, "size")), ms(lng(n, "offset"))); break;
-            case "sliding": a = SlidingEventTimeWindows.of(ms(lng(n, "size")), ms(lng(n, "slide")), ms(lng(n, "offset"))); break;
-            default: a = EventTimeSessionWindows.withGap(ms(lng(n, "gap")));
-        }
-        WindowedStream<Tuple3<String, Long, Long>, String, TimeWindow> ws = ks.window(a);
+        WindowedStream<Tuple3<String, Long, Long>, String, TimeWindow> ws = ks.window(assigner(n));
         if (lng(n, "count") > 0) ws = ws.trigger(CountTrigger.of(lng(n, "count")));
         if (lng(n, "lateness") > 0) ws = ws.allowedLateness(ms(lng(n, "lateness")));
         if (n.path("late").asBoolean(false)) ws = ws.sideOutputLateData(tag);
@@ -273,6 +298,21 @@ public final class Main {
         switch (n.path("fn").asText("")) {
             case "reduce": ds = ws.reduce((x, y) -> Tuple3.of(x.f0, x.f1 + y.f1, Math.max(x.f2, y.f2))); break;
             case "aggregate": ds = ws.aggregate(new Agg()); break;
+            case "reduceproc":
+                ds = ws.reduce((x, y) -> Tuple3.of(x.f0, x.f1 + y.f1, Math.max(x.f2, y.f2)),
+                        new ProcessWindowFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, String, TimeWindow>() {
+                            @Override public void process(String key, Context ctx, Iterable<Tuple3<String, Long, Long>> elems, Collector<Tuple3<String, Long, Long>> out) {
+                                out.collect(Tuple3.of(key + "@" + ctx.window().getEnd(), elems.iterator().next().f1, 0L));
+                            }
+                        }, T3);
+                break;
+            case "aggproc":
+                ds = ws.aggregate(new Agg(), new ProcessWindowFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, String, TimeWindow>() {
+                    @Override public void process(String key, Context ctx, Iterable<Tuple3<String, Long, Long>> elems, Collector<Tuple3<String, Long, Long>> out) {
+                        out.collect(Tuple3.of(key + "#" + ctx.window().getStart(), elems.iterator().next().f1, 0L));
+                    }
+                });
+                break;
             default: ds = ws.process(new ProcWin());
         }
         return ds.setParallelism(n.get("par").asInt());
