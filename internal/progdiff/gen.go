@@ -21,6 +21,9 @@ type props struct {
 	timers bool
 	// late: the stream may carry records behind its own watermark.
 	late bool
+	// final: only sinks may read the stream (its records carry the
+	// largest timestamp).
+	final bool
 }
 
 // keyOrdered tells whether a keyed operator fed by a stream of p sees, per
@@ -86,7 +89,13 @@ func (g *gen) source() {
 	g.add(Node{Op: "source", Par: 1, Bound: bound, Data: data}, props{par: 1, ordered: true, late: late})
 }
 
-func (g *gen) pick() int { return g.r.IntN(len(g.props)) }
+func (g *gen) pick() int {
+	for {
+		if i := g.r.IntN(len(g.props)); !g.props[i].final {
+			return i
+		}
+	}
+}
 
 func (g *gen) par() int { return 1 + g.r.IntN(3) }
 
@@ -116,7 +125,17 @@ func (g *gen) op() {
 	// watermark at the moment the record arrives: only deterministic when
 	// that sequence is.
 	timely := !in.late || in.keyOrdered()
-	switch g.r.IntN(13) {
+	switch g.r.IntN(14) {
+	case 13:
+		// Count windows keep or evict records by arrival order.
+		if !in.keyOrdered() {
+			return
+		}
+		n := Node{Op: "countwin", In: []int{i}, Par: p, A: g.between(1, 4)}
+		if g.r.IntN(2) == 0 {
+			n.B = g.between(1, 3)
+		}
+		g.add(n, props{par: p, ordered: true, final: true})
 	case 11:
 		part, out := g.partition(in, p, true)
 		id := g.add(Node{Op: "proc", In: []int{i}, Par: p, Part: part}, out)
@@ -204,8 +223,9 @@ func (g *gen) op() {
 			up := lo + g.between(0, 15)
 			g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Kind: kind, Lower: lo, Upper: up}, two)
 		case 1, 2:
-			n := Node{Op: "wjoin", In: []int{i, j}, Par: p, Kind: []string{"join", "cogroup"}[g.r.IntN(2)]}
+			n := Node{Op: "wjoin", In: []int{i, j}, Par: p}
 			g.timeWindow(&n)
+			n.Kind = []string{"join", "cogroup"}[g.r.IntN(2)]
 			g.add(n, two)
 		case 3:
 			id := g.add(Node{Op: "cokproc", In: []int{i, j}, Par: p, A: g.between(0, 10)}, two)
@@ -242,7 +262,7 @@ func (g *gen) window(i int, in, keyed props) {
 	}
 }
 
-// timeWindow makes n a tumbling or sliding window.
+// timeWindow makes n a tumbling or sliding window (and names it in Kind).
 func (g *gen) timeWindow(n *Node) {
 	if g.r.IntN(2) == 0 {
 		n.Kind, n.Size = "tumbling", g.between(2, 30)

@@ -136,6 +136,21 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 			ds = par(weir.RollingReduce(weir.KeyBy(in(0), key), f))
 		case "window":
 			ds = buildWindow(n, weir.KeyBy(in(0), key), tag)
+		case "countwin":
+			var ws weir.WindowedStream[string, R, window.GlobalWindow]
+			if n.B > 0 {
+				ws = weir.CountWindow(weir.KeyBy(in(0), key), n.A, n.B)
+			} else {
+				ws = weir.CountWindow(weir.KeyBy(in(0), key), n.A)
+			}
+			ds = par(weir.ProcessWindowFunc(ws, func(k string, _ weir.ProcessWindowContext[window.GlobalWindow], elems []R, out weir.Collector[R]) error {
+				var s int64
+				for _, r := range elems {
+					s += r.V
+				}
+				out.Collect(R{k, int64(len(elems))*1000 + s, 0})
+				return nil
+			}))
 		case "kproc":
 			ds = par(weir.Process[string, R, R](weir.KeyBy(in(0), key), &kproc{Kind: n.Kind, Delay: n.A, Tag: tag}))
 		case "cokproc":

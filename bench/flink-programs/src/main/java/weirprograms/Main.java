@@ -57,6 +57,7 @@ import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindow
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.WindowAssigner;
 import org.apache.flink.streaming.api.windowing.triggers.CountTrigger;
+import org.apache.flink.streaming.api.windowing.windows.GlobalWindow;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
@@ -213,6 +214,18 @@ public final class Main {
                 case "window":
                     ds = window(n, in.get(0).keyBy(new KeyOf()), tag);
                     break;
+                case "countwin": {
+                    KeyedStream<Tuple3<String, Long, Long>, String> ks = in.get(0).keyBy(new KeyOf());
+                    WindowedStream<Tuple3<String, Long, Long>, String, GlobalWindow> cw = b > 0 ? ks.countWindow(a, b) : ks.countWindow(a);
+                    ds = cw.process(new ProcessWindowFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, String, GlobalWindow>() {
+                        @Override public void process(String key, Context ctx, Iterable<Tuple3<String, Long, Long>> elems, Collector<Tuple3<String, Long, Long>> out) {
+                            long c = 0, sum = 0;
+                            for (Tuple3<String, Long, Long> r : elems) { c++; sum += r.f1; }
+                            out.collect(Tuple3.of(key, c * 1000 + sum, 0L));
+                        }
+                    }).returns(T3).setParallelism(par);
+                    break;
+                }
                 case "kproc":
                     ds = in.get(0).keyBy(new KeyOf()).process(new KProc(kind, a, tag)).setParallelism(par);
                     break;
