@@ -73,7 +73,12 @@ func TestProgramsAgainstFlink(t *testing.T) {
 		}
 	}
 	// Flink runs in the background while Weir runs the same programs.
-	cmd := exec.Command(script, specDir, outDir)
+	// The Flink side cancels a job after a minute; this bounds the whole
+	// run so that a stuck JVM fails the test instead of stalling it.
+	flinkCtx, cancelFlink := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(n)*2*time.Second)
+	defer cancelFlink()
+	cmd := exec.CommandContext(flinkCtx, script, specDir, outDir)
+	cmd.WaitDelay = 10 * time.Second
 	var flinkOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &flinkOut, &flinkOut
 	if err := cmd.Start(); err != nil {

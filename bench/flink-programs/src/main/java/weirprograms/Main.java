@@ -11,6 +11,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 
 import org.apache.flink.api.common.eventtime.Watermark;
@@ -33,6 +35,8 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -97,7 +101,20 @@ public final class Main {
                     env.setParallelism(1);
                     env.getConfig().setAutoWatermarkInterval(0);
                     build(env, spec);
-                    cluster.executeJobBlocking(env.getStreamGraph().getJobGraph());
+                    // A job that does not end within a minute is reported
+                    // (NAME.err) and cancelled, not waited for.
+                    JobGraph job = env.getStreamGraph().getJobGraph();
+                    cluster.submitJob(job).get();
+                    JobResult res;
+                    try {
+                        res = cluster.requestJobResult(job.getJobID()).get(60, TimeUnit.SECONDS);
+                    } catch (TimeoutException e) {
+                        cluster.cancelJob(job.getJobID());
+                        throw new IllegalStateException("the job did not finish within 60 s", e);
+                    }
+                    if (res.getSerializedThrowable().isPresent()) {
+                        throw res.getSerializedThrowable().get().deserializeError(Main.class.getClassLoader());
+                    }
                     Files.write(outDir.resolve(name + ".out"), new ArrayList<>(LINES), StandardCharsets.UTF_8);
                 } catch (Throwable t) {
                     StringWriter sw = new StringWriter();
