@@ -210,6 +210,8 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 				StateBytes: sizes[om.UID][tm.Subtask], Timers: om.Timers, TimersRegistered: om.TimersRegistered,
 				StatesWithoutTTL: om.StatesWithoutTTL, InputWatermarks: om.InputWatermarks,
 			}
+			wm := om.OutputWatermark
+			mo.OutputWatermark = &wm
 			for _, s := range om.Splits {
 				mo.Splits = append(mo.Splits, monitor.Split(s))
 			}

@@ -191,7 +191,11 @@ type OpMetric struct {
 	TimersRegistered int64 `json:"timers-registered"`
 	StatesWithoutTTL int64 `json:"states-without-ttl"`
 	// InputWatermarks of this operator, when known (the head's inputs).
-	InputWatermarks []int64            `json:"input-watermarks,omitempty"`
+	InputWatermarks []int64 `json:"input-watermarks,omitempty"`
+	// OutputWatermark is the operator's output watermark (Flink's
+	// currentOutputWatermark; MinWatermark before the first), nil if
+	// unknown.
+	OutputWatermark *int64             `json:"output-watermark,omitempty"`
 	Splits          []Split            `json:"splits,omitempty"`
 	Gauges          []Gauge            `json:"gauges,omitempty"`
 	Join            *JoinSample        `json:"join,omitempty"`

@@ -19,8 +19,9 @@ import (
 // Prometheus: GET /metrics in the text exposition format, with
 // client_golang. Names follow its conventions: the weir_ prefix, _total
 // for counters, base units (seconds, bytes; watermarks in seconds since
-// the epoch), labels job, vertex, subtask, input (and operator, split,
-// checkpoint kind where they apply). Values are read from a fresh
+// the epoch), labels job_id and job_name on every series, vertex_id,
+// vertex (its name, not unique), subtask, input (and operator, split
+// where they apply). Values are read from a fresh
 // snapshot at each scrape; ratios cover the server's last sampling
 // interval.
 
@@ -49,10 +50,11 @@ func (e *emitter) emit(name, help string, kind prometheus.ValueType, value float
 }
 
 var (
-	subtaskLabels = []string{"job", "vertex", "subtask"}
-	inputLabels   = []string{"job", "vertex", "subtask", "input"}
-	opLabels      = []string{"job", "vertex", "operator", "subtask"}
-	splitLabels   = []string{"job", "vertex", "operator", "subtask", "split"}
+	jobLabels     = []string{"job_id", "job_name"}
+	subtaskLabels = []string{"job_id", "job_name", "vertex_id", "vertex", "subtask"}
+	inputLabels   = []string{"job_id", "job_name", "vertex_id", "vertex", "subtask", "input"}
+	opLabels      = []string{"job_id", "job_name", "vertex_id", "vertex", "operator", "subtask"}
+	splitLabels   = []string{"job_id", "job_name", "vertex_id", "vertex", "operator", "subtask", "split"}
 )
 
 const (
@@ -80,19 +82,20 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.Rate) {
-	job := snap.Job.Name
+	id, job := snap.Job.ID, snap.Job.Name
+	jl := jobLabels
 	now := float64(snap.Timestamp) / 1000
 	up := 0.0
 	if snap.Job.State == "RUNNING" {
 		up = 1
 	}
-	e.emit("weir_job_running", "1 while the job runs.", gauge, up, []string{"job"}, job)
-	e.emit("weir_job_restarts_total", "Restarts after failures.", counter, float64(snap.Job.Restarts), []string{"job"}, job)
-	e.emit("weir_job_uptime_seconds", "Time since the job started.", gauge, float64(duration(snap.Job, snap.Timestamp))/1000, []string{"job"}, job)
+	e.emit("weir_job_running", "1 while the job runs.", gauge, up, jl, id, job)
+	e.emit("weir_job_restarts_total", "Restarts after failures.", counter, float64(snap.Job.Restarts), jl, id, job)
+	e.emit("weir_job_uptime_seconds", "Time since the job started.", gauge, float64(duration(snap.Job, snap.Timestamp))/1000, jl, id, job)
 	for _, v := range snap.Vertices {
 		for i, st := range v.Subtasks {
 			sub := strconv.Itoa(st.Index)
-			l := []string{job, v.Name, sub}
+			l := []string{id, job, v.ID, v.Name, sub}
 			rt := rateOf(rates, &v, i)
 			e.emit("weir_records_in_total", "Records the subtask received from other subtasks.", counter, float64(st.RecordsIn), subtaskLabels, l...)
 			e.emit("weir_records_out_total", "Records the subtask sent to other subtasks.", counter, float64(st.RecordsOut), subtaskLabels, l...)
@@ -106,7 +109,7 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 			e.emit("weir_backpressured_ratio", "Share of the last interval spent back-pressured.", gauge, rt.BackPressuredMs/1000, subtaskLabels, l...)
 			e.emit("weir_checkpoints_taken_total", "Snapshots the subtask took.", counter, float64(st.Checkpoints), subtaskLabels, l...)
 			for in, wm := range st.InputWatermarks {
-				il := []string{job, v.Name, sub, strconv.Itoa(in + 1)}
+				il := []string{id, job, v.ID, v.Name, sub, strconv.Itoa(in + 1)}
 				e.emit("weir_input_watermark_seconds", "Current watermark of the input, in seconds since the epoch.", gauge, wmSeconds(wm), inputLabels, il...)
 				lag := math.NaN()
 				if wm != monitor.MinWatermark && wm != math.MaxInt64 {
@@ -123,9 +126,17 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 				}
 			}
 			for _, op := range st.Operators {
-				ol := []string{job, v.Name, op.Name, sub}
+				ol := []string{id, job, v.ID, v.Name, op.Name, sub}
 				e.emit("weir_operator_records_in_total", "Records that reached the operator.", counter, float64(op.RecordsIn), opLabels, ol...)
 				e.emit("weir_operator_records_out_total", "Records the operator emitted on its main output.", counter, float64(op.RecordsOut), opLabels, ol...)
+				if op.OutputWatermark != nil {
+					e.emit("weir_operator_output_watermark_seconds", "The operator's output watermark (Flink's currentOutputWatermark), in seconds since the epoch.", gauge, wmSeconds(*op.OutputWatermark), opLabels, ol...)
+					lag := math.NaN()
+					if wm := *op.OutputWatermark; wm != monitor.MinWatermark && wm != math.MaxInt64 {
+						lag = now - float64(wm)/1000
+					}
+					e.emit("weir_operator_output_watermark_lag_seconds", "Wall-clock time minus the operator's output watermark.", gauge, lag, opLabels, ol...)
+				}
 				e.emit("weir_late_records_dropped_total", "Late records a window operator dropped.", counter, float64(op.LateRecordsDropped), opLabels, ol...)
 				if op.Keyed {
 					e.emit("weir_state_entries", "Keyed-state entries of the operator.", gauge, float64(op.StateEntries), opLabels, ol...)
@@ -133,7 +144,7 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 					e.emit("weir_state_bytes", "Keyed-state bytes of the operator in the last completed checkpoint.", gauge, float64(op.StateBytes), opLabels, ol...)
 				}
 				for _, sp := range op.Splits {
-					sl := []string{job, v.Name, op.Name, sub, sp.ID}
+					sl := []string{id, job, v.ID, v.Name, op.Name, sub, sp.ID}
 					e.emit("weir_source_split_records_total", "Records read from the split.", counter, float64(sp.Records), splitLabels, sl...)
 					e.emit("weir_source_split_watermark_seconds", "The split's watermark, in seconds since the epoch.", gauge, wmSeconds(sp.Watermark), splitLabels, sl...)
 					idle := 0.0
@@ -163,21 +174,20 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 		}
 	}
 	cs := snap.Checkpoints
-	jl := []string{"job"}
-	e.emit("weir_checkpoints_completed_total", "Completed checkpoints and savepoints.", counter, float64(cs.Counts.Completed), jl, job)
-	e.emit("weir_checkpoints_failed_total", "Failed checkpoints and savepoints.", counter, float64(cs.Counts.Failed), jl, job)
-	e.emit("weir_checkpoints_in_progress", "Checkpoints in progress.", gauge, float64(cs.Counts.InProgress), jl, job)
-	e.emit("weir_checkpoints_restored_total", "Restores from a checkpoint or savepoint.", counter, float64(cs.Counts.Restored), jl, job)
+	e.emit("weir_checkpoints_completed_total", "Completed checkpoints and savepoints.", counter, float64(cs.Counts.Completed), jl, id, job)
+	e.emit("weir_checkpoints_failed_total", "Failed checkpoints and savepoints.", counter, float64(cs.Counts.Failed), jl, id, job)
+	e.emit("weir_checkpoints_in_progress", "Checkpoints in progress.", gauge, float64(cs.Counts.InProgress), jl, id, job)
+	e.emit("weir_checkpoints_restored_total", "Restores from a checkpoint or savepoint.", counter, float64(cs.Counts.Restored), jl, id, job)
 	if c := cs.Completed; c != nil {
-		e.emit("weir_last_checkpoint_duration_seconds", "End-to-end duration of the last completed checkpoint.", gauge, float64(endToEnd(*c))/1000, jl, job)
-		e.emit("weir_last_checkpoint_size_bytes", "State size of the last completed checkpoint.", gauge, float64(c.StateSize), jl, job)
-		e.emit("weir_last_checkpoint_persisted_bytes", "In-flight data the last completed checkpoint persisted.", gauge, float64(c.InFlight), jl, job)
+		e.emit("weir_last_checkpoint_duration_seconds", "End-to-end duration of the last completed checkpoint.", gauge, float64(endToEnd(*c))/1000, jl, id, job)
+		e.emit("weir_last_checkpoint_size_bytes", "State size of the last completed checkpoint.", gauge, float64(c.StateSize), jl, id, job)
+		e.emit("weir_last_checkpoint_persisted_bytes", "In-flight data the last completed checkpoint persisted.", gauge, float64(c.InFlight), jl, id, job)
 		for _, v := range snap.Vertices {
 			for _, sc := range c.Vertices[v.ID] {
 				if !sc.Acked {
 					continue
 				}
-				l := []string{job, v.Name, strconv.Itoa(sc.Subtask)}
+				l := []string{id, job, v.ID, v.Name, strconv.Itoa(sc.Subtask)}
 				e.emit("weir_checkpoint_start_delay_seconds", "Last completed checkpoint: from its start to the subtask's first barrier.", gauge, float64(sc.StartDelayMs)/1000, subtaskLabels, l...)
 				e.emit("weir_checkpoint_alignment_seconds", "Last completed checkpoint: the subtask's barrier alignment.", gauge, float64(sc.AlignmentMs)/1000, subtaskLabels, l...)
 				e.emit("weir_checkpoint_sync_seconds", "Last completed checkpoint: the synchronous part of the subtask's snapshot.", gauge, float64(sc.SyncMs)/1000, subtaskLabels, l...)
@@ -187,23 +197,23 @@ func collectJob(e *emitter, snap *monitor.Snapshot, rates map[string][]monitor.R
 			}
 		}
 	}
-	collectCluster(e, job, snap.Cluster)
+	collectCluster(e, id, job, snap.Cluster)
 }
 
 var (
-	clusterTaskLabels  = []string{"job", "task", "stage", "partition", "member"}
-	clusterInputLabels = []string{"job", "task", "topic", "partition"}
+	clusterTaskLabels  = []string{"job_id", "job_name", "task", "stage", "partition", "member"}
+	clusterInputLabels = []string{"job_id", "job_name", "task", "topic", "partition"}
 )
 
 // collectCluster emits the tasks a cluster member owns: one series per
 // task, gone when the task moves.
-func collectCluster(e *emitter, job string, c *monitor.Cluster) {
+func collectCluster(e *emitter, id, job string, c *monitor.Cluster) {
 	if c == nil {
 		return
 	}
-	e.emit("weir_cluster_tasks", "Tasks (stage x partition) this cluster instance owns.", gauge, float64(len(c.Tasks)), []string{"job", "member"}, job, c.Member)
+	e.emit("weir_cluster_tasks", "Tasks (stage x partition) this cluster instance owns.", gauge, float64(len(c.Tasks)), []string{"job_id", "job_name", "member"}, id, job, c.Member)
 	for _, t := range c.Tasks {
-		l := []string{job, t.ID, t.Stage, strconv.Itoa(t.Partition), c.Member}
+		l := []string{id, job, t.ID, t.Stage, strconv.Itoa(t.Partition), c.Member}
 		running := 0.0
 		if t.State == "RUNNING" {
 			running = 1
@@ -213,7 +223,7 @@ func collectCluster(e *emitter, job string, c *monitor.Cluster) {
 		e.emit("weir_cluster_task_committed_checkpoint", "The last checkpoint the task committed on this instance (0: none yet).", gauge, float64(t.CommittedCheckpoint), clusterTaskLabels, l...)
 		e.emit("weir_cluster_task_restored_checkpoint", "The checkpoint the task restored when it came to this instance (0: none).", gauge, float64(t.RestoredCheckpoint), clusterTaskLabels, l...)
 		for _, in := range t.Inputs {
-			e.emit("weir_cluster_task_committed_offset", "The next offset to read of the task's input partition in its last committed checkpoint.", gauge, float64(in.Offset), clusterInputLabels, job, t.ID, in.Topic, strconv.Itoa(int(in.Partition)))
+			e.emit("weir_cluster_task_committed_offset", "The next offset to read of the task's input partition in its last committed checkpoint.", gauge, float64(in.Offset), clusterInputLabels, id, job, t.ID, in.Topic, strconv.Itoa(int(in.Partition)))
 		}
 	}
 }

@@ -648,24 +648,28 @@ func TestPrometheus(t *testing.T) {
 		t.Fatalf("/metrics: %d", code)
 	}
 	text := string(data)
+	// Every series has the job's id and name; per-vertex ones the
+	// vertex's id besides its name.
+	labels := strings.NewReplacer("{job}", `job_id="`+jobID+`",job_name="orders-join"`,
+		"{join}", `vertex="join",vertex_id="`+joinID+`"`, "{orders}", `vertex="orders",vertex_id="`+srcID+`"`)
 	for _, want := range []string{
 		"# TYPE weir_records_in_total counter",
-		`weir_records_in_total{job="orders-join",subtask="1",vertex="join"} 1800`,
-		`weir_busy_seconds_total{job="orders-join",subtask="0",vertex="join"} 0.4`,
-		`weir_backpressured_ratio{job="orders-join",subtask="0",vertex="join"} 0.2`,
-		`weir_input_watermark_seconds{input="2",job="orders-join",subtask="0",vertex="join"} 1000`,
-		`weir_input_idle{input="2",job="orders-join",subtask="1",vertex="join"} 1`,
-		`weir_state_entries{job="orders-join",operator="join",subtask="0",vertex="join"} 100`,
-		`weir_timers{job="orders-join",operator="join",subtask="1",vertex="join"} 7`,
-		`weir_kafka_consumer_lag{job="orders-join",operator="orders",partition="0",subtask="0",topic="orders",vertex="orders"} 42`,
-		`weir_source_split_watermark_seconds{job="orders-join",operator="orders",split="p0",subtask="0",vertex="orders"} 1002`,
-		`weir_checkpoints_completed_total{job="orders-join"} 3`,
-		`weir_last_checkpoint_size_bytes{job="orders-join"} 3000`,
-		`weir_checkpoint_alignment_seconds{job="orders-join",subtask="0",vertex="join"} 0.3`,
-		`weir_join_sampled_mirrored_matches_total{job="orders-join",operator="join",subtask="0",vertex="join"} 80`,
+		`weir_records_in_total{{job},subtask="1",{join}} 1800`,
+		`weir_busy_seconds_total{{job},subtask="0",{join}} 0.4`,
+		`weir_backpressured_ratio{{job},subtask="0",{join}} 0.2`,
+		`weir_input_watermark_seconds{input="2",{job},subtask="0",{join}} 1000`,
+		`weir_input_idle{input="2",{job},subtask="1",{join}} 1`,
+		`weir_state_entries{{job},operator="join",subtask="0",{join}} 100`,
+		`weir_timers{{job},operator="join",subtask="1",{join}} 7`,
+		`weir_kafka_consumer_lag{{job},operator="orders",partition="0",subtask="0",topic="orders",{orders}} 42`,
+		`weir_source_split_watermark_seconds{{job},operator="orders",split="p0",subtask="0",{orders}} 1002`,
+		`weir_checkpoints_completed_total{{job}} 3`,
+		`weir_last_checkpoint_size_bytes{{job}} 3000`,
+		`weir_checkpoint_alignment_seconds{{job},subtask="0",{join}} 0.3`,
+		`weir_join_sampled_mirrored_matches_total{{job},operator="join",subtask="0",{join}} 80`,
 		"go_goroutines",
 	} {
-		if !strings.Contains(text, want) {
+		if want = labels.Replace(want); !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
