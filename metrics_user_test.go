@@ -105,9 +105,9 @@ func TestUserMetrics(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`# TYPE weir_user_counter_seen_total counter`, `weir_user_counter_seen_total{job="user-metrics",operator="meter",subtask="0"`,
+		`# TYPE weir_user_counter_seen_total counter`, `weir_user_counter_seen_total{job_id="` + h.ID() + `",job_name="user-metrics",operator="meter",subtask="0",vertex="meter -> Discard",vertex_id="` + vid + `"}`,
 		`# TYPE weir_user_gauge_last_value gauge`, `# TYPE weir_user_histogram_latency summary`,
-		`weir_user_histogram_latency{job="user-metrics",operator="meter",subtask="0",vertex="meter -> Discard",quantile="0.99"}`, `weir_user_histogram_latency_count{`,
+		`weir_user_histogram_latency{job_id="` + h.ID() + `",job_name="user-metrics",operator="meter",subtask="0",vertex="meter -> Discard",vertex_id="` + vid + `",quantile="0.99"}`, `weir_user_histogram_latency_count{`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("Prometheus text lacks %q", want)
