@@ -242,53 +242,72 @@ func (f *failingStore) Save(ctx context.Context, cp *weir.Checkpoint) error {
 	return f.CheckpointStore.Save(ctx, cp)
 }
 
-// TestPromCheckpointsAndRestarts: a store that fails the first 2
-// checkpoints gives weir_checkpoints_failed_total 2, the completed ones
-// weir_checkpoints_completed_total and a last size and duration; a map
-// that fails once under a restart strategy gives
-// weir_job_restarts_total 1.
-func TestPromCheckpointsAndRestarts(t *testing.T) {
+// promOne returns the value of a family's only series (NaN if it has
+// not exactly one).
+func promOne(f map[string]*dto.MetricFamily, name string) float64 {
+	ms := series(f, name, nil)
+	if len(ms) != 1 {
+		return math.NaN()
+	}
+	return value(ms[0])
+}
+
+// TestPromCheckpoints: a store that fails the first 2 checkpoints gives
+// weir_checkpoints_failed_total 2 (a counter), the completed ones
+// weir_checkpoints_completed_total and a last size and duration.
+func TestPromCheckpoints(t *testing.T) {
 	srv := rest.New("127.0.0.1:0")
 	st := &failingStore{CheckpointStore: weir.NewMemoryCheckpointStore()}
 	st.fails.Store(2)
-	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv),
-		weir.WithRestartStrategy(weir.FixedDelayRestart(3, 0)))
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	env.EnableCheckpointing(20*time.Millisecond, weir.CheckpointStoreIn(st), weir.TolerableCheckpointFailures(100))
-	var failed atomic.Bool
 	src := weir.Generate(env, -1, 2000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
-	sums := weir.Sum(weir.KeyBy(src, func(v int64) int64 { return v % 16 }), func(v int64) int64 { return v }, func(p *int64, v int64) { *p = v })
-	weir.Discard(weir.Map(sums, func(v int64) int64 {
-		if v > 1000 && failed.CompareAndSwap(false, true) {
-			panic("injected failure")
-		}
-		return v
-	}))
+	weir.Discard(weir.Sum(weir.KeyBy(src, func(v int64) int64 { return v % 16 }), func(v int64) int64 { return v }, func(p *int64, v int64) { *p = v }))
 	run(t, env, "checkpoints")
-	base := "http://" + srv.Addr()
-	one := func(f map[string]*dto.MetricFamily, name string) float64 {
-		ms := series(f, name, nil)
-		if len(ms) != 1 {
-			return math.NaN()
-		}
-		return value(ms[0])
-	}
-	fams := eventually(t, base, func(f map[string]*dto.MetricFamily) string {
+	fams := eventually(t, "http://"+srv.Addr(), func(f map[string]*dto.MetricFamily) string {
 		switch {
-		case one(f, "weir_job_restarts_total") != 1:
-			return "weir_job_restarts_total is not 1"
-		case one(f, "weir_checkpoints_failed_total") != 2:
+		case promOne(f, "weir_checkpoints_failed_total") != 2:
 			return "weir_checkpoints_failed_total is not 2"
-		case !(one(f, "weir_checkpoints_completed_total") >= 2):
+		case !(promOne(f, "weir_checkpoints_completed_total") >= 2):
 			return "weir_checkpoints_completed_total is not 2 or more"
-		case !(one(f, "weir_last_checkpoint_size_bytes") > 0):
+		case !(promOne(f, "weir_last_checkpoint_size_bytes") > 0):
 			return "weir_last_checkpoint_size_bytes is not positive"
 		}
 		return ""
 	})
-	if d := one(fams, "weir_last_checkpoint_duration_seconds"); !(d >= 0 && d < 30) {
+	if d := promOne(fams, "weir_last_checkpoint_duration_seconds"); !(d >= 0 && d < 30) {
 		t.Errorf("weir_last_checkpoint_duration_seconds = %v", d)
 	}
 	if f := fams["weir_checkpoints_failed_total"]; f.GetType() != dto.MetricType_COUNTER {
 		t.Errorf("weir_checkpoints_failed_total has type %v", f.GetType())
+	}
+	if n := promOne(fams, "weir_job_restarts_total"); n != 0 {
+		t.Errorf("weir_job_restarts_total = %v, want 0: failed checkpoints within the tolerance restart nothing", n)
+	}
+}
+
+// TestPromRestarts: a map that fails once under a restart strategy gives
+// weir_job_restarts_total 1 (Flink's numRestarts), and the job runs again.
+func TestPromRestarts(t *testing.T) {
+	srv := rest.New("127.0.0.1:0")
+	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv),
+		weir.WithRestartStrategy(weir.FixedDelayRestart(3, 0)))
+	var failed atomic.Bool
+	src := weir.Generate(env, -1, 2000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
+	weir.Discard(weir.Map(src, func(v int64) int64 {
+		if v > 100 && failed.CompareAndSwap(false, true) {
+			panic("injected failure")
+		}
+		return v
+	}))
+	run(t, env, "restarts")
+	fams := eventually(t, "http://"+srv.Addr(), func(f map[string]*dto.MetricFamily) string {
+		if promOne(f, "weir_job_restarts_total") != 1 || promOne(f, "weir_job_running") != 1 {
+			return "weir_job_restarts_total is not 1 with the job running"
+		}
+		return ""
+	})
+	if f := fams["weir_job_restarts_total"]; f.GetType() != dto.MetricType_COUNTER {
+		t.Errorf("weir_job_restarts_total has type %v", f.GetType())
 	}
 }
