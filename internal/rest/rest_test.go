@@ -33,6 +33,7 @@ type fakeJob struct {
 	sp        []string
 	spErr     error
 	block     chan struct{}
+	state     string // the job's status ("": RUNNING)
 }
 
 var (
@@ -50,8 +51,11 @@ func (f *fakeJob) tick() {
 
 func (f *fakeJob) Snapshot() *monitor.Snapshot {
 	f.mu.Lock()
-	n := f.calls
+	n, state := f.calls, f.state
 	f.mu.Unlock()
+	if state == "" {
+		state = "RUNNING"
+	}
 	wm := func(x int64) int64 { return 1_000_000 + x }
 	src := func(id, uid, name string) monitor.Vertex {
 		v := monitor.Vertex{ID: id, UID: uid, Name: name, Parallelism: 1, Operators: []monitor.Operator{{Name: name, UID: uid, Kind: "source"}}}
@@ -83,7 +87,7 @@ func (f *fakeJob) Snapshot() *monitor.Snapshot {
 		Vertices: map[string][]monitor.SubtaskCheckpoint{srcID: {{Subtask: 0}}, srcID2: {{Subtask: 0}}, joinID: {{Subtask: 0}, {Subtask: 1}}}}
 	return &monitor.Snapshot{
 		Timestamp: 1_700_000_000_000 + 1000*n,
-		Job: monitor.Job{ID: jobID, Name: "orders-join", State: "RUNNING", StartTime: 1_700_000_000_000, EndTime: -1, MaxParallelism: 128, Parallelism: 2,
+		Job: monitor.Job{ID: jobID, Name: "orders-join", State: state, StartTime: 1_700_000_000_000, EndTime: -1, MaxParallelism: 128, Parallelism: 2,
 			Checkpointing: &monitor.CheckpointConfig{ExactlyOnce: true, IntervalMs: 1000, TimeoutMs: 60000, Storage: "dir", StateBackend: "hashmap"},
 			Config:        map[string]string{"parallelism.default": "2"}},
 		Vertices: []monitor.Vertex{src(srcID, "orders", "orders"), src(srcID2, "payments", "payments"), join},

@@ -379,6 +379,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.routeFlink(mux)
 	s.routeWeir(mux)
+	s.routeHealth(mux)
 	s.routeProfiles(mux)
 	s.routeDashboard(mux)
 	return s.checkRequest(mux)
