@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/weirstream/weir/internal/checkpoint/durable"
 	"github.com/weirstream/weir/internal/checkpoint/store"
@@ -89,4 +90,18 @@ func publicCheckpoint(cp *durable.Checkpoint) *Checkpoint {
 	}
 	return &Checkpoint{ID: cp.ID, MaxParallelism: cp.MaxParallelism,
 		Operators: job.ConvertOps(cp.Operators, func(s engine.OperatorSnapshot) OperatorSnapshot { return OperatorSnapshot(s) })}
+}
+
+// storageName names the checkpoint storage as Flink's REST API does
+// (checkpoint_storage): a store at a location is Flink's file-system
+// storage, the memory store its JobManager storage; a store of your own
+// shows its type.
+func storageName(s CheckpointStore) string {
+	switch s.(type) {
+	case *durableStore:
+		return "FileSystemCheckpointStorage"
+	case *MemoryCheckpointStore:
+		return "JobManagerCheckpointStorage"
+	}
+	return fmt.Sprintf("%T", s)
 }

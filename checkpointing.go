@@ -254,7 +254,7 @@ func (e *Environment) jobConfig() job.Config {
 	}
 	if k := e.checkpoint; k != nil {
 		cp := k.cp
-		cp.Store, cp.StoreName = engineStoreOf(k.store), fmt.Sprintf("%T", k.store)
+		cp.Store, cp.StoreName = engineStoreOf(k.store), storageName(k.store)
 		jc.Checkpoint = &cp
 	}
 	return jc

@@ -281,3 +281,34 @@ func TestFlameGraphPerVertex(t *testing.T) {
 		t.Errorf("subtask 7 of a 2-subtask vertex has %d samples", n.Value)
 	}
 }
+
+// customStore is a CheckpointStore of the user's own.
+type customStore struct{ weir.CheckpointStore }
+
+// TestRESTCheckpointStorageName: the checkpoint configuration names the
+// storage as Flink does (checkpoint_storage), not by a Go type of Weir's.
+func TestRESTCheckpointStorageName(t *testing.T) {
+	for _, c := range []struct {
+		opt  weir.CheckpointOption
+		want string
+	}{
+		{weir.CheckpointStoreIn(weir.NewMemoryCheckpointStore()), "JobManagerCheckpointStorage"},
+		{weir.CheckpointStorage(t.TempDir()), "FileSystemCheckpointStorage"},
+		{weir.CheckpointStoreIn(customStore{weir.NewMemoryCheckpointStore()}), "weir_test.customStore"},
+	} {
+		srv := rest.New("127.0.0.1:0")
+		env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv), weir.WithCheckpointing(time.Hour, c.opt))
+		weir.Discard(weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()))
+		h, err := env.ExecuteAsync(context.Background(), "storage-name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		httpJSON(t, "GET", "http://"+srv.Addr()+"/jobs/"+h.ID()+"/checkpoints/config", "", &cfg)
+		h.Cancel()
+		h.Wait()
+		if cfg["checkpoint_storage"] != c.want {
+			t.Errorf("checkpoint_storage = %v, want %s", cfg["checkpoint_storage"], c.want)
+		}
+	}
+}
