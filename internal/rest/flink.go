@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/internal/monitor"
@@ -148,9 +149,13 @@ func (s *Server) jobsOverview(w http.ResponseWriter, r *http.Request) {
 				sts = append(sts, st.Status)
 			}
 		}
-		tasks := stateCounts(sts...)
-		tasks["total"] = len(sts)
-		tasks["pending"] = 0
+		// The overview's task counts are keyed by the states' lower-case
+		// names, as Flink's JobDetails writes them (a job's vertices in
+		// /jobs/:jid keep the upper-case names).
+		tasks := map[string]int{"total": len(sts), "pending": 0}
+		for st, n := range stateCounts(sts...) {
+			tasks[strings.ToLower(st)] = n
+		}
 		out.Jobs = append(out.Jobs, jobDetails{
 			JID: snap.Job.ID, Name: snap.Job.Name, StartTime: snap.Job.StartTime, EndTime: snap.Job.EndTime,
 			Duration: duration(snap.Job, snap.Timestamp), State: snap.Job.State, LastModification: snap.Timestamp, Tasks: tasks,

@@ -234,7 +234,11 @@ func TestClusterResources(t *testing.T) {
 	expect(t, "name", field(t, j, "name"), "orders-join")
 	expect(t, "state", field(t, j, "state"), "RUNNING")
 	expect(t, "tasks.total", field(t, j, "tasks", "total"), 4)
-	expect(t, "tasks.RUNNING", field(t, j, "tasks", "RUNNING"), 4)
+	expect(t, "tasks.running", field(t, j, "tasks", "running"), 4)
+	expect(t, "tasks.finished", field(t, j, "tasks", "finished"), 0)
+	if _, upper := field(t, j, "tasks").(map[string]any)["RUNNING"]; upper {
+		t.Error("the overview's task counts have upper-case keys; Flink's are lower-case")
+	}
 	for _, k := range []string{"start-time", "end-time", "duration", "last-modification"} {
 		field(t, j, k)
 	}
