@@ -28,6 +28,13 @@ func (s *Server) routeFlink(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/{jobid}/plan", s.withJob(s.plan))
 	mux.HandleFunc("GET /jobs/{jobid}/config", s.withJob(s.jobConfig))
 	mux.HandleFunc("GET /jobs/{jobid}/exceptions", s.withJob(s.exceptions))
+	mux.HandleFunc("GET /jobs/{jobid}/status", s.withJob(func(w http.ResponseWriter, r *http.Request, e *entry) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": e.job.Snapshot().Job.State})
+	}))
+	// Weir has no accumulators: Flink's empty answer.
+	mux.HandleFunc("GET /jobs/{jobid}/accumulators", s.withJob(func(w http.ResponseWriter, r *http.Request, e *entry) {
+		writeJSON(w, http.StatusOK, map[string]any{"job-accumulators": []any{}, "user-task-accumulators": []any{}, "serialized-user-task-accumulators": map[string]any{}})
+	}))
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}", s.withVertex(s.vertexDetails))
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}/watermarks", s.withVertex(s.watermarks))
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}/backpressure", s.withVertex(s.backpressure))

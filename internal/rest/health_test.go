@@ -38,3 +38,28 @@ func TestHealthAndReadiness(t *testing.T) {
 	expect(t, "no job: status", r["status"], "not ready")
 	getJSON(t, base+"/healthz", http.StatusOK, &h)
 }
+
+// TestFlinkSmallResources: /jobs/:jid/status, /jobs/:jid/accumulators and
+// Flink's /v1 prefix.
+func TestFlinkSmallResources(t *testing.T) {
+	_, job, base := start(t, Options{})
+	var st map[string]any
+	getJSON(t, base+"/jobs/"+jobID+"/status", http.StatusOK, &st)
+	expect(t, "status", st["status"], "RUNNING")
+	job.mu.Lock()
+	job.state = "FAILED"
+	job.mu.Unlock()
+	getJSON(t, base+"/v1/jobs/"+jobID+"/status", http.StatusOK, &st)
+	expect(t, "status through /v1", st["status"], "FAILED")
+
+	var acc map[string]any
+	getJSON(t, base+"/jobs/"+jobID+"/accumulators", http.StatusOK, &acc)
+	if a, ok := acc["job-accumulators"].([]any); !ok || len(a) != 0 {
+		t.Errorf("job-accumulators = %v, want []", acc["job-accumulators"])
+	}
+	var overview map[string]any
+	getJSON(t, base+"/v1/jobs/overview", http.StatusOK, &overview)
+	expect(t, "/v1/jobs/overview jid", field(t, overview, "jobs", 0, "jid"), jobID)
+	var nf map[string]any
+	getJSON(t, base+"/v1/jobs/"+jobID+"/nonesuch", http.StatusNotFound, &nf)
+}

@@ -382,7 +382,19 @@ func (s *Server) Handler() http.Handler {
 	s.routeHealth(mux)
 	s.routeProfiles(mux)
 	s.routeDashboard(mux)
-	return s.checkRequest(mux)
+	return s.checkRequest(v1(mux))
+}
+
+// v1 serves Flink's versioned paths (/v1/jobs/...) as the unversioned
+// ones, as Flink's REST endpoint does.
+func v1(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := strings.CutPrefix(r.URL.Path, "/v1/"); ok {
+			r = r.Clone(r.Context())
+			r.URL.Path, r.URL.RawPath = "/"+p, ""
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // writeJSON writes v with status code.
