@@ -3,11 +3,12 @@
 // /overview, /config, /jobs/overview, /jobs/:jobid, /jobs/:jobid/plan,
 // /jobs/:jobid/vertices/:vertexid with .../watermarks, .../backpressure
 // and .../flamegraph, /jobs/:jobid/checkpoints and
-// .../checkpoints/details/:id, /jobs/:jobid/exceptions, the metrics
-// queries, savepoints, stop with savepoint and cancel), Prometheus
-// metrics at /metrics, /debug/pprof, Weir's own resources under /weir/
-// (snapshots, history, doctor findings, input capture) and the web
-// dashboard at /. The job's id in the paths is a 32-hex-digit id
+// .../checkpoints/details/:id, /jobs/:jobid/exceptions,
+// /jobs/:jobid/status, the metrics queries, savepoints, stop with
+// savepoint and cancel; also under /v1/), Prometheus metrics at /metrics,
+// /debug/pprof, Weir's own resources under /weir/ (snapshots, history,
+// doctor findings, input capture), liveness and readiness at /healthz and
+// /readyz, and the web dashboard at /. The job's id in the paths is a 32-hex-digit id
 // (weir.JobHandle.ID); its name works too.
 //
 // Plug a server into an environment with weir.WithPlugin:
