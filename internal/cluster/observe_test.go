@@ -215,7 +215,7 @@ func TestClusterObservability(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, ct := range cs[i].Tasks {
-			if line := fmt.Sprintf(`weir_cluster_task_owned{job=%q,member=%q,partition="%d",stage=%q,task=%q} 1`, s.Job, cs[i].Member, ct.Partition, ct.Stage, ct.ID); !strings.Contains(string(body), line) {
+			if line := fmt.Sprintf(`weir_cluster_task_owned{job_id=%q,job_name=%q,member=%q,partition="%d",stage=%q,task=%q} 1`, h.ID(), s.Job, cs[i].Member, ct.Partition, ct.Stage, ct.ID); !strings.Contains(string(body), line) {
 				t.Errorf("instance %d: /metrics lacks %s", i, line)
 			}
 		}
