@@ -125,7 +125,24 @@ func (g *gen) op() {
 	// watermark at the moment the record arrives: only deterministic when
 	// that sequence is.
 	timely := !in.late || in.keyOrdered()
-	switch g.r.IntN(14) {
+	switch g.r.IntN(16) {
+	case 14:
+		// Async I/O: the ordered kind keeps the input's order; the
+		// unordered one may reorder records between two watermarks.
+		part, out := g.partition(in, p, false)
+		kind := []string{"ordered", "unordered"}[g.r.IntN(2)]
+		if kind == "unordered" {
+			out.ordered = false
+		}
+		g.add(Node{Op: "async", In: []int{i}, Par: p, Part: part, Kind: kind}, out)
+	case 15:
+		// A non-keyed co-process function: the two inputs interleave.
+		j := g.pick()
+		if j == i {
+			return
+		}
+		out := props{par: p, late: in.late || g.props[j].late, timers: in.timers || g.props[j].timers}
+		g.add(Node{Op: "coproc", In: []int{i, j}, Par: p}, out)
 	case 13:
 		// Count windows keep or evict records by arrival order.
 		if !in.keyOrdered() {

@@ -151,6 +151,14 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 				out.Collect(R{k, int64(len(elems))*1000 + s, 0})
 				return nil
 			}))
+		case "async":
+			if n.Kind == "ordered" {
+				ds = par(weir.OrderedWait[R, R](part(in(0)), asyncFn{}, time.Minute, 4))
+			} else {
+				ds = par(weir.UnorderedWait[R, R](part(in(0)), asyncFn{}, time.Minute, 4))
+			}
+		case "coproc":
+			ds = par(weir.CoProcess[R, R, R](weir.Connect(in(0), in(1)), coproc{}))
 		case "kproc":
 			ds = par(weir.Process[string, R, R](weir.KeyBy(in(0), key), &kproc{Kind: n.Kind, Delay: n.A, Tag: tag}))
 		case "cokproc":
@@ -433,5 +441,26 @@ func (p *bproc) OnTimer(t int64, ctx weir.KeyedBroadcastOnTimerContext[string], 
 		}
 	}
 	out.Collect(R{ctx.CurrentKey(), own*1000 + b, 0})
+	return nil
+}
+
+// asyncFn answers every record at once with one result (the async block).
+type asyncFn struct{}
+
+func (asyncFn) AsyncInvoke(_ context.Context, r R, res weir.ResultFuture[R]) {
+	res.Complete([]R{{r.K, r.V*3 + 1, r.T}})
+}
+
+// coproc is the non-keyed co-process block: each input's records, marked
+// by the input they came from.
+type coproc struct{}
+
+func (coproc) ProcessElement1(r R, _ weir.Context, out weir.Collector[R]) error {
+	out.Collect(R{r.K, r.V + 100, r.T})
+	return nil
+}
+
+func (coproc) ProcessElement2(r R, _ weir.Context, out weir.Collector[R]) error {
+	out.Collect(R{r.K, r.V - 100, r.T})
 	return nil
 }

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -50,6 +51,10 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.TimerService;
+import org.apache.flink.streaming.api.datastream.AsyncDataStream;
+import org.apache.flink.streaming.api.functions.async.AsyncFunction;
+import org.apache.flink.streaming.api.functions.async.ResultFuture;
+import org.apache.flink.streaming.api.functions.co.CoProcessFunction;
 import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
@@ -245,6 +250,26 @@ public final class Main {
                 }
                 case "kproc":
                     ds = in.get(0).keyBy(new KeyOf()).process(new KProc(kind, a, tag)).setParallelism(par);
+                    break;
+                case "async": {
+                    AsyncFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>> f = new AsyncFunction<>() {
+                        @Override public void asyncInvoke(Tuple3<String, Long, Long> r, ResultFuture<Tuple3<String, Long, Long>> rf) {
+                            rf.complete(Collections.singletonList(Tuple3.of(r.f0, r.f1 * 3 + 1, r.f2)));
+                        }
+                    };
+                    ds = (kind.equals("ordered") ? AsyncDataStream.orderedWait(first, f, 60, TimeUnit.SECONDS, 4)
+                            : AsyncDataStream.unorderedWait(first, f, 60, TimeUnit.SECONDS, 4)).setParallelism(par);
+                    break;
+                }
+                case "coproc":
+                    ds = in.get(0).connect(in.get(1)).process(new CoProcessFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>>() {
+                        @Override public void processElement1(Tuple3<String, Long, Long> r, Context ctx, Collector<Tuple3<String, Long, Long>> out) {
+                            out.collect(Tuple3.of(r.f0, r.f1 + 100, r.f2));
+                        }
+                        @Override public void processElement2(Tuple3<String, Long, Long> r, Context ctx, Collector<Tuple3<String, Long, Long>> out) {
+                            out.collect(Tuple3.of(r.f0, r.f1 - 100, r.f2));
+                        }
+                    }).returns(T3).setParallelism(par);
                     break;
                 case "cokproc":
                     ds = in.get(0).connect(in.get(1)).keyBy(new KeyOf(), new KeyOf()).process(new CoKProc(a, tag)).setParallelism(par);
