@@ -247,7 +247,7 @@ func (e *Environment) jobConfig() job.Config {
 		RestartName: "none", StateBackend: e.stateBackendName(), Remotes: e.remotes,
 	}
 	if c.restart != nil {
-		jc.Restart, jc.RestartName = c.restart.Next, fmt.Sprintf("%T", c.restart)
+		jc.Restart, jc.RestartName = c.restart.Next, job.RestartName(c.restart)
 	}
 	if r := c.savepoint; r != nil {
 		jc.Savepoint = &job.Restore{Path: r.path, AllowNonRestored: r.allowNonRestored}

@@ -312,3 +312,33 @@ func TestRESTCheckpointStorageName(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTRestartStrategyName: /jobs/:id/config names the restart strategy
+// as Flink's restart-strategy option does, not by a Go type of Weir's.
+func TestRESTRestartStrategyName(t *testing.T) {
+	for _, c := range []struct {
+		opt  []weir.Option
+		want string
+	}{
+		{nil, "none"},
+		{[]weir.Option{weir.WithRestartStrategy(weir.FixedDelayRestart(3, time.Second))}, "fixed-delay"},
+		{[]weir.Option{weir.WithRestartStrategy(weir.ExponentialDelayRestart(time.Second, time.Minute, 3))}, "exponential-delay"},
+	} {
+		srv := rest.New("127.0.0.1:0")
+		env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(1), weir.WithPlugin(srv)}, c.opt...)...)
+		weir.Discard(weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()))
+		h, err := env.ExecuteAsync(context.Background(), "restart-name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Exec map[string]any `json:"execution-config"`
+		}
+		httpJSON(t, "GET", "http://"+srv.Addr()+"/jobs/"+h.ID()+"/config", "", &cfg)
+		h.Cancel()
+		h.Wait()
+		if got := cfg.Exec["restart-strategy"]; got != c.want {
+			t.Errorf("restart-strategy = %v, want %s", got, c.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/sketch"
+	"github.com/weirstream/weir/metrics"
 )
 
 // Metrics collection (the REST API, Prometheus and `weir doctor` read
@@ -106,26 +107,13 @@ type StateReporter interface {
 	ReportState(g *StateGauges)
 }
 
-// SplitMetrics describe one split of a source subtask.
-type SplitMetrics struct {
-	ID        string
-	Records   int64
-	Watermark int64
-	Idle      bool
-	Ended     bool
-	Paused    bool
-}
+// SplitMetrics describe one split of a source subtask (the public
+// metrics.Split, which the job's snapshot serves as it is).
+type SplitMetrics = metrics.Split
 
-// JoinSample is what an interval join counts on a sample of its probes:
-// how many sampled records found a partner within the bounds, and how many
-// would have with the mirrored bounds Between(-upper, -lower).
-type JoinSample struct {
-	// Lower and Upper are the join's bounds in ms (inclusive).
-	Lower, Upper    int64
-	Probes          int64
-	Matched         int64
-	MirroredMatched int64
-}
+// JoinSample is what an interval join counts on a sample of its probes
+// (the public metrics.JoinSample).
+type JoinSample = metrics.JoinSample
 
 // JoinSampler is implemented by operators that sample their probes.
 type JoinSampler interface {

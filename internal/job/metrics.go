@@ -119,12 +119,10 @@ func operatorGauges(o *engine.OperatorMetrics, g *metrics.OperatorGauges) {
 		g.InputRecords = o.InputRecords()
 	}
 	if o.Splits != nil {
-		for _, s := range o.Splits() {
-			g.Splits = append(g.Splits, metrics.Split(s))
-		}
+		g.Splits = o.Splits()
 	}
 	if o.Join != nil {
-		j := metrics.JoinSample(o.Join())
+		j := o.Join()
 		g.Join = &j
 	}
 	if gg := o.State; gg != nil && o.Splits == nil {

@@ -56,6 +56,9 @@ type FixedDelay struct {
 	Delay    time.Duration
 }
 
+// String is the strategy's name in Flink's restart-strategy option.
+func (FixedDelay) String() string { return "fixed-delay" }
+
 // Next implements weir.RestartStrategy.
 func (f FixedDelay) Next(attempt int) (time.Duration, bool) { return f.Delay, attempt <= f.Attempts }
 
@@ -66,6 +69,9 @@ type ExpDelay struct {
 	Attempts     int
 }
 
+// String is the strategy's name in Flink's restart-strategy option.
+func (ExpDelay) String() string { return "exponential-delay" }
+
 // Next implements weir.RestartStrategy.
 func (e ExpDelay) Next(attempt int) (time.Duration, bool) {
 	d := e.Initial
@@ -73,4 +79,14 @@ func (e ExpDelay) Next(attempt int) (time.Duration, bool) {
 		d *= 2
 	}
 	return min(d, e.Max), attempt <= e.Attempts
+}
+
+// RestartName names a restart strategy as Flink's restart-strategy option
+// does (fixed-delay, exponential-delay); a strategy of the user's own is
+// "custom" followed by its Go type, or its String if it has one.
+func RestartName(s any) string {
+	if n, ok := s.(fmt.Stringer); ok {
+		return n.String()
+	}
+	return fmt.Sprintf("custom (%T)", s)
 }
