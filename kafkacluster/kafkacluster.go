@@ -26,7 +26,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
 	icluster "github.com/weirstream/weir/internal/cluster"
 	"github.com/weirstream/weir/internal/clusterjob"
 )
@@ -61,6 +64,19 @@ func SessionTimeout(d time.Duration) Option { return func(c *cluster) { c.sessio
 // before).
 func Repartitions(n int) Option { return func(c *cluster) { c.repartitions = n } }
 
+// Security connects every client of the cluster (its group membership,
+// its reads, the tasks' transactions, which carry the output of the
+// job's Kafka sinks too) with TLS and SASL; give the job's sources and
+// sinks the same (kafka.WithSecurity).
+func Security(s kafka.Security) Option {
+	return func(c *cluster) { c.clientOpts = append(c.clientOpts, s.ClientOptions()...) }
+}
+
+// ClientOptions passes options to every franz-go client of the cluster.
+func ClientOptions(opts ...kgo.Opt) Option {
+	return func(c *cluster) { c.clientOpts = append(c.clientOpts, opts...) }
+}
+
 // OnTasks calls f with the ids of the tasks the instance owns whenever
 // they change (for logs and tests).
 func OnTasks(f func(tasks []string)) Option { return func(c *cluster) { c.onTasks = f } }
@@ -71,6 +87,7 @@ type cluster struct {
 	sessionTimeout time.Duration
 	repartitions   int
 	onTasks        func([]string)
+	clientOpts     []kgo.Opt
 }
 
 // Validate implements weir.Cluster.
@@ -89,6 +106,6 @@ func (c *cluster) Validate() error {
 func (c *cluster) RunCluster(ctx context.Context, spec clusterjob.Spec) error {
 	return icluster.Run(ctx, icluster.Config{
 		Spec: spec, Brokers: c.brokers, SessionTimeout: c.sessionTimeout,
-		Repartitions: c.repartitions, OnTasks: c.onTasks,
+		Repartitions: c.repartitions, OnTasks: c.onTasks, ClientOpts: c.clientOpts,
 	})
 }

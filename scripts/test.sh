@@ -21,7 +21,7 @@ at_exit() {
 # it through WEIR_KAFKA_BOOTSTRAP and, with WEIR_REQUIRE_SERVICES=1, fail
 # instead of skipping when it is missing.
 mkdir -p .cache
-# The broker's ports: a free pair below Linux's ephemeral range
+# The broker's ports (clients, controller, TLS with SASL): a free triple below Linux's ephemeral range
 # (32768-60999), so that no outgoing connection or 127.0.0.1:0 listener of
 # a concurrent process can take them while the broker starts (a run on a
 # busy machine once failed to bind 39192 that way). KAFKA_PORT overrides.
@@ -29,7 +29,8 @@ if [ -z "${KAFKA_PORT:-}" ]; then
   for _ in $(seq 1 50); do
     KAFKA_PORT=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null &&
-      ! (exec 3<>"/dev/tcp/127.0.0.1/$((KAFKA_PORT + 1))") 2>/dev/null; then
+      ! (exec 3<>"/dev/tcp/127.0.0.1/$((KAFKA_PORT + 1))") 2>/dev/null &&
+      ! (exec 3<>"/dev/tcp/127.0.0.1/$((KAFKA_PORT + 2))") 2>/dev/null; then
       break
     fi
   done
@@ -115,7 +116,13 @@ if [ -z "$bootstrap" ]; then
   exit 1
 fi
 export "$bootstrap"
-echo "== Kafka broker at $WEIR_KAFKA_BOOTSTRAP"
+# Its TLS and SASL listener and the test CA (TestKafkaTLSSCRAM).
+for var in WEIR_KAFKA_SASL_SSL WEIR_KAFKA_CA; do
+  line=$(grep -o "$var=[0-9A-Za-z./_:-]*" .cache/kafka-start.out | tail -n1)
+  [ -n "$line" ] || { echo "the Kafka broker script printed no $var" >&2; exit 1; }
+  export "$line"
+done
+echo "== Kafka broker at $WEIR_KAFKA_BOOTSTRAP (TLS and SASL at $WEIR_KAFKA_SASL_SSL)"
 # --- end Kafka ---------------------------------------------------------------
 # --- S3: an S3-compatible server (versitygw, scripts/s3.sh) for the
 # checkpoint-store, savepoint and restore tests; WEIR_S3_* tell them where.

@@ -6,15 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/cluster"
 )
 
-const clusterUsage = `usage: weir cluster status --bootstrap BROKERS --job NAME [--json]
+const clusterUsage = `usage: weir cluster status --bootstrap BROKERS --job NAME [--json] [--properties FILE]
 
 Lists the instances of a job running on Kafka (weir.WithCluster(kafkacluster.New(...)))
 with the tasks each owns (consumer group member and host), then every
@@ -22,7 +24,9 @@ task with its last committed checkpoint and its lag: per input partition
 (source topics and repartition topics), the records after the position
 of that checkpoint (Kafka's consumer lag, against the last stable
 offset). BROKERS is a comma-separated list. --json prints the tasks as
-JSON.
+JSON. --properties reads a Kafka client's properties file for brokers
+that require TLS or SASL (security.protocol, sasl.mechanism,
+sasl.jaas.config, ssl.truststore.location...: kafka.SecurityFromProperties).
 `
 
 func clusterMain(args []string, stdout, stderr io.Writer) int {
@@ -36,6 +40,7 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 	job := fs.String("job", "", "the job's name (Execute's)")
 	asJSON := fs.Bool("json", false, "print the tasks as JSON")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the brokers")
+	props := fs.String("properties", "", "a Kafka client properties file (TLS, SASL)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -43,9 +48,17 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
+	var sec kafka.Security
+	if *props != "" {
+		var err error
+		if sec, err = readSecurity(*props); err != nil {
+			fmt.Fprintln(stderr, "weir cluster status:", err)
+			return 2
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	tasks, err := cluster.Status(ctx, strings.Split(*bootstrap, ","), *job)
+	tasks, err := cluster.Status(ctx, strings.Split(*bootstrap, ","), *job, sec.ClientOptions()...)
 	if err != nil {
 		fmt.Fprintln(stderr, "weir cluster status:", err)
 		return 1
@@ -61,6 +74,25 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 	}
 	writeClusterStatus(stdout, tasks)
 	return 0
+}
+
+// readSecurity reads the TLS and SASL settings of a Kafka client
+// properties file.
+func readSecurity(path string) (kafka.Security, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return kafka.Security{}, err
+	}
+	defer f.Close()
+	props, err := kafka.ReadProperties(f)
+	if err != nil {
+		return kafka.Security{}, fmt.Errorf("%s: %w", path, err)
+	}
+	sec, err := kafka.SecurityFromProperties(props)
+	if err != nil {
+		return kafka.Security{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return sec, nil
 }
 
 // writeClusterStatus prints the instances and the tasks as two tables.

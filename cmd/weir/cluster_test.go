@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/internal/cluster"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestWriteClusterStatus: the instances with their tasks, then each task
@@ -26,6 +29,33 @@ func TestWriteClusterStatus(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("cluster status lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestClusterStatusProperties: --properties reaches brokers that require
+// TLS and SASL (the test broker's SASL_SSL listener): the status gets an
+// answer from the brokers (here: the job has not started), where without
+// the file it cannot speak to the listener at all.
+func TestClusterStatusProperties(t *testing.T) {
+	addr, caFile := kafkatest.SecureBroker(t)
+	props := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(props, []byte("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"+
+		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"weir\" password=\"weir-secret\";\n"+
+		"ssl.truststore.location="+caFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--properties", props}, "no tasks topic absent-job-tasks"},
+		{nil, "tls"},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"status", "--bootstrap", addr, "--job", "absent-job", "--timeout", "20s"}, c.args...)
+		if code := clusterMain(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("weir cluster %v: exit %d, stderr %q, want 1 and %q", args, code, errb.String(), c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"strings"
 	"time"
@@ -32,4 +33,28 @@ func ExampleNewSource() {
 	if err := env.Execute(context.Background(), "upper"); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// Brokers that require TLS and SASL: the properties of a Java client (or
+// of Flink's Kafka connector, without the "properties." prefix) become a
+// Security, given to every source and sink (and to a cluster, with
+// kafkacluster.Security).
+func ExampleSecurityFromProperties() {
+	props, err := kafka.ReadProperties(strings.NewReader(`
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+    username="orders-job" password="secret";
+`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	sec, err := kafka.SecurityFromProperties(props)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("TLS:", sec.TLS != nil, "SASL:", sec.SASL.Name())
+	_ = kafka.NewSource(kafka.String(), kafka.WithBrokers("broker-1.example:9096"), kafka.WithTopics("orders"),
+		kafka.WithSecurity(sec))
+	// Output: TLS: true SASL: SCRAM-SHA-512
 }

@@ -74,6 +74,23 @@ type jobSpec struct {
 	Q5          int64
 	Single      bool
 	Parallelism int
+	// CAFile, if set, makes Broker the test broker's TLS and SASL
+	// listener (kafkatest.SecureBroker), reached by SCRAM-SHA-512 by the
+	// cluster, the source and the sink.
+	CAFile string
+}
+
+// security is the TLS and SASL of s (none without CAFile).
+func (s jobSpec) security() kafka.Security {
+	if s.CAFile == "" {
+		return kafka.Security{}
+	}
+	sec, err := kafka.SecurityFromProperties(map[string]string{"security.protocol": "SASL_SSL",
+		"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "weir", "sasl.password": "weir-secret", "ssl.ca.location": s.CAFile})
+	if err != nil {
+		panic(err)
+	}
+	return sec
 }
 
 func joinLine(a, b ev) string { return fmt.Sprintf("j %s %d %d %d", a.User, a.TS, a.Amount, b.Amount) }
@@ -103,7 +120,8 @@ func joinWant(evs [][]ev, want map[string]int) {
 // windows of 100 ms, written exactly once.
 func buildJob(s jobSpec, opts ...kafkacluster.Option) *weir.Environment {
 	eopts := []weir.Option{weir.WithParallelism(1),
-		weir.WithCluster(kafkacluster.New(s.Broker, append([]kafkacluster.Option{kafkacluster.SessionTimeout(time.Duration(s.SessionMS) * time.Millisecond)}, opts...)...)),
+		weir.WithCluster(kafkacluster.New(s.Broker, append([]kafkacluster.Option{kafkacluster.SessionTimeout(time.Duration(s.SessionMS) * time.Millisecond),
+			kafkacluster.Security(s.security())}, opts...)...)),
 		weir.WithLogger(jobLogger())}
 	if s.REST != nil {
 		eopts = append(eopts, weir.WithPlugin(s.REST))
@@ -114,8 +132,8 @@ func buildJob(s jobSpec, opts ...kafkacluster.Option) *weir.Environment {
 	if s.IdleMS > 0 {
 		strategy = strategy.WithIdleness(time.Duration(s.IdleMS) * time.Millisecond)
 	}
-	src := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In)),
-		strategy, "events").UID("events")
+	src := weir.FromDynamicSource(env, kafka.NewSource(kafka.JSON[ev](), kafka.WithBrokers(s.Broker), kafka.WithTopics(s.In),
+		kafka.WithSecurity(s.security())), strategy, "events").UID("events")
 	stamped := weir.Map(src, func(e ev) ev { e.Win = e.TS - e.TS%winSize; return e })
 	sums := weir.Reduce(weir.Window(weir.KeyBy(stamped, func(e ev) string { return e.User }), window.TumblingEventTime(winSize*time.Millisecond)),
 		func(a, b ev) ev { a.Amount += b.Amount; return a })
@@ -134,7 +152,7 @@ func buildJob(s jobSpec, opts ...kafkacluster.Option) *weir.Environment {
 	// No WithTransactionalIDPrefix: in a cluster the sink writes through
 	// its task's transaction, whose id the cluster derives.
 	kafka.NewSink(kafka.StringValues(), kafka.WithBrokers(s.Broker), kafka.WithDefaultTopic(s.Out),
-		kafka.WithDeliveryGuarantee(kafka.ExactlyOnce)).To(lines).UID("out")
+		kafka.WithDeliveryGuarantee(kafka.ExactlyOnce), kafka.WithSecurity(s.security())).To(lines).UID("out")
 	return env
 }
 

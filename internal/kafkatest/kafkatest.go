@@ -28,6 +28,24 @@ func Broker(t testing.TB) string {
 	return addr
 }
 
+// SecureBroker returns the test broker's TLS and SASL listener
+// (WEIR_KAFKA_SASL_SSL) and the file of the test CA that signed its
+// certificate (WEIR_KAFKA_CA), both printed by scripts/kafka.sh start; its
+// users: weir / weir-secret, by SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN.
+// Without them the test skips, unless WEIR_REQUIRE_SERVICES=1, where it
+// fails.
+func SecureBroker(t testing.TB) (addr, caFile string) {
+	t.Helper()
+	addr, caFile = os.Getenv("WEIR_KAFKA_SASL_SSL"), os.Getenv("WEIR_KAFKA_CA")
+	if addr == "" || caFile == "" {
+		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+			t.Fatal("WEIR_KAFKA_SASL_SSL or WEIR_KAFKA_CA is not set but WEIR_REQUIRE_SERVICES=1: the test command must start the broker (scripts/kafka.sh start prints both)")
+		}
+		t.Skip("no TLS and SASL listener: run scripts/kafka.sh start and set WEIR_KAFKA_SASL_SSL and WEIR_KAFKA_CA (scripts/test.sh does)")
+	}
+	return addr, caFile
+}
+
 // Decided waits until every transaction on topic is decided (the last
 // stable offsets have reached the end offsets: a commit's markers are
 // written after EndTxn returns) and returns the end offsets. A transaction
