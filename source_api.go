@@ -47,5 +47,6 @@ func addSource[T any](env *Environment, src any, strategy WatermarkStrategy[T], 
 	// are offered only to a source of the same type.
 	n.Operator = "source " + builtinsrc.TypeName(src)
 	n.Connector = src
+	n.Watermarks = engine.DeclareWatermarks(strategy.bound, strategy.idle, strategy.align)
 	return streamOf[T](env, n)
 }

@@ -51,6 +51,7 @@ type WatermarkStrategy[T any] struct {
 	ts    func(v T, recordTS int64) int64
 	idle  time.Duration
 	align *engine.Alignment
+	bound *time.Duration // the out-of-orderness bound declared (the monitor's); nil: none
 	err   error
 	durs  []durationSetting // checked where the strategy is used (env.go)
 }
@@ -58,7 +59,7 @@ type WatermarkStrategy[T any] struct {
 // ForBoundedOutOfOrderness emits watermark = max timestamp - d - 1 on each
 // periodic tick, as Flink. d must not be negative.
 func ForBoundedOutOfOrderness[T any](d time.Duration) WatermarkStrategy[T] {
-	s := WatermarkStrategy[T]{gen: func() watermark.Generator[T] { return watermark.BoundedOutOfOrderness[T](d) },
+	s := WatermarkStrategy[T]{gen: func() watermark.Generator[T] { return watermark.BoundedOutOfOrderness[T](d) }, bound: &d,
 		durs: []durationSetting{{"bounded out-of-orderness", d}}}
 	if d < 0 {
 		s.err = fmt.Errorf("bounded out-of-orderness must not be negative, got %v", d)
@@ -68,7 +69,7 @@ func ForBoundedOutOfOrderness[T any](d time.Duration) WatermarkStrategy[T] {
 
 // ForMonotonousTimestamps emits watermark = max timestamp - 1.
 func ForMonotonousTimestamps[T any]() WatermarkStrategy[T] {
-	return WatermarkStrategy[T]{gen: func() watermark.Generator[T] { return watermark.Monotonous[T]() }}
+	return WatermarkStrategy[T]{gen: func() watermark.Generator[T] { return watermark.Monotonous[T]() }, bound: new(time.Duration)}
 }
 
 // NoWatermarks emits no watermarks (timestamps are still assigned).
@@ -177,12 +178,13 @@ func (s WatermarkStrategy[T]) runtime(env *Environment) engine.SourceWatermarks[
 // in the middle of a pipeline (as Flink's TimestampsAndWatermarksOperator:
 // each record is emitted before the generator sees it; upstream watermarks
 // are dropped except the final maximum one).
-func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[T]) DataStream[T] {
+func AssignTimestampsAndWatermarks[T any](ds DataStream[T], s WatermarkStrategy[T]) (out DataStream[T]) {
 	s.check(ds.env, fmt.Sprintf("operator %q", "Timestamps/Watermarks"))
 	if s.align != nil {
 		ds.env.fail(fmt.Errorf("operator %q: watermark alignment applies to sources only (group %q)", "Timestamps/Watermarks", s.align.Group))
 	}
 	env := ds.env
+	defer func() { out.origins[0].node.Watermarks = engine.DeclareWatermarks(s.bound, s.idle, s.align) }()
 	return oneInput(ds, "Timestamps/Watermarks", func(bc *engine.BuildContext, out *engine.Output[T]) (engine.Input[T], engine.Lifecycle, error) {
 		var gen watermark.Generator[T]
 		if f := s.factory(); f != nil {

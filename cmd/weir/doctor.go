@@ -17,18 +17,30 @@ const doctorUsage = `usage: weir doctor --url http://HOST:PORT [--job JOB] [--sa
 
 Reads a running job's REST API (a job started with weir.WithPlugin(rest.New(ADDR)))
 over a short observation window, --samples snapshots --every apart
-(default 10 snapshots, 1s apart), and prints findings for the five
-failures of the field guide to two-stream jobs, each with its evidence,
-cause and fix:
+(default 10 snapshots, 1s apart), and prints findings, each with its
+evidence, cause and fix: the five failures of the field guide to
+two-stream jobs and the failures of operations:
 
-  watermark-gap    a two-input operator's input watermarks far apart: names
-                   the slow input, its source, split and subtask, silent or behind
-  alignment        checkpoints slow because of barrier alignment: the
-                   operator, subtask and input whose barrier came last
-  state-growth     state or timers rising while the watermark stands still,
-                   or keyed state without timers or TTL growing
-  hot-key          one subtask overloaded by skewed keys: the hot keys
-  inverted-bounds  an interval join whose mirrored bounds would match more
+  watermark-gap       a two-input operator's input watermarks far apart: names
+                      the slow input, its source, split and subtask, silent or
+                      behind (a note when the declared out-of-orderness bounds
+                      or the watermark alignment account for the gap)
+  alignment           checkpoints slow because of barrier alignment: the
+                      operator, subtask and input whose barrier came last
+  state-growth        state or timers rising while the watermark stands still,
+                      keyed state without timers or TTL growing, or state bytes
+                      rising within a steady set of keys
+  hot-key             one subtask overloaded by skewed keys: the hot keys and
+                      their share over the window
+  inverted-bounds     an interval join whose mirrored bounds would match more
+  checkpoint-failure  the latest checkpoints expire, are declined or are not
+                      stored: which subtasks did not acknowledge and why
+  crash-loop          restarts again and again: how many, and the last exception
+  watermark-alignment (a note) watermark alignment holds a source back and an
+                      operator's watermark waits for the group's slowest source
+
+Notes tell what looks like a failure but is by design; they are printed
+but do not count as findings for the exit status.
 
 JOB is the job's id or name (default: the server's only job). --token is
 sent as a bearer token: monitoring is open, but a server shows key values
@@ -36,7 +48,7 @@ sent as a bearer token: monitoring is open, but a server shows key values
 or when started with rest.WithOpenDetails; without, the findings stand
 and the keys are reported as redacted.
 
-Exit status: 0 no finding, 3 findings printed, 1 the server could not be
+Exit status: 0 no finding (notes only, or nothing), 3 findings printed, 1 the server could not be
 read, 2 bad arguments.
 `
 
@@ -94,7 +106,7 @@ func doctorMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		doctor.Print(stdout, id, snaps, findings)
 	}
-	if len(findings) > 0 {
+	if doctor.Problems(findings) > 0 {
 		return 3
 	}
 	return 0

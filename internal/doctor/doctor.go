@@ -1,21 +1,39 @@
 // Package doctor diagnoses a running job from snapshots of its metrics
 // (monitor.Snapshot, as the REST API serves them) taken over a short
 // observation window: the five failures of the field guide to two-stream
-// jobs, each reported with its evidence (numbers), its cause and its fix.
+// jobs and the failures of operations (checkpoints that fail, state that
+// grows in bytes, a crash loop), each reported with its evidence
+// (numbers), its cause and its fix; and, as notes, what looks like a
+// failure but is by design.
 //
 //  1. watermark-gap: a two-input operator's input watermarks far apart
 //     (its results late); names the slow input, its source, split and
-//     subtask, and whether the input is silent (idleness) or behind.
+//     subtask, and whether the input is silent (idleness) or behind. A
+//     gap the inputs' declared out-of-orderness bounds (or their
+//     watermark alignment's maximum drift) account for is a note: by
+//     design.
 //  2. alignment: checkpoints slow because of barrier alignment; names the
 //     operator, subtask and input whose barrier came last and the
 //     throughput gap between the inputs.
 //  3. state-growth: state entries or timers rising while the operator's
-//     watermark stands still (cleanup timers cannot fire), or keyed state
-//     without timers or TTL growing.
+//     watermark stands still (cleanup timers cannot fire), keyed state
+//     without timers or TTL growing, or state bytes (in the operator's
+//     checkpoints) growing within a steady set of keys (lists or maps
+//     appended to without TTL).
 //  4. hot-key: one subtask overloaded (records or busy time per subtask
-//     skewed); names the hot keys.
+//     skewed); names the hot keys with their share over the window (since
+//     the start only when the window sampled too few records).
 //  5. inverted-bounds: an interval join that matches little while the
 //     mirrored bounds Between(-upper, -lower) would match much more.
+//  6. checkpoint-failure: the latest checkpoints failed (expired, declined
+//     or not stored); for expired ones, which subtasks did not
+//     acknowledge and why (barriers stuck behind back-pressure, a slow
+//     sink, a slow snapshot upload), with the fix.
+//  7. crash-loop: the job restarted again and again in the window; the
+//     restarts and the last exception.
+//  8. watermark-alignment (a note): watermark alignment pauses a source
+//     and an operator's watermark waits on the group's slowest source;
+//     reported instead of state growth (idleness would not help).
 //
 // Analyze is a pure function of the samples, so recorded samples make a
 // test case; Observe takes them from a live job.
@@ -33,9 +51,14 @@ import (
 
 // Finding is one diagnosis.
 type Finding struct {
-	// Kind is watermark-gap, alignment, state-growth, hot-key or
-	// inverted-bounds.
-	Kind     string   `json:"kind"`
+	// Kind is watermark-gap, alignment, state-growth, hot-key,
+	// inverted-bounds, checkpoint-failure, crash-loop or
+	// watermark-alignment.
+	Kind string `json:"kind"`
+	// Note marks a finding that tells what is by design (a watermark gap
+	// the declared bounds explain, alignment holding a source back): no
+	// failure, nothing to fix.
+	Note     bool     `json:"note,omitempty"`
 	Title    string   `json:"title"`
 	Vertex   string   `json:"vertex"`
 	Subtask  int      `json:"subtask"` // -1: the vertex as a whole
@@ -59,6 +82,19 @@ type Options struct {
 	// MinProbes is the sampled probes an interval join needs before its
 	// match rate is judged (default 50).
 	MinProbes int64
+	// StateBytesGrowth is the relative growth of an operator's state bytes
+	// reported when its entries stand still (default 0.2: 20%), if it is
+	// at least MinStateBytes (default 16 KiB).
+	StateBytesGrowth float64
+	MinStateBytes    int64
+	// Restarts is the restarts within CrashWindow (default 1 minute)
+	// reported as a crash loop (default 3).
+	Restarts    int
+	CrashWindow time.Duration
+	// MinKeySamples is the sampled records a window needs for the hot
+	// keys' shares to be taken over the window rather than since the
+	// start (default 100).
+	MinKeySamples int64
 }
 
 func (o Options) withDefaults() Options {
@@ -77,11 +113,27 @@ func (o Options) withDefaults() Options {
 	if o.MinProbes <= 0 {
 		o.MinProbes = 50
 	}
+	if o.StateBytesGrowth <= 0 {
+		o.StateBytesGrowth = 0.2
+	}
+	if o.MinStateBytes <= 0 {
+		o.MinStateBytes = 16 << 10
+	}
+	if o.Restarts <= 0 {
+		o.Restarts = 3
+	}
+	if o.CrashWindow <= 0 {
+		o.CrashWindow = time.Minute
+	}
+	if o.MinKeySamples <= 0 {
+		o.MinKeySamples = 100
+	}
 	return o
 }
 
 // Analyze diagnoses a job from its samples, oldest first (at least one;
-// growth and rates need two). Findings are ordered by kind, then vertex.
+// growth and rates need two). Findings are ordered by rule (the package
+// list), then vertex.
 func Analyze(samples []*monitor.Snapshot, opts Options) []Finding {
 	opts = opts.withDefaults()
 	var out []Finding
@@ -94,7 +146,20 @@ func Analyze(samples []*monitor.Snapshot, opts Options) []Finding {
 	out = append(out, stateGrowth(samples, opts)...)
 	out = append(out, hotKeys(first, last, opts)...)
 	out = append(out, invertedBounds(last, opts)...)
+	out = append(out, checkpointFailures(first, last, opts)...)
+	out = append(out, crashLoop(first, last, opts)...)
 	return out
+}
+
+// Problems counts the findings that are not notes.
+func Problems(fs []Finding) int {
+	n := 0
+	for _, f := range fs {
+		if !f.Note {
+			n++
+		}
+	}
+	return n
 }
 
 func ms(d int64) string { return (time.Duration(d) * time.Millisecond).String() }
@@ -183,6 +248,63 @@ func slowestSplit(first, last *monitor.Snapshot, src *monitor.Vertex) (split mon
 	return
 }
 
+// declared follows input in of vertex v upstream (through first inputs)
+// to the nearest operator that declares a watermark strategy; it returns
+// the declaration and the operator's name (nil if none is found).
+func declared(snap *monitor.Snapshot, v *monitor.Vertex, in int) (*monitor.Watermarks, string) {
+	var from *monitor.Vertex
+	for _, e := range v.Inputs {
+		if e.Input == in {
+			from = snap.Vertex(e.From)
+			break
+		}
+	}
+	for seen := 0; from != nil && seen < len(snap.Vertices); seen++ {
+		for i := len(from.Operators) - 1; i >= 0; i-- {
+			if w := from.Operators[i].Watermarks; w != nil {
+				return w, from.Operators[i].Name
+			}
+		}
+		if len(from.Inputs) == 0 {
+			break
+		}
+		from = snap.Vertex(from.Inputs[0].From)
+	}
+	return nil, ""
+}
+
+// byDesign tells whether a gap (ms) between the slow and the fast input
+// of v is what their declared watermark strategies make it: the slow
+// input's out-of-orderness bound exceeds the fast one's by about the gap
+// (its watermark trails its events by that much more), or both inputs'
+// sources are aligned in one group whose maximum drift allows it. It
+// returns the evidence and the cause.
+func byDesign(snap *monitor.Snapshot, v *monitor.Vertex, slow, fast int, gap int64, opts Options) (evidence []string, cause string, ok bool) {
+	ws, ns := declared(snap, v, slow)
+	wf, nf := declared(snap, v, fast)
+	if ws == nil || wf == nil || ws.OutOfOrderness < 0 || wf.OutOfOrderness < 0 {
+		return nil, "", false
+	}
+	allowed := ws.OutOfOrderness - wf.OutOfOrderness
+	aligned := ws.AlignmentGroup != "" && ws.AlignmentGroup == wf.AlignmentGroup
+	if aligned {
+		allowed += ws.MaxDrift
+	}
+	if allowed <= 0 || gap > allowed+opts.WatermarkGap.Milliseconds() {
+		return nil, "", false
+	}
+	evidence = append(evidence, fmt.Sprintf("declared out-of-orderness bounds: input %d (%s) %s, input %d (%s) %s",
+		slow+1, ns, ms(ws.OutOfOrderness), fast+1, nf, ms(wf.OutOfOrderness)))
+	cause = fmt.Sprintf("Input %d's strategy declares an out-of-orderness bound %s longer than input %d's: its watermark trails its newest events by that much more, so a gap of up to about %s between the inputs is what the job asks for.",
+		slow+1, ms(ws.OutOfOrderness-wf.OutOfOrderness), fast+1, ms(ws.OutOfOrderness-wf.OutOfOrderness))
+	if aligned {
+		evidence = append(evidence, fmt.Sprintf("both inputs' sources align their watermarks in group %q with a maximum drift of %s", ws.AlignmentGroup, ms(ws.MaxDrift)))
+		cause = fmt.Sprintf("Both inputs' sources are aligned in group %q, which lets one run up to %s ahead of the other; with the declared out-of-orderness bounds (input %d %s, input %d %s) the gap is within what the job asks for.",
+			ws.AlignmentGroup, ms(ws.MaxDrift), slow+1, ms(ws.OutOfOrderness), fast+1, ms(wf.OutOfOrderness))
+	}
+	return evidence, cause, true
+}
+
 func watermarkGaps(first, last *monitor.Snapshot, opts Options) []Finding {
 	var out []Finding
 	gap := opts.WatermarkGap.Milliseconds()
@@ -220,6 +342,17 @@ func watermarkGaps(first, last *monitor.Snapshot, opts Options) []Finding {
 			f.Evidence = append(f.Evidence,
 				fmt.Sprintf("input %d watermark %s, input %d watermark %s", slow+1, fmtWM(ws), fast+1, fmtWM(wf)),
 				fmt.Sprintf("in the last %.1f s input %d received %d records (%.0f/s), input %d %d (%.0f/s)", secs, slow+1, got, float64(got)/secs, fast+1, gotFast, float64(gotFast)/secs))
+			if ws != monitor.MinWatermark && got > 0 {
+				if ev, cause, ok := byDesign(last, v, slow, fast, wf-ws, opts); ok {
+					f.Note = true
+					f.Title = fmt.Sprintf("%s (subtask %d): input %d's watermark is %s behind input %d's, as its declared watermark strategy makes it: by design", v.Name, st.Index, slow+1, gapText, fast+1)
+					f.Evidence = append(f.Evidence, ev...)
+					f.Cause = cause
+					f.Fix = "Nothing to fix if the bound matches how late the input's events really come: lowering it would make the records that come later than the new bound late (dropped, or sent to the late side output). Lower it only if the data is known to be less out of order."
+					out = append(out, f)
+					continue
+				}
+			}
 			direct, src := upstreamSource(last, v, slow)
 			where := fmt.Sprintf("input %d", slow+1)
 			if direct != nil {
@@ -343,13 +476,15 @@ func stateGrowth(samples []*monitor.Snapshot, opts Options) []Finding {
 				p := prev.Operators[oi]
 				dEntries, dTimers := op.StateEntries-p.StateEntries, op.Timers-p.Timers
 				if dEntries < opts.StateGrowth && dTimers < opts.StateGrowth {
+					if f, ok := bytesGrowth(first, last, v, st.Index, p, op, opts); ok {
+						out = append(out, f)
+					}
 					continue
 				}
 				wmNow, in := watermarkOf(st)
 				wmThen, _ := watermarkOf(prev)
 				growth := fmt.Sprintf("state entries %d -> %d, timers %d -> %d in %.1f s", p.StateEntries, op.StateEntries, p.Timers, op.Timers, secs)
 				if len(st.InputWatermarks) > 0 && wmNow == wmThen && wmNow != math.MaxInt64 {
-					f := Finding{Kind: "state-growth", Vertex: v.Name, Subtask: st.Index}
 					stalled := "its input"
 					if in >= 0 {
 						stalled = fmt.Sprintf("input %d", in+1)
@@ -357,6 +492,11 @@ func stateGrowth(samples []*monitor.Snapshot, opts Options) []Finding {
 							stalled += " (from " + direct.Name + ")"
 						}
 					}
+					if f, ok := alignmentHold(first, last, v, st.Index, op.Name, stalled, wmNow, growth); ok {
+						out = append(out, f)
+						continue
+					}
+					f := Finding{Kind: "state-growth", Vertex: v.Name, Subtask: st.Index}
 					f.Title = fmt.Sprintf("%s (subtask %d): state grows while the watermark of %s stands still", op.Name, st.Index, stalled)
 					f.Evidence = append(f.Evidence, growth, fmt.Sprintf("watermark of %s: %s at the start and at the end of the window", stalled, fmtWM(wmNow)))
 					f.Cause = "The operator's cleanup (window ends, join buffers, event-time timers) waits for its watermark, which does not advance: state accumulates without bound."
@@ -376,6 +516,174 @@ func stateGrowth(samples []*monitor.Snapshot, opts Options) []Finding {
 		}
 	}
 	return out
+}
+
+// sourcesUpstream returns the source vertices that feed v, through all
+// inputs, nearest first.
+func sourcesUpstream(snap *monitor.Snapshot, v *monitor.Vertex) []*monitor.Vertex {
+	var out []*monitor.Vertex
+	seen := map[string]bool{v.ID: true}
+	queue := []*monitor.Vertex{v}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for _, e := range x.Inputs {
+			u := snap.Vertex(e.From)
+			if u == nil || seen[u.ID] {
+				continue
+			}
+			seen[u.ID] = true
+			if len(u.Operators) > 0 && u.Operators[0].Kind == "source" {
+				out = append(out, u)
+			}
+			queue = append(queue, u)
+		}
+	}
+	return out
+}
+
+// alignmentHold reports, as a note, an operator whose watermark stands
+// still while watermark alignment pauses splits of a source upstream of
+// it: alignment holds that source back until the group's slowest source
+// catches up, which no idleness would change.
+func alignmentHold(first, last *monitor.Snapshot, v *monitor.Vertex, subtask int, opName, stalled string, wm int64, growth string) (Finding, bool) {
+	var paused []string
+	group := ""
+	var drift int64
+	for _, src := range sourcesUpstream(last, v) {
+		for _, snap := range []*monitor.Snapshot{first, last} {
+			sv := snap.Vertex(src.ID)
+			if sv == nil {
+				continue
+			}
+			for _, st := range sv.Subtasks {
+				for _, op := range st.Operators {
+					for _, sp := range op.Splits {
+						if sp.Paused {
+							paused = append(paused, fmt.Sprintf("split %s of %s (subtask %d, watermark %s)", sp.ID, src.Name, st.Index, fmtWM(sp.Watermark)))
+						}
+					}
+				}
+			}
+			if len(paused) > 0 {
+				break // the last sample's pauses, else the first's
+			}
+		}
+		if w := src.Operators[0].Watermarks; w != nil && w.AlignmentGroup != "" && len(paused) > 0 && group == "" {
+			group, drift = w.AlignmentGroup, w.MaxDrift
+		}
+	}
+	if len(paused) == 0 {
+		return Finding{}, false
+	}
+	if len(paused) > 5 {
+		paused = append(paused[:5], fmt.Sprintf("and %d more", len(paused)-5))
+	}
+	f := Finding{Kind: "watermark-alignment", Note: true, Vertex: v.Name, Subtask: subtask}
+	f.Title = fmt.Sprintf("%s (subtask %d): watermark alignment holds a source back; the watermark of %s waits for the slowest source of its group", opName, subtask, stalled)
+	f.Evidence = append(f.Evidence, "paused by watermark alignment: "+strings.Join(paused, ", "),
+		fmt.Sprintf("watermark of %s: %s at the start and at the end of the window", stalled, fmtWM(wm)), growth)
+	what := "Watermark alignment"
+	if group != "" {
+		what = fmt.Sprintf("Watermark alignment (group %q, maximum drift %s)", group, ms(drift))
+	}
+	f.Cause = what + " pauses the splits that run ahead of the group's slowest source until it catches up. The operator's watermark waits for that source, so its timers (and the state they clean up) wait too: the source is active, not idle."
+	f.Fix = "Nothing to fix while the slowest source advances: alignment is holding the fast one back on purpose, and WithIdleness would not apply (the slowest source is not silent). If the wait lasts, make the slowest source of the group advance (more parallelism or partitions, or timestamps that move), or raise the maximum drift."
+	return f, true
+}
+
+// completedCheckpoints returns the completed checkpoints of the history, oldest
+// first.
+func completedCheckpoints(snap *monitor.Snapshot) []monitor.Checkpoint {
+	var out []monitor.Checkpoint
+	for _, c := range snap.Checkpoints.History {
+		if c.Status == "COMPLETED" && !c.Savepoint {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// opSize returns the state size of operator uid in subtask sub of a
+// checkpoint, and whether the checkpoint has it.
+func opSize(c monitor.Checkpoint, uid string, sub int) (int64, bool) {
+	for _, subs := range c.Vertices {
+		for _, sc := range subs {
+			if n, ok := sc.OperatorSizes[uid]; ok && sc.Subtask == sub {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func kib(n int64) string {
+	switch {
+	case n >= 10<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 10<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// bytesGrowth reports keyed state that grows in bytes while its entries
+// stand still: the operator's state size in the completed checkpoints of
+// the history (or, with fewer than two, its state bytes in the samples)
+// rises steadily.
+func bytesGrowth(first, last *monitor.Snapshot, v *monitor.Vertex, sub int, p, op monitor.OpMetric, opts Options) (Finding, bool) {
+	var from, to int64
+	span := ""
+	cps := completedCheckpoints(last)
+	var sizes []int64
+	var ids []int64
+	for _, c := range cps {
+		if n, ok := opSize(c, op.UID, sub); ok {
+			sizes, ids = append(sizes, n), append(ids, c.ID)
+		}
+	}
+	if len(sizes) >= 2 {
+		from, to = sizes[0], sizes[len(sizes)-1]
+		for i := 1; i < len(sizes); i++ {
+			if sizes[i] < sizes[i-1] {
+				return Finding{}, false // it shrinks too: state is cleared
+			}
+		}
+		var t0, t1 int64
+		for _, c := range cps {
+			if c.ID == ids[0] {
+				t0 = c.TriggerTimestamp
+			}
+			if c.ID == ids[len(ids)-1] {
+				t1 = c.TriggerTimestamp
+			}
+		}
+		span = fmt.Sprintf("from checkpoint %d to checkpoint %d (%.1f s apart)", ids[0], ids[len(ids)-1], float64(t1-t0)/1000)
+	} else {
+		from, to = p.StateBytes, op.StateBytes
+		span = fmt.Sprintf("in %.1f s", secondsBetween(first, last))
+	}
+	if from <= 0 || to-from < opts.MinStateBytes || float64(to) < float64(from)*(1+opts.StateBytesGrowth) {
+		return Finding{}, false
+	}
+	f := Finding{Kind: "state-growth", Vertex: v.Name, Subtask: sub}
+	f.Title = fmt.Sprintf("%s (subtask %d): keyed state grows in bytes (%s -> %s) while its entries stand still (%d)", op.Name, sub, kib(from), kib(to), op.StateEntries)
+	f.Evidence = append(f.Evidence,
+		fmt.Sprintf("state bytes of %s in subtask %d's checkpoints %s -> %s %s", op.Name, sub, kib(from), kib(to), span),
+		fmt.Sprintf("state entries %d -> %d over the window (the keys are the same: each key's value grows)", p.StateEntries, op.StateEntries))
+	if op.StateEntries > 0 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s per entry now", kib(to/op.StateEntries)))
+	}
+	if len(cps) >= 2 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("checkpoint size of the job %s -> %s from checkpoint %d to %d", kib(cps[0].StateSize), kib(cps[len(cps)-1].StateSize), cps[0].ID, cps[len(cps)-1].ID))
+	}
+	if op.StatesWithoutTTL > 0 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%d registered states without TTL", op.StatesWithoutTTL))
+	}
+	f.Cause = "The set of keys is steady but each key's state keeps growing: a ListState or MapState appended to (or a value that accumulates) and never trimmed, expired or cleared. The state, and every checkpoint, grows without bound."
+	f.Fix = "Bound each key's state: give the state a TTL (state.WithTTL(state.TTL(d))), trim or clear the list in a timer (ctx.TimerService().RegisterEventTimeTimer, then Clear or Update in OnTimer), or keep an aggregate (state.Reducing, state.Aggregating) instead of the elements."
+	return f, true
 }
 
 func hotKeys(first, last *monitor.Snapshot, opts Options) []Finding {
@@ -434,22 +742,30 @@ func hotKeys(first, last *monitor.Snapshot, opts Options) []Finding {
 		}
 		var keys []string
 		redacted := false
-		for _, ks := range v.KeySkew {
-			for _, k := range ks.Keys {
-				share := float64(k.Count) / float64(max(ks.Sampled, 1))
-				if share >= 0.5/float64(v.Parallelism) || k.Subtask == hot && share >= 0.05 {
+		for j, ks := range v.KeySkew {
+			var before *monitor.KeySkew
+			if fv != nil && j < len(fv.KeySkew) && first != last {
+				before = &fv.KeySkew[j]
+			}
+			shares, sampled, window := keyShares(ks, before, opts)
+			for _, k := range shares {
+				if k.share >= 0.5/float64(v.Parallelism) || k.Subtask == hot && k.share >= 0.05 {
 					name := fmt.Sprintf("%q", k.Key)
 					if k.Key == monitor.Redacted {
 						name, redacted = "[key redacted]", true
 					}
-					keys = append(keys, fmt.Sprintf("%s (%.0f%% of sampled records, to subtask %d)", name, 100*share, k.Subtask))
+					keys = append(keys, fmt.Sprintf("%s (%.0f%% of sampled records, to subtask %d)", name, 100*k.share, k.Subtask))
 				}
 				if len(keys) == 5 {
 					break
 				}
 			}
 			if len(keys) > 0 {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("hot keys (one record in %d sampled, %d samples): %s", ks.Every, ks.Sampled, strings.Join(keys, ", ")))
+				when := "since the start"
+				if window {
+					when = fmt.Sprintf("in the last %.1f s", secs)
+				}
+				f.Evidence = append(f.Evidence, fmt.Sprintf("hot keys %s (one record in %d sampled, %d samples): %s", when, ks.Every, sampled, strings.Join(keys, ", ")))
 				if redacted {
 					f.Evidence = append(f.Evidence, "key values are redacted by the server: give weir doctor --token (a server with rest.WithToken), or start the server with rest.WithOpenDetails")
 				}
@@ -461,6 +777,45 @@ func hotKeys(first, last *monitor.Snapshot, opts Options) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// keyShare is a hot key's share of the sampled records.
+type keyShare struct {
+	monitor.HotKey
+	share float64
+}
+
+// keyShares returns the keys of a key sketch with their shares, largest
+// first: over the window (the counts' growth since before, the same
+// sketch in the first sample) when the window sampled at least
+// MinKeySamples records and the keys are not redacted, else since the
+// start. It returns the records
+// sampled in the span it used and whether that is the window.
+func keyShares(ks monitor.KeySkew, before *monitor.KeySkew, opts Options) ([]keyShare, int64, bool) {
+	var out []keyShare
+	matchable := true // redacted keys cannot be matched between the sketches
+	for _, k := range ks.Keys {
+		matchable = matchable && k.Key != monitor.Redacted
+	}
+	if before != nil && matchable && ks.Sampled-before.Sampled >= opts.MinKeySamples {
+		n := ks.Sampled - before.Sampled
+		then := map[string]int64{}
+		for _, k := range before.Keys {
+			then[k.Key] = k.Count
+		}
+		for _, k := range ks.Keys {
+			// A key the first sketch did not hold had at most its
+			// smallest count then: take 0, an upper bound of the growth.
+			d := max(k.Count-then[k.Key], 0)
+			out = append(out, keyShare{k, float64(d) / float64(n)})
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[i].share > out[j].share })
+		return out, n, true
+	}
+	for _, k := range ks.Keys {
+		out = append(out, keyShare{k, float64(k.Count) / float64(max(ks.Sampled, 1))})
+	}
+	return out, ks.Sampled, false
 }
 
 func invertedBounds(last *monitor.Snapshot, opts Options) []Finding {

@@ -110,12 +110,15 @@ func Print(w io.Writer, job string, samples []*monitor.Snapshot, findings []Find
 		name = fmt.Sprintf("%s (%s, %s)", samples[0].Job.Name, samples[0].Job.ID, samples[len(samples)-1].Job.State)
 	}
 	fmt.Fprintf(w, "job %s: %d samples over %.1f s\n", name, len(samples), window)
-	if len(findings) == 0 {
-		fmt.Fprintln(w, "no finding: none of the five failures of the field guide shows")
-		return
+	if Problems(findings) == 0 {
+		fmt.Fprintln(w, "no finding: none of the failures the doctor knows shows")
 	}
 	for i, f := range findings {
-		fmt.Fprintf(w, "\n%d. [%s] %s\n", i+1, f.Kind, f.Title)
+		tag := "[" + f.Kind + "]"
+		if f.Note {
+			tag = "note [" + f.Kind + "]"
+		}
+		fmt.Fprintf(w, "\n%d. %s %s\n", i+1, tag, f.Title)
 		for _, e := range f.Evidence {
 			fmt.Fprintf(w, "   evidence: %s\n", e)
 		}

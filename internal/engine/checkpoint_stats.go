@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -69,6 +70,31 @@ const (
 	CheckpointFailed     = "FAILED"
 )
 
+// Reasons of checkpoint failures (CheckpointRecord.FailureReason).
+const (
+	// FailureExpired: not every task acknowledged within the timeout.
+	FailureExpired = "expired"
+	// FailureDeclined: a task failed to take its snapshot.
+	FailureDeclined = "declined"
+	// FailureStore: every task acknowledged, but storing failed.
+	FailureStore = "store"
+	// FailureAbandoned: a task failed, finished or could not be reached
+	// before it acknowledged, or the job ended.
+	FailureAbandoned = "abandoned"
+)
+
+// checkpointFailure is a checkpoint's failure with its reason.
+type checkpointFailure struct {
+	reason string
+	err    error
+}
+
+func failure(reason string, err error) error { return &checkpointFailure{reason, err} }
+
+func (f *checkpointFailure) Error() string { return f.err.Error() }
+
+func (f *checkpointFailure) Unwrap() error { return f.err }
+
 // SubtaskCheckpoint is one subtask's part of a checkpoint.
 type SubtaskCheckpoint struct {
 	Subtask int
@@ -95,7 +121,11 @@ type CheckpointRecord struct {
 	// EndTimestamp is when it completed or failed.
 	EndTimestamp int64
 	FailureMsg   string
-	ExternalPath string
+	// FailureReason classifies a failure: FailureExpired, FailureDeclined,
+	// FailureStore, or FailureAbandoned for the others (a task failed or
+	// finished first, a trigger not delivered).
+	FailureReason string
+	ExternalPath  string
 	// Vertices holds each vertex's subtasks, by vertex UID.
 	Vertices map[string][]SubtaskCheckpoint
 }
@@ -290,7 +320,11 @@ func (s *CheckpointStats) ended(id int64, now int64, err error) {
 	s.counts.InProgress--
 	r.EndTimestamp = now
 	if err != nil {
-		r.Status, r.FailureMsg = CheckpointFailed, err.Error()
+		r.Status, r.FailureMsg, r.FailureReason = CheckpointFailed, err.Error(), FailureAbandoned
+		var f *checkpointFailure
+		if errors.As(err, &f) {
+			r.FailureReason = f.reason
+		}
 		s.counts.Failed++
 		s.latest.failed = r
 		return

@@ -245,8 +245,8 @@ func (c *coordinator) onTick(ctx context.Context, now int64) {
 	if p := c.pending; p != nil {
 		c.advance(ctx, p, now)
 		if p == c.pending && now-p.started >= c.cfg.Timeout.Milliseconds() {
-			c.abort(p, now, fmt.Errorf("checkpoint %d expired: not complete after %v (%d of %d tasks acknowledged)",
-				p.id, c.cfg.Timeout, len(p.acks), len(c.tasks)), true)
+			c.abort(p, now, failure(FailureExpired, fmt.Errorf("checkpoint %d expired: not complete after %v (%d of %d tasks acknowledged)",
+				p.id, c.cfg.Timeout, len(p.acks), len(c.tasks))), true)
 		}
 	}
 	if c.pending != nil || c.failed {
@@ -452,7 +452,7 @@ func (c *coordinator) onAck(ctx context.Context, a TaskAck) {
 		c.cfg.Stats.acked(a, now)
 	}
 	if a.Err != nil {
-		c.abort(p, now, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err), true)
+		c.abort(p, now, failure(FailureDeclined, fmt.Errorf("checkpoint %d declined by %s (subtask %d): %w", p.id, a.Task, a.Subtask, a.Err)), true)
 		return
 	}
 	i, ok := c.index[taskKey{a.Vertex, a.Task, a.Subtask}]
@@ -480,7 +480,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 		c.lastEnd = now
 		err := persist(pctx, p.sp.Persist, p.id, p.acks)
 		if err != nil {
-			err = fmt.Errorf("savepoint %d could not be stored: %w", p.id, err)
+			err = failure(FailureStore, fmt.Errorf("savepoint %d could not be stored: %w", p.id, err))
 		} else if p.stop != nil {
 			err = c.notifyStopped(ctx, p)
 		}
@@ -499,7 +499,7 @@ func (c *coordinator) complete(ctx context.Context, p *pendingCheckpoint, now in
 				c.pending = nil
 				return
 			}
-			c.abort(p, now, fmt.Errorf("checkpoint %d could not be stored: %w", p.id, err), true)
+			c.abort(p, now, failure(FailureStore, fmt.Errorf("checkpoint %d could not be stored: %w", p.id, err)), true)
 			return
 		}
 	}

@@ -55,6 +55,9 @@ type Node struct {
 	// Connector is the source or sink behind the node, if any (a cluster
 	// asks it whether it implements ClusterSource or ClusterSink).
 	Connector any
+	// Watermarks is the watermark strategy a source or a timestamp
+	// assigner declares (for the monitor); nil if none.
+	Watermarks *WatermarkDecl
 
 	outs   []*Edge
 	autoID string // AssignIDs

@@ -1,6 +1,9 @@
 package engine
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Vertex describes one chain of operators of a plan, run as one task per
 // subtask (Flink's job vertex): its head node's UID identifies it.
@@ -22,6 +25,36 @@ type VertexOperator struct {
 	UID  string
 	// Kind is "source", "one-input" or "two-input".
 	Kind string
+	// Watermarks is the watermark strategy the operator declares (a
+	// source, or AssignTimestampsAndWatermarks); nil if none.
+	Watermarks *WatermarkDecl
+}
+
+// WatermarkDecl is what a watermark strategy declares, as the monitor
+// shows it: its out-of-orderness bound, idleness timeout and alignment.
+type WatermarkDecl struct {
+	// OutOfOrderness is the bound in ms (0 for monotonous timestamps); -1
+	// if the strategy declares none (no watermarks, a custom generator).
+	OutOfOrderness int64
+	// Idleness is the idleness timeout in ms (0: none).
+	Idleness int64
+	// Alignment is the watermark alignment, nil if none.
+	Alignment *Alignment
+}
+
+// DeclareWatermarks describes a strategy: bound is its out-of-orderness
+// bound (nil: none declared), idle its idleness timeout, align its
+// alignment (nil: none).
+func DeclareWatermarks(bound *time.Duration, idle time.Duration, align *Alignment) *WatermarkDecl {
+	d := &WatermarkDecl{OutOfOrderness: -1, Idleness: idle.Milliseconds()}
+	if bound != nil {
+		d.OutOfOrderness = bound.Milliseconds()
+	}
+	if align != nil {
+		a := *align
+		d.Alignment = &a
+	}
+	return d
 }
 
 // VertexInput is one network edge into a vertex.
@@ -54,7 +87,7 @@ func describeVertices(heads []*Node, members map[*Node][]*Node, head map[*Node]*
 			if i > 0 {
 				v.Name += " -> " + n.Name
 			}
-			v.Operators = append(v.Operators, VertexOperator{Name: n.Name, UID: UIDOf(n), Kind: kindName(n.Kind)})
+			v.Operators = append(v.Operators, VertexOperator{Name: n.Name, UID: UIDOf(n), Kind: kindName(n.Kind), Watermarks: n.Watermarks})
 		}
 		for _, e := range h.Inputs {
 			if e.From.Kind == KindExternal || chained(e) {

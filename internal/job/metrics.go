@@ -166,7 +166,14 @@ func (r *Runner) Snapshot(h Handle) *monitor.Snapshot {
 				mv.Parallelism = tp.Tasks
 			}
 			for _, op := range v.Operators {
-				mv.Operators = append(mv.Operators, monitor.Operator{Name: op.Name, UID: op.UID, Kind: op.Kind})
+				mo := monitor.Operator{Name: op.Name, UID: op.UID, Kind: op.Kind}
+				if w := op.Watermarks; w != nil {
+					mo.Watermarks = &monitor.Watermarks{OutOfOrderness: w.OutOfOrderness, Idleness: w.Idleness}
+					if a := w.Alignment; a != nil {
+						mo.Watermarks.AlignmentGroup, mo.Watermarks.MaxDrift = a.Group, a.MaxDrift
+					}
+				}
+				mv.Operators = append(mv.Operators, mo)
 			}
 			for _, in := range v.Inputs {
 				mv.Inputs = append(mv.Inputs, monitor.Input{From: monitor.VertexID(in.From), Input: in.Input, ShipStrategy: ShipStrategy(in.Partition), Side: in.Side})

@@ -216,7 +216,7 @@ func (r *Runner) Checkpoints() monitor.Checkpoints {
 func checkpointOf(r engine.CheckpointRecord) monitor.Checkpoint {
 	c := monitor.Checkpoint{
 		ID: r.ID, Savepoint: r.Savepoint, Status: r.Status, TriggerTimestamp: r.TriggerTimestamp, LatestAck: r.LatestAck,
-		EndTimestamp: r.EndTimestamp, Failure: r.FailureMsg, ExternalPath: r.ExternalPath, Vertices: map[string][]monitor.SubtaskCheckpoint{},
+		EndTimestamp: r.EndTimestamp, Failure: r.FailureMsg, FailureReason: r.FailureReason, ExternalPath: r.ExternalPath, Vertices: map[string][]monitor.SubtaskCheckpoint{},
 	}
 	c.StateSize, c.InFlight = r.StateSize()
 	msOf := func(d time.Duration) int64 { return d.Milliseconds() }

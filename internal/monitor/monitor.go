@@ -137,6 +137,22 @@ type Operator struct {
 	UID  string `json:"uid"`
 	// Kind is "source", "one-input" or "two-input".
 	Kind string `json:"kind"`
+	// Watermarks is the watermark strategy the operator declares (a
+	// source, or a timestamp assigner); nil if none.
+	Watermarks *Watermarks `json:"watermarks,omitempty"`
+}
+
+// Watermarks is what an operator's watermark strategy declares.
+type Watermarks struct {
+	// OutOfOrderness is the bound in ms (0: monotonous timestamps; -1:
+	// none declared, as with no watermarks or a custom generator).
+	OutOfOrderness int64 `json:"out-of-orderness"`
+	// Idleness is the idleness timeout in ms (0: none).
+	Idleness int64 `json:"idleness"`
+	// AlignmentGroup and MaxDrift (ms) are its watermark alignment
+	// ("": none).
+	AlignmentGroup string `json:"alignment-group,omitempty"`
+	MaxDrift       int64  `json:"max-drift,omitempty"`
 }
 
 // Input is a network edge into a vertex.
@@ -338,7 +354,12 @@ type Checkpoint struct {
 	StateSize        int64  `json:"state-size"`
 	InFlight         int64  `json:"persisted-data"`
 	Failure          string `json:"failure,omitempty"`
-	ExternalPath     string `json:"external-path,omitempty"`
+	// FailureReason classifies a failure: expired (not every task
+	// acknowledged within the timeout), declined (a task failed to take
+	// its snapshot), store (storing it failed) or abandoned (a task
+	// failed or finished first, or the job ended).
+	FailureReason string `json:"failure-reason,omitempty"`
+	ExternalPath  string `json:"external-path,omitempty"`
 	// Vertices maps a vertex ID to its subtasks' parts.
 	Vertices map[string][]SubtaskCheckpoint `json:"vertices"`
 }
