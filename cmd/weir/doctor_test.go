@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,119 @@ func TestDoctorHealthy(t *testing.T) {
 	out := runDoctor(t, c, 0)
 	if !strings.Contains(out, "no finding") {
 		t.Fatalf("weir doctor on a healthy job:\n%s", out)
+	}
+}
+
+// The blind spots and false alarms of issue 33 §1, staged on live jobs.
+
+func TestDoctorCheckpointTimeout(t *testing.T) {
+	env, srv := newEnv(trouble.EnvOptions("checkpoint-timeout")...)
+	h, c := runJob(t, env, srv, "checkpoint-timeout")
+	waitFor(t, h, c, "an expired checkpoint", func(s *monitor.Snapshot) bool {
+		for _, cp := range s.Checkpoints.History {
+			if cp.Status == "FAILED" && cp.FailureReason == "expired" {
+				return true
+			}
+		}
+		return false
+	})
+	out := runDoctor(t, c, 3)
+	reported(t, out, "checkpoint-failure", "checkpoints expire", "within the checkpoint timeout (1s)", "not acknowledged by:",
+		"back-pressured over the window: events", "the bottleneck: sink slow-writer", "weir.UnalignedCheckpoints()", "CheckpointTimeout")
+}
+
+func TestDoctorStateBytes(t *testing.T) {
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "state-bytes")
+	waitFor(t, h, c, "five completed checkpoints, the last over 64 KiB", func(s *monitor.Snapshot) bool {
+		return s.Checkpoints.Counts.Completed >= 5 && s.Checkpoints.Completed != nil && s.Checkpoints.Completed.StateSize > 64<<10
+	})
+	out := runDoctor(t, c, 3)
+	reported(t, out, "state-growth", "appender", "keyed state grows in bytes", "while its entries stand still (", "ListState", "state.WithTTL")
+	if strings.Contains(out, "stands still\n") || strings.Contains(out, "no timer, no TTL") {
+		t.Fatalf("another state-growth diagnosis:\n%s", out)
+	}
+}
+
+func TestDoctorCrashLoop(t *testing.T) {
+	env, srv := newEnvWith(rest.New("127.0.0.1:0", rest.WithOpenDetails()), trouble.EnvOptions("crash-loop")...)
+	h, c := runJob(t, env, srv, "crash-loop")
+	waitFor(t, h, c, "four restarts", func(s *monitor.Snapshot) bool { return s.Job.Restarts >= 4 })
+	out := runDoctor(t, c, 3)
+	reported(t, out, "crash-loop", "the job is in a crash loop", "restarts in", "parser", "cannot parse event 500",
+		"the same exception in the same task", "FixedDelayRestart")
+}
+
+// TestDoctorGapByDesign: a watermark gap the declared bounds make is a
+// note, not a finding, and the doctor does not advise lowering the bound.
+func TestDoctorGapByDesign(t *testing.T) {
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "gap-by-design")
+	waitFor(t, h, c, "both inputs' watermarks at the join", func(s *monitor.Snapshot) bool {
+		v := vertex(s, "join")
+		if v == nil || len(v.Subtasks) == 0 {
+			return false
+		}
+		w := v.Subtasks[0].InputWatermarks
+		return len(w) == 2 && w[0] > 100_000_000 && w[1] > 90_000_000 && w[0]-w[1] > 8*60_000
+	})
+	out := runDoctor(t, c, 0)
+	reported(t, out, "watermark-gap", "note [watermark-gap]", "by design", "declared out-of-orderness bounds: input 2 (payments) 23m30s, input 1 (orders) 0s")
+	if !strings.Contains(out, "no finding") || strings.Contains(out, "reduce its out-of-orderness bound") {
+		t.Fatalf("a gap by design is reported as a problem:\n%s", out)
+	}
+}
+
+// TestDoctorWatermarkAlignment: alignment holding a source back is a note
+// naming alignment, not state growth with an idleness fix.
+func TestDoctorWatermarkAlignment(t *testing.T) {
+	env, srv := newEnv()
+	h, c := runJob(t, env, srv, "watermark-alignment")
+	waitFor(t, h, c, "a paused split and state piling up", func(s *monitor.Snapshot) bool {
+		v, live := vertex(s, "matcher"), vertex(s, "live")
+		if v == nil || live == nil || len(v.Subtasks) == 0 || v.Subtasks[0].Operators[0].StateEntries < 300 {
+			return false
+		}
+		for _, st := range live.Subtasks {
+			for _, sp := range st.Operators[0].Splits {
+				if sp.Paused {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	out := runDoctor(t, c, 0)
+	reported(t, out, "watermark-alignment", "note [watermark-alignment]", "matcher", "paused by watermark alignment: split", `group "feeds", maximum drift 1s`)
+	if strings.Contains(out, "[state-growth]") || strings.Contains(out, "WithIdleness(d)") {
+		t.Fatalf("alignment reported as state growth:\n%s", out)
+	}
+}
+
+// TestDoctorLateHotKey: a key that turns hot after 3 s shows its share
+// over the window (90%), not its diluted share since the start.
+func TestDoctorLateHotKey(t *testing.T) {
+	env, srv := newEnvWith(rest.New("127.0.0.1:0", rest.WithOpenDetails()))
+	h, c := runJob(t, env, srv, "late-hot-key")
+	waitFor(t, h, c, "acme hot, its share since the start still under 60%", func(s *monitor.Snapshot) bool {
+		v := vertex(s, "per-customer")
+		if v == nil || len(v.KeySkew) == 0 {
+			return false
+		}
+		for _, k := range v.KeySkew[0].Keys {
+			if k.Key == "acme" {
+				share := float64(k.Count) / float64(v.KeySkew[0].Sampled)
+				return share > 0.05 && share < 0.6
+			}
+		}
+		return false
+	})
+	out := runDoctor(t, c, 3)
+	reported(t, out, "hot-key", "per-customer", "hot keys in the last", `"acme" (`)
+	i := strings.Index(out, `"acme" (`)
+	var share int
+	fmt.Sscanf(out[i+len(`"acme" (`):], "%d%%", &share)
+	if share < 75 {
+		t.Fatalf("acme's share %d%%, want its recent share (90%%):\n%s", share, out)
 	}
 }

@@ -32,10 +32,7 @@ func main() {
 	rate := flag.Float64("rate", 0, "records per second per source (0: the failure's default)")
 	flag.Parse()
 	srv := rest.New(*addr)
-	opts := []weir.Option{weir.WithPlugin(srv), weir.WithParallelism(2)}
-	if *failure == "alignment" {
-		opts = append(opts, weir.WithParallelism(1), weir.WithBufferSize(128))
-	}
+	opts := append([]weir.Option{weir.WithPlugin(srv), weir.WithParallelism(2)}, trouble.EnvOptions(*failure)...)
 	env := weir.NewEnvironment(opts...)
 	if *failure == "alignment" || *failure == "healthy" {
 		env.EnableCheckpointing(time.Second)

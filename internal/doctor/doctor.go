@@ -620,7 +620,7 @@ func opSize(c monitor.Checkpoint, uid string, sub int) (int64, bool) {
 
 func kib(n int64) string {
 	switch {
-	case n >= 10<<20:
+	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	case n >= 10<<10:
 		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
@@ -679,7 +679,7 @@ func bytesGrowth(first, last *monitor.Snapshot, v *monitor.Vertex, sub int, p, o
 		f.Evidence = append(f.Evidence, fmt.Sprintf("checkpoint size of the job %s -> %s from checkpoint %d to %d", kib(cps[0].StateSize), kib(cps[len(cps)-1].StateSize), cps[0].ID, cps[len(cps)-1].ID))
 	}
 	if op.StatesWithoutTTL > 0 {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("%d registered states without TTL", op.StatesWithoutTTL))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("registered states without TTL: %d", op.StatesWithoutTTL))
 	}
 	f.Cause = "The set of keys is steady but each key's state keeps growing: a ListState or MapState appended to (or a value that accumulates) and never trimmed, expired or cleared. The state, and every checkpoint, grows without bound."
 	f.Fix = "Bound each key's state: give the state a TTL (state.WithTTL(state.TTL(d))), trim or clear the list in a timer (ctx.TimerService().RegisterEventTimeTimer, then Clear or Update in OnTimer), or keep an aggregate (state.Reducing, state.Aggregating) instead of the elements."
