@@ -218,7 +218,9 @@ func (f *appender) ProcessElement(e Event, _ weir.KeyedContext[int64], _ weir.Co
 	return nil
 }
 
-func (f *appender) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int64]) error { return nil }
+func (f *appender) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int64]) error {
+	return nil
+}
 
 // parser fails on event 500.
 type parser struct{}
