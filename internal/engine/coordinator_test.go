@@ -361,3 +361,30 @@ func TestCoordinatorPersistPanicFailsTheCheckpoint(t *testing.T) {
 		t.Fatalf("pending %v, fail calls %v", r.c.pending, r.fail)
 	}
 }
+
+// TestCheckpointStatsFailureReasons: the tracker classifies a failed
+// checkpoint by why it failed (the doctor's checkpoint diagnosis reads it).
+func TestCheckpointStatsFailureReasons(t *testing.T) {
+	stats := NewCheckpointStats(10)
+	r := newCoordRig(t, CheckpointConfig{Interval: 10 * time.Millisecond, Timeout: time.Second, TolerableFailures: 100, Stats: stats})
+	r.persErr = errors.New("disk full")
+	r.tick(10)
+	r.ackAll(1) // stored: fails
+	r.persErr = nil
+	r.tick(20)
+	r.c.onAck(context.Background(), TaskAck{ID: 2, Task: "dst", Err: errors.New("cannot encode")})
+	r.tick(30)
+	r.tick(1030) // checkpoint 3 expires unacknowledged
+	want := map[int64]string{1: FailureStore, 2: FailureDeclined, 3: FailureExpired}
+	got := map[int64]string{}
+	for _, c := range stats.View().History {
+		if c.Status == CheckpointFailed {
+			got[c.ID] = c.FailureReason
+		}
+	}
+	for id, reason := range want {
+		if got[id] != reason {
+			t.Errorf("checkpoint %d: reason %q, want %q (all: %v)", id, got[id], reason, got)
+		}
+	}
+}
