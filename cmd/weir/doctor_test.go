@@ -321,3 +321,36 @@ func TestDoctorLateHotKey(t *testing.T) {
 		t.Fatalf("acme's share %d%%, want its recent share (90%%):\n%s", share, out)
 	}
 }
+
+// TestSnapshotDeclaresWatermarks: the snapshot carries the watermark
+// strategy each source and timestamp assigner declares (what the doctor
+// compares watermark gaps with).
+func TestSnapshotDeclaresWatermarks(t *testing.T) {
+	env, srv := newEnv(weir.WithChaining(false))
+	src := weir.Generate(env, -1, 100, func(i int64) trouble.Event { return trouble.Event{Key: i, TS: i} }, weir.NoWatermarks[trouble.Event]()).Name("raw")
+	ts := weir.AssignTimestampsAndWatermarks(src, weir.ForBoundedOutOfOrderness[trouble.Event](5*time.Second).
+		WithTimestampAssigner(func(e trouble.Event, _ int64) int64 { return e.TS }).WithIdleness(2*time.Second))
+	aligned := weir.Generate(env, -1, 100, func(i int64) trouble.Event { return trouble.Event{Key: i, TS: i} },
+		weir.ForMonotonousTimestamps[trouble.Event]().WithWatermarkAlignment("g", 3*time.Second, 0)).Name("aligned")
+	weir.Discard(weir.Union(ts, aligned))
+	h, c := runJob(t, env, srv, "")
+	var s *monitor.Snapshot
+	waitFor(t, h, c, "a snapshot", func(x *monitor.Snapshot) bool { s = x; return len(x.Vertices) > 0 })
+	want := map[string]monitor.Watermarks{
+		"raw":                   {OutOfOrderness: -1},
+		"Timestamps/Watermarks": {OutOfOrderness: 5000, Idleness: 2000},
+		"aligned":               {OutOfOrderness: 0, AlignmentGroup: "g", MaxDrift: 3000},
+	}
+	for name, w := range want {
+		v := vertex(s, name)
+		if v == nil {
+			t.Fatalf("no vertex %s in %+v", name, s.Vertices)
+		}
+		if got := v.Operators[0].Watermarks; got == nil || *got != w {
+			t.Errorf("%s declares %+v, want %+v", name, got, w)
+		}
+	}
+	if v := vertex(s, "Discard"); v != nil && v.Operators[0].Watermarks != nil {
+		t.Errorf("the sink declares %+v", v.Operators[0].Watermarks)
+	}
+}
