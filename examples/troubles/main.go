@@ -1,6 +1,6 @@
-// Command troubles runs a small job that shows one of the five failures of
-// the field guide to two-stream jobs, behind the REST server and its
-// dashboard, until interrupted:
+// Command troubles runs a small job that shows one of the failures `weir
+// doctor` names (or something it notes as by design), behind the REST
+// server and its dashboard, until interrupted:
 //
 //	go run ./examples/troubles -failure watermark-gap    # then open http://127.0.0.1:8081/
 //	go run ./cmd/weir doctor --url http://127.0.0.1:8081 # in another terminal
@@ -9,7 +9,12 @@
 // behind), alignment (a slow stage delays the barriers on one input),
 // state-growth (per-key state whose cleanup timers never fire), hot-key
 // (nine records in ten on one key), inverted-bounds (an interval join with
-// its bounds the wrong way round) and healthy.
+// its bounds the wrong way round), checkpoint-timeout (a slow sink
+// back-pressures the source and aligned checkpoints expire), state-bytes
+// (fifty keys' lists appended to without TTL), crash-loop (a record fails
+// the job in every attempt), late-hot-key (a key turns hot after 3 s),
+// gap-by-design (a watermark gap the declared bounds make), watermark-alignment
+// (alignment holds a source back) and healthy.
 package main
 
 import (

@@ -118,6 +118,13 @@ func unacked(snap *monitor.Snapshot, c monitor.Checkpoint) (names []string, acke
 	return
 }
 
+func streak(n int) string {
+	if n == 1 {
+		return "the last checkpoint failed"
+	}
+	return fmt.Sprintf("the last %d checkpoints failed", n)
+}
+
 // checkpointFailures reports the checkpoints that failed since the last
 // one that completed (a failing streak, not one failure in the past),
 // with the cause of the newest failure.
@@ -168,7 +175,7 @@ func checkpointFailures(first, last *monitor.Snapshot, opts Options) []Finding {
 		}
 	}
 	f.Evidence = append(f.Evidence,
-		fmt.Sprintf("the last %d checkpoints failed (%s); %s", len(failed), strings.Join(parts, ", "), since),
+		fmt.Sprintf("%s (%s); %s", streak(len(failed)), strings.Join(parts, ", "), since),
 		fmt.Sprintf("checkpoint %d: %s", c.ID, c.Failure),
 		fmt.Sprintf("checkpoint counts: %d completed, %d failed, %d in progress (%d failed in the window)",
 			last.Checkpoints.Counts.Completed, last.Checkpoints.Counts.Failed, last.Checkpoints.Counts.InProgress,
