@@ -18,8 +18,8 @@
 //  3. state-growth: state entries or timers rising while the operator's
 //     watermark stands still (cleanup timers cannot fire), keyed state
 //     without timers or TTL growing, or state bytes (in the operator's
-//     checkpoints) growing within a steady set of keys (lists or maps
-//     appended to without TTL).
+//     checkpoints) growing within a steady set of keys, with no timer
+//     pending (lists or maps appended to without TTL).
 //  4. hot-key: one subtask overloaded (records or busy time per subtask
 //     skewed); names the hot keys with their share over the window (since
 //     the start only when the window sampled too few records).
@@ -629,10 +629,16 @@ func kib(n int64) string {
 }
 
 // bytesGrowth reports keyed state that grows in bytes while its entries
-// stand still: the operator's state size in the completed checkpoints of
+// stand still, no timer is pending and a state has no TTL: the
+// operator's state size in the completed checkpoints of
 // the history (or, with fewer than two, its state bytes in the samples)
 // rises steadily.
 func bytesGrowth(first, last *monitor.Snapshot, v *monitor.Vertex, sub int, p, op monitor.OpMetric, opts Options) (Finding, bool) {
+	if op.Timers > 0 || op.StatesWithoutTTL == 0 {
+		// A pending timer may clear it (a window's contents grow until
+		// it fires), and a TTL expires it.
+		return Finding{}, false
+	}
 	var from, to int64
 	span := ""
 	cps := completedCheckpoints(last)
