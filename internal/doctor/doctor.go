@@ -29,8 +29,9 @@
 //     or not stored); for expired ones, which subtasks did not
 //     acknowledge and why (barriers stuck behind back-pressure, a slow
 //     sink, a slow snapshot upload), with the fix.
-//  7. crash-loop: the job restarted again and again in the window; the
-//     restarts and the last exception.
+//  7. crash-loop: the job restarted again and again (Options.Restarts
+//     times within Options.CrashWindow, or in the window); the restarts
+//     and the last exception.
 //  8. watermark-alignment (a note): watermark alignment pauses a source
 //     and an operator's watermark waits on the group's slowest source;
 //     reported instead of state growth (idleness would not help).
@@ -132,8 +133,9 @@ func (o Options) withDefaults() Options {
 }
 
 // Analyze diagnoses a job from its samples, oldest first (at least one;
-// growth and rates need two). Findings are ordered by rule (the package
-// list), then vertex.
+// growth and rates need two). Findings are ordered by rule (watermark
+// gaps, alignment, state growth with the alignment notes, hot keys,
+// bounds, checkpoint failures, crash loops), then vertex.
 func Analyze(samples []*monitor.Snapshot, opts Options) []Finding {
 	opts = opts.withDefaults()
 	var out []Finding
