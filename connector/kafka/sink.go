@@ -441,14 +441,15 @@ func (s *Sink[T]) OpenSubtask(subtask, parallelism int) error {
 }
 
 // withClient runs f with a new plain client (raw transaction requests),
-// closed afterwards, and a deadline of two request timeouts.
+// closed afterwards, and a deadline of the transaction timeout (which
+// bounds the retries of retryTxn) plus two request timeouts.
 func (s *Sink[T]) withClient(f func(ctx context.Context, cl *kgo.Client) error) error {
 	cl, err := s.newClient()
 	if err != nil {
 		return fmt.Errorf("kafka sink: %w", err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.requestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.txnTimeout+2*s.cfg.requestTimeout)
 	defer cancel()
 	return f(ctx, cl)
 }
@@ -464,10 +465,17 @@ func (s *Sink[T]) probe(ctx context.Context, cl *kgo.Client, subtask, parallelis
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.TransactionalID = &id
 			req.TransactionTimeoutMillis = int32(s.cfg.txnTimeout.Milliseconds())
-			resp, err := req.RequestWith(ctx, cl)
-			if err == nil {
-				err = kerr.ErrorForCode(resp.ErrorCode)
-			}
+			var resp *kmsg.InitProducerIDResponse
+			// Right after a crash the id's transaction is still open: this
+			// request aborts it, and the coordinator answers
+			// CONCURRENT_TRANSACTIONS until the abort is written.
+			err := retryTxn(ctx, s.cfg.txnTimeout, func(ctx context.Context) error {
+				var err error
+				if resp, err = req.RequestWith(ctx, cl); err == nil {
+					err = kerr.ErrorForCode(resp.ErrorCode)
+				}
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("kafka sink: aborting the lingering transactions of %s: %w", id, err)
 			}
@@ -739,10 +747,13 @@ func (s *Sink[T]) Commit(t *Txn) error {
 	return s.withClient(func(ctx context.Context, cl *kgo.Client) error {
 		req := kmsg.NewPtrEndTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = t.TransactionalID, t.ProducerID, t.Epoch, true
-		resp, err := req.RequestWith(ctx, cl)
-		if err == nil {
-			err = kerr.ErrorForCode(resp.ErrorCode)
-		}
+		err := retryTxn(ctx, s.cfg.txnTimeout, func(ctx context.Context) error {
+			resp, err := req.RequestWith(ctx, cl)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			return err
+		})
 		switch {
 		case err == nil:
 			return nil

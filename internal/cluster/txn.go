@@ -196,10 +196,13 @@ func (p *taskProducer) commitPointer(ctx context.Context, id int64, in []engine.
 	}
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = p.txnID, pid, epoch, p.group
-	ar, err := add.RequestWith(ctx, p.cl)
-	if err == nil {
-		err = kerr.ErrorForCode(ar.ErrorCode)
-	}
+	err = retryTxn(ctx, func(ctx context.Context) error {
+		ar, err := add.RequestWith(ctx, p.cl)
+		if err == nil {
+			err = kerr.ErrorForCode(ar.ErrorCode)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("task %s: adding the checkpoint pointer to the transaction: %w", p.task, err)
 	}
@@ -212,14 +215,17 @@ func (p *taskProducer) commitPointer(ctx context.Context, id int64, in []engine.
 	tt := kmsg.NewTxnOffsetCommitRequestTopic()
 	tt.Topic, tt.Partitions = p.tasks, []kmsg.TxnOffsetCommitRequestTopicPartition{tp}
 	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{tt}
-	tr, err := tc.RequestWith(ctx, p.cl)
-	if err == nil {
-		for _, t := range tr.Topics {
-			for _, pp := range t.Partitions {
-				err = errors.Join(err, kerr.ErrorForCode(pp.ErrorCode))
+	err = retryTxn(ctx, func(ctx context.Context) error {
+		tr, err := tc.RequestWith(ctx, p.cl)
+		if err == nil {
+			for _, t := range tr.Topics {
+				for _, pp := range t.Partitions {
+					err = errors.Join(err, kerr.ErrorForCode(pp.ErrorCode))
+				}
 			}
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("task %s: committing the checkpoint pointer: %w", p.task, err)
 	}
@@ -304,4 +310,43 @@ func (f *fetcher) Fetch(ctx context.Context) ([]engine.FetchedRecord, error) {
 func (f *fetcher) Close() error {
 	f.cl.Close()
 	return nil
+}
+
+// retryTxn runs req, a raw request of the task's transaction (the commit
+// pointer's AddOffsetsToTxn and TxnOffsetCommit), until it succeeds, fails
+// with an error that is not retriable, or ctx (bounded by the caller, below
+// the transaction timeout) ends; on the end of ctx the last error is
+// returned. Retriable are franz-go's classification (kerr.IsRetriable: a
+// coordinator loading or moving) and CONCURRENT_TRANSACTIONS, the
+// coordinator's "try again" while it completes an earlier state change of
+// the transaction, which the Java client retries too. A joined error (one
+// per partition) is retried only when every part of it is retriable.
+func retryTxn(ctx context.Context, req func(context.Context) error) error {
+	wait := 20 * time.Millisecond
+	for {
+		err := req(ctx)
+		if err == nil || !retriableTxnErr(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func retriableTxnErr(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !retriableTxnErr(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return kerr.IsRetriable(err) || errors.Is(err, kerr.ConcurrentTransactions)
 }
