@@ -263,6 +263,7 @@ func (s *Source[T]) NewSubtaskReader(info connector.SubtaskInfo) (connector.Subt
 	r := &subtaskReader[T]{
 		src: s, info: info, cl: cl, adm: kadm.NewClient(cl),
 		parts: map[string]*partState{}, topics: map[string]bool{},
+		queue: map[string]*queued{}, paused: map[string]bool{},
 	}
 	r.res = resolver{adm: r.adm, group: s.cfg.group, readCommitted: s.cfg.readCommitted}
 	if s.cfg.group != "" {
@@ -299,6 +300,10 @@ type subtaskReader[T any] struct {
 	ends      []string              // splits that ended without a fetch
 	wake      context.CancelFunc    // cuts a blocked poll short
 	wakeAsked bool
+	queue     map[string]*queued // fetched, not handed on yet, by split id (Fetch)
+	order     []string           // the split ids of queue, sorted
+	rr        int                // where Fetch's next round starts in order
+	paused    map[string]bool    // split ids paused for watermark alignment
 
 	commits     chan kadm.Offsets
 	commitDone  chan struct{}
@@ -459,9 +464,10 @@ func (r *subtaskReader[T]) AddSplits(splits []connector.Split, positions [][]byt
 
 // PauseOrResumeSplits implements connector.SplitPauser for watermark
 // alignment: the client stops fetching the paused partitions (kgo's
-// PauseFetchPartitions) until they are resumed. Records already fetched
-// for a partition when it is paused may still be returned (nothing is
-// lost or repeated: Fetch keeps the partition's position).
+// PauseFetchPartitions) until they are resumed, and the records Fetch has
+// queued for them are held until then (nothing is lost or repeated: Fetch
+// keeps the partition's position). A batch handed on before the pause
+// took effect may still carry records of a paused partition.
 func (r *subtaskReader[T]) PauseOrResumeSplits(pause, resume []string) error {
 	r.mu.Lock()
 	byTopic := func(ids []string) map[string][]int32 {
@@ -477,6 +483,24 @@ func (r *subtaskReader[T]) PauseOrResumeSplits(pause, resume []string) error {
 		return m
 	}
 	p, res := byTopic(pause), byTopic(resume)
+	for _, id := range pause {
+		r.paused[id] = true
+	}
+	wake := false
+	for _, id := range resume {
+		delete(r.paused, id)
+		if q := r.queue[id]; q != nil && len(q.recs) > 0 {
+			wake = true
+		}
+	}
+	if wake {
+		// Its queued records are ready: a poll waiting for records of
+		// other partitions returns.
+		r.wakeAsked = true
+		if r.wake != nil {
+			r.wake()
+		}
+	}
 	r.mu.Unlock()
 	if p != nil {
 		r.cl.PauseFetchPartitions(p)
@@ -487,8 +511,65 @@ func (r *subtaskReader[T]) PauseOrResumeSplits(pause, resume []string) error {
 	return nil
 }
 
-// Fetch implements connector.SubtaskReader.
+// queued is what the subtask fetched of a partition and has not handed
+// on yet (Fetch).
+type queued struct {
+	st      *partState
+	recs    []*kgo.Record
+	end     int64 // the partition's end (high watermark, or last stable offset) in the last fetch; -1: unknown
+	touched bool  // fetched since its last batch
+}
+
+// Fetch implements connector.SubtaskReader. Partitions are interleaved: a
+// poll of the client takes every fetched record into per-partition queues,
+// and each call hands on at most maxPoll records, an equal share of them
+// per partition with queued records (the start rotating), so that a
+// backlog of several partitions moves every partition's watermark on
+// together instead of one partition after the other (kgo's PollRecords
+// drains a fetch partition by partition). The client is polled again only
+// when no partition that is not paused has queued records, so what is
+// held is at most one fetch more than the client buffers.
 func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T]) ([]connector.SplitBatch[T], []connector.Record[T], error) {
+	var ferr error
+	r.mu.Lock()
+	ready := r.readyLocked()
+	r.mu.Unlock()
+	if !ready {
+		var err error
+		if ferr, err = r.poll(ctx); err != nil {
+			return nil, buf, err
+		}
+	}
+	r.mu.Lock()
+	ends := r.ends
+	r.ends = nil
+	r.mu.Unlock()
+	var batches []connector.SplitBatch[T]
+	for _, id := range ends {
+		batches = append(batches, connector.SplitBatch[T]{Split: id, End: true})
+	}
+	batches, buf, err := r.take(batches, buf)
+	if err == nil {
+		err = ferr
+	}
+	return batches, buf, err
+}
+
+// readyLocked reports whether a partition that is not paused has queued
+// records. r.mu is held.
+func (r *subtaskReader[T]) readyLocked() bool {
+	for _, q := range r.queue {
+		if len(q.recs) > 0 && !r.paused[q.st.id] {
+			return true
+		}
+	}
+	return false
+}
+
+// poll waits for fetched records (or a wake-up) and queues them; ferr is
+// a fetch error to report after the records, err one that ends the call
+// at once.
+func (r *subtaskReader[T]) poll(ctx context.Context) (ferr, err error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.mu.Lock()
@@ -498,23 +579,16 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T])
 		r.wakeAsked = false
 	}
 	r.mu.Unlock()
-	fs := r.cl.PollRecords(pctx, r.src.cfg.maxPoll)
+	fs := r.cl.PollFetches(pctx)
 	r.mu.Lock()
 	r.wake = nil
-	ends := r.ends
-	r.ends = nil
 	r.mu.Unlock()
 	if ctx.Err() != nil {
-		return nil, buf, ctx.Err()
-	}
-	var batches []connector.SplitBatch[T]
-	for _, id := range ends {
-		batches = append(batches, connector.SplitBatch[T]{Split: id, End: true})
+		return nil, ctx.Err()
 	}
 	if fs.IsClientClosed() {
-		return batches, buf, errors.New("kafka source: the client was closed")
+		return nil, errors.New("kafka source: the client was closed")
 	}
-	var ferr error
 	fs.EachError(func(topic string, partition int32, err error) {
 		if ferr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
@@ -530,28 +604,74 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T])
 		}
 		ferr = fmt.Errorf("kafka source: fetching topic %q partition %d: %w", topic, partition, err)
 	})
-	type span struct {
-		st         *partState
-		start, end int
-		side       []connector.SideRecord
-		end2       bool
-	}
-	var spans []span
-	var err error
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		if err != nil || len(p.Records) == 0 && p.HighWatermark <= 0 {
+		if len(p.Records) == 0 && p.HighWatermark <= 0 {
 			return
 		}
 		id := TopicPartition{p.Topic, p.Partition}.String()
-		r.mu.Lock()
 		st := r.parts[id]
-		r.mu.Unlock()
 		if st == nil || st.ended.Load() {
 			return
 		}
-		sp := span{st: st, start: len(buf)}
+		q := r.queue[id]
+		if q == nil {
+			q = &queued{st: st}
+			r.queue[id] = q
+			r.order = append(r.order, id)
+		}
+		q.recs = append(q.recs, p.Records...)
+		q.end = p.HighWatermark
+		if r.src.cfg.readCommitted {
+			q.end = p.LastStableOffset
+		}
+		q.touched = true
+	})
+	return ferr, nil
+}
+
+// take hands on queued records: at most maxPoll, an equal share per
+// partition with queued records that is not paused, and a batch for every
+// partition fetched since its last one (its position and lag).
+func (r *subtaskReader[T]) take(batches []connector.SplitBatch[T], buf []connector.Record[T]) ([]connector.SplitBatch[T], []connector.Record[T], error) {
+	r.mu.Lock()
+	n := 0
+	for _, q := range r.queue {
+		if len(q.recs) > 0 && !r.paused[q.st.id] {
+			n++
+		}
+	}
+	share := max(r.src.cfg.maxPoll/max(n, 1), 1)
+	var todo []*queued
+	var shares []int
+	if len(r.order) > 0 {
+		r.rr %= len(r.order)
+		for i := range r.order {
+			q := r.queue[r.order[(r.rr+i)%len(r.order)]]
+			k := min(len(q.recs), share)
+			if r.paused[q.st.id] {
+				k = 0 // its records stay queued until it is resumed
+			}
+			if k == 0 && !q.touched {
+				continue
+			}
+			todo = append(todo, q)
+			shares = append(shares, k)
+		}
+		r.rr++
+	}
+	r.mu.Unlock()
+	var err error
+	var done []*queued
+	for i, q := range todo {
+		st := q.st
+		start := len(buf)
+		var side []connector.SideRecord
 		next := st.next.Load()
-		for _, rec := range p.Records {
+		used, ended := 0, false
+		for _, rec := range q.recs[:shares[i]] {
+			used++
 			if rec.Offset < next {
 				continue // before the position (a compacted or re-sent batch)
 			}
@@ -563,39 +683,51 @@ func (r *subtaskReader[T]) Fetch(ctx context.Context, buf []connector.Record[T])
 				continue
 			}
 			var v T
-			v, err = r.decode(rec, &sp.side)
+			v, err = r.decode(rec, &side)
 			if err == errDead || err == ErrSkip {
 				err = nil
 				continue
 			}
 			if err != nil {
-				return
+				break
 			}
 			buf = append(buf, connector.Record[T]{Value: v, TS: rec.Timestamp.UnixMilli()})
 		}
-		end := p.HighWatermark
-		if r.src.cfg.readCommitted {
-			end = p.LastStableOffset
+		if err != nil {
+			break // the job fails: what this partition decoded is dropped
 		}
+		clear(q.recs[:used])
+		q.recs = q.recs[used:]
+		q.touched = false
 		st.next.Store(next)
-		if end >= 0 {
-			st.lag.Store(max(end-next, 0))
+		if q.end >= 0 {
+			st.lag.Store(max(q.end-next, 0))
 		}
 		if st.stop != noStop && next >= st.stop {
 			st.ended.Store(true)
-			sp.end2 = true
+			ended = true
 		}
-		sp.end = len(buf)
-		spans = append(spans, sp)
-	})
-	for _, sp := range spans {
-		batches = append(batches, connector.SplitBatch[T]{Split: sp.st.id, Recs: buf[sp.start:sp.end], Pos: encodePosition(sp.st.next.Load()), End: sp.end2, Side: sp.side})
-		if sp.end2 {
-			r.cl.RemoveConsumePartitions(map[string][]int32{sp.st.tp.Topic: {sp.st.tp.Partition}})
+		if ended || len(q.recs) == 0 {
+			done = append(done, q)
+		}
+		batches = append(batches, connector.SplitBatch[T]{Split: st.id, Recs: buf[start:len(buf):len(buf)], Pos: encodePosition(next), End: ended, Side: side})
+		if ended {
+			r.cl.RemoveConsumePartitions(map[string][]int32{st.tp.Topic: {st.tp.Partition}})
 		}
 	}
-	if err == nil {
-		err = ferr
+	if len(done) > 0 {
+		r.mu.Lock()
+		for _, q := range done {
+			if len(q.recs) == 0 || q.st.ended.Load() {
+				delete(r.queue, q.st.id)
+			}
+		}
+		r.order = r.order[:0]
+		for id := range r.queue {
+			r.order = append(r.order, id)
+		}
+		sort.Strings(r.order)
+		r.mu.Unlock()
 	}
 	return batches, buf, err
 }
