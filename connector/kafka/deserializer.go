@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Header is a Kafka record header.
@@ -64,7 +65,13 @@ func JSON[T any]() Deserializer[T] {
 	return DeserializerFunc[T](func(rec *ConsumerRecord) (T, error) {
 		var v T
 		if err := json.Unmarshal(rec.Value, &v); err != nil {
-			return v, fmt.Errorf("json: %w", err)
+			// encoding/json's messages start with "json: ", but for
+			// syntax errors ("invalid character ..."): those get it here,
+			// the others keep theirs, not a second one.
+			if !strings.HasPrefix(err.Error(), "json: ") {
+				err = fmt.Errorf("json: %w", err)
+			}
+			return v, err
 		}
 		return v, nil
 	})

@@ -27,12 +27,19 @@ type ProducerRecord struct {
 	// Timestamp in milliseconds; 0 lets the sink use the record's event
 	// timestamp (or the broker's time when it has none).
 	Timestamp int64
+	// Partition, when not nil, is the partition of the topic to write
+	// to (Flink's ProducerRecord partition); nil lets Kafka's default
+	// partitioner choose (murmur2 of the key). A partition the topic does
+	// not have fails the write. A kgo.RecordPartitioner given with
+	// WithClientOptions replaces the sink's partitioner and decides alone.
+	Partition *int32
 }
 
 // Serializer turns a value into a Kafka record (Flink's
 // KafkaRecordSerializationSchema); ts is the value's event timestamp
-// (weir.NoTimestamp if none). The partition is chosen by Kafka's default
-// partitioner: murmur2 of the key, or spread for records without a key.
+// (weir.NoTimestamp if none). The partition is the record's Partition,
+// or if it has none, Kafka's default partitioner's choice: murmur2 of the
+// key, or spread for records without a key.
 type Serializer[T any] interface {
 	Serialize(v T, ts int64) (*ProducerRecord, error)
 }
@@ -390,7 +397,8 @@ type sinkSubtask struct {
 }
 
 func (s *Sink[T]) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...), kgo.RequestTimeoutOverhead(s.cfg.requestTimeout)}
+	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...), kgo.RequestTimeoutOverhead(s.cfg.requestTimeout),
+		kgo.RecordPartitioner(newExplicitPartitioner(defaultPartitioner()))}
 	opts = append(opts, extra...)
 	opts = append(opts, s.cfg.opts...)
 	return newClient(opts...)
@@ -565,14 +573,22 @@ func (s *Sink[T]) BeginTransaction(subtask int) (*Txn, error) {
 // ClusterRecord makes the record for v with event timestamp ts (nil:
 // write nothing), for the cluster engine (package kafkacluster): in a
 // cluster an exactly-once sink writes through the transaction of its
-// task, which commits the task's input offsets with it. The record goes to
-// the partition Kafka's default partitioner picks for its key.
+// task, which commits the task's input offsets with it. The record's
+// Partition is its ProducerRecord's, or -1: the partition Kafka's default
+// partitioner picks for its key (the cluster's producer sends a record
+// with a partition there).
 func (s *Sink[T]) ClusterRecord(v T, ts int64) (*kgo.Record, error) {
 	pr, err := s.record(v, ts)
 	if err != nil || pr == nil {
 		return nil, err
 	}
 	kr := &kgo.Record{Topic: pr.Topic, Partition: -1, Key: pr.Key, Value: pr.Value}
+	if pr.Partition != nil {
+		if *pr.Partition < 0 {
+			return nil, s.partitionErr(v, *pr.Partition)
+		}
+		kr.Partition = *pr.Partition
+	}
 	switch {
 	case pr.Timestamp != 0:
 		kr.Timestamp = time.UnixMilli(pr.Timestamp)
@@ -628,6 +644,62 @@ func (s *Sink[T]) serializeErr(v T, err error) error {
 	return fmt.Errorf("kafka sink: serializing %v: %w", v, err)
 }
 
+func (s *Sink[T]) partitionErr(v T, p int32) error {
+	return fmt.Errorf("kafka sink: serializing %v: partition %d is negative", v, p)
+}
+
+// newExplicitPartitioner returns a kgo.Partitioner that sends a record whose
+// Partition is set (>= 0) to that partition, and the others where def
+// sends them. The sink's clients partition with it around kgo's default
+// partitioner (kgo.UniformBytesPartitioner(64<<10, true, true, nil):
+// murmur2 of the key, as Kafka's), and records without a ProducerRecord
+// partition have Partition -1 (a cluster task's producer, package
+// kafkacluster, partitions the sink's records the same way).
+func newExplicitPartitioner(def kgo.Partitioner) kgo.Partitioner { return explicitPartitioner{def} }
+
+type explicitPartitioner struct{ def kgo.Partitioner }
+
+func (p explicitPartitioner) ForTopic(t string) kgo.TopicPartitioner {
+	return &explicitTopicPartitioner{def: p.def.ForTopic(t)}
+}
+
+type explicitTopicPartitioner struct{ def kgo.TopicPartitioner }
+
+// RequiresConsistency: an explicit partition is the partition's number
+// among all of the topic's partitions, written or failing, never another.
+func (p *explicitTopicPartitioner) RequiresConsistency(r *kgo.Record) bool {
+	return r.Partition >= 0 || p.def.RequiresConsistency(r)
+}
+
+func (p *explicitTopicPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Partition >= 0 {
+		return int(r.Partition)
+	}
+	return p.def.Partition(r, n)
+}
+
+// PartitionByBackup implements kgo.TopicBackupPartitioner, for a default
+// that partitions by what is buffered (kgo's own default does).
+func (p *explicitTopicPartitioner) PartitionByBackup(r *kgo.Record, n int, backup kgo.TopicBackupIter) int {
+	if r.Partition >= 0 {
+		return int(r.Partition)
+	}
+	if b, ok := p.def.(kgo.TopicBackupPartitioner); ok {
+		return b.PartitionByBackup(r, n, backup)
+	}
+	return p.def.Partition(r, n)
+}
+
+// defaultPartitioner is kgo's default partitioner (kgo.Client's).
+func defaultPartitioner() kgo.Partitioner { return kgo.UniformBytesPartitioner(64<<10, true, true, nil) }
+
+// OnNewBatch passes the call on to a sticky default.
+func (p *explicitTopicPartitioner) OnNewBatch() {
+	if o, ok := p.def.(kgo.TopicPartitionerOnNewBatch); ok {
+		o.OnNewBatch()
+	}
+}
+
 func (s *Sink[T]) defaultTopic() (string, error) {
 	if s.cfg.defaultTopic == "" {
 		return "", fmt.Errorf("kafka sink: the serializer gave no topic and the sink has no default topic (WithDefaultTopic)")
@@ -654,14 +726,20 @@ func (s *Sink[T]) Write(t *Txn, v T, ts int64) error {
 			return s.serializeErr(v, err)
 		}
 		r = p.record()
-		r.Topic, r.Key, r.Value = topic, s.fast.key(v), p.carve(b)
+		r.Topic, r.Key, r.Value, r.Partition = topic, s.fast.key(v), p.carve(b), -1
 	} else {
 		pr, topic, err := s.serialize(v, ts)
 		if err != nil || pr == nil {
 			return err
 		}
+		if pr.Partition != nil && *pr.Partition < 0 {
+			return s.partitionErr(v, *pr.Partition)
+		}
 		r = p.record()
-		r.Topic, r.Key, r.Value = topic, pr.Key, pr.Value
+		r.Topic, r.Key, r.Value, r.Partition = topic, pr.Key, pr.Value, -1
+		if pr.Partition != nil {
+			r.Partition = *pr.Partition
+		}
 		if pr.Timestamp != 0 {
 			r.Timestamp = time.UnixMilli(pr.Timestamp)
 		}

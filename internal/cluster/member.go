@@ -505,5 +505,28 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	if p.manual[t] || t == "" {
 		return kgo.ManualPartitioner().ForTopic(t)
 	}
-	return p.def.ForTopic(t)
+	return sinkPartitioner{p.def.ForTopic(t)}
+}
+
+// sinkPartitioner partitions the records of a sink topic: a record whose
+// Partition is set (>= 0, the serializer's choice: the Kafka sink's
+// ClusterRecord) goes there, the others where def sends them (their key's
+// partition).
+type sinkPartitioner struct{ def kgo.TopicPartitioner }
+
+func (p sinkPartitioner) RequiresConsistency(r *kgo.Record) bool {
+	return r.Partition >= 0 || p.def.RequiresConsistency(r)
+}
+
+func (p sinkPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Partition >= 0 {
+		return int(r.Partition)
+	}
+	return p.def.Partition(r, n)
+}
+
+func (p sinkPartitioner) OnNewBatch() {
+	if o, ok := p.def.(kgo.TopicPartitionerOnNewBatch); ok {
+		o.OnNewBatch()
+	}
 }

@@ -1,0 +1,86 @@
+package kafka_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// TestKafkaSinkPartition: a serializer that chooses a partition
+// (ProducerRecord.Partition) writes there, whatever the key says, with
+// each delivery guarantee; records that choose none go to their key's
+// partition (Kafka's murmur2, the same for equal keys); a negative
+// partition fails the job naming it.
+func TestKafkaSinkPartition(t *testing.T) {
+	addr := broker(t)
+	const n = 600
+	// Value i: even i choose partition i/2 % 3, keyed "k" (which hashes to
+	// one partition); odd i choose none, keyed "k" too.
+	ser := kafka.SerializerFunc[string](func(v string, _ int64) (*kafka.ProducerRecord, error) {
+		i, _ := strconv.Atoi(v)
+		pr := &kafka.ProducerRecord{Key: []byte("k"), Value: []byte(v)}
+		if i%2 == 0 {
+			p := int32(i / 2 % 3)
+			pr.Partition = &p
+		}
+		return pr, nil
+	})
+	for _, g := range []kafka.DeliveryGuarantee{kafka.None, kafka.AtLeastOnce, kafka.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			topic := newTopic(t, addr, 3)
+			env := weir.NewEnvironment(weir.WithParallelism(2))
+			env.EnableCheckpointing(50 * time.Millisecond)
+			in := weir.Generate(env, n, 0, func(i int64) string { return itoa(int(i)) }, weir.NoWatermarks[string]())
+			kafka.NewSink(ser, kafka.WithBrokers(addr), kafka.WithDefaultTopic(topic), kafka.WithDeliveryGuarantee(g),
+				kafka.WithTransactionalIDPrefix(topic)).To(in).UID("out")
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			if err := env.Execute(ctx, "partition"); err != nil {
+				t.Fatal(err)
+			}
+			recs := readAll(t, addr, topic, g == kafka.ExactlyOnce)
+			if len(recs) != n {
+				t.Fatalf("%d records, want %d", len(recs), n)
+			}
+			keyPart := int32(-1)
+			perPart := map[int32]int{}
+			for _, r := range recs {
+				i, _ := strconv.Atoi(string(r.Value))
+				perPart[r.Partition]++
+				if i%2 == 0 {
+					if want := int32(i / 2 % 3); r.Partition != want {
+						t.Fatalf("record %d in partition %d, its serializer chose %d", i, r.Partition, want)
+					}
+					continue
+				}
+				if keyPart < 0 {
+					keyPart = r.Partition
+				}
+				if r.Partition != keyPart {
+					t.Fatalf("record %d without a partition in partition %d, another of its key in %d", i, r.Partition, keyPart)
+				}
+			}
+			if len(perPart) != 3 {
+				t.Fatalf("records per partition %v: the chosen partitions were not all used", perPart)
+			}
+		})
+	}
+	t.Run("negative", func(t *testing.T) {
+		topic := newTopic(t, addr, 3)
+		env := weir.NewEnvironment(weir.WithParallelism(1))
+		in := weir.FromSlice(env, []string{"a"})
+		kafka.NewSink(kafka.SerializerFunc[string](func(v string, _ int64) (*kafka.ProducerRecord, error) {
+			p := int32(-2)
+			return &kafka.ProducerRecord{Value: []byte(v), Partition: &p}, nil
+		}), kafka.WithBrokers(addr), kafka.WithDefaultTopic(topic)).To(in)
+		err := env.Execute(t.Context(), "negative partition")
+		if err == nil || !strings.Contains(err.Error(), "partition -2 is negative") {
+			t.Fatalf("err = %v, want the negative partition named", err)
+		}
+	})
+}
