@@ -18,7 +18,7 @@ import (
 type punctuated struct{}
 
 func (punctuated) OnEvent(_ string, ts int64, out weir.WatermarkOutput) { out.EmitWatermark(ts - 1) }
-func (punctuated) OnPeriodicEmit(weir.WatermarkOutput)                {}
+func (punctuated) OnPeriodicEmit(weir.WatermarkOutput)                  {}
 
 // TestKafkaPartitionFairness: one source subtask reads four partitions
 // with a backlog each (the same event times in every partition). The

@@ -691,7 +691,9 @@ func (p *explicitTopicPartitioner) PartitionByBackup(r *kgo.Record, n int, backu
 }
 
 // defaultPartitioner is kgo's default partitioner (kgo.Client's).
-func defaultPartitioner() kgo.Partitioner { return kgo.UniformBytesPartitioner(64<<10, true, true, nil) }
+func defaultPartitioner() kgo.Partitioner {
+	return kgo.UniformBytesPartitioner(64<<10, true, true, nil)
+}
 
 // OnNewBatch passes the call on to a sticky default.
 func (p *explicitTopicPartitioner) OnNewBatch() {
