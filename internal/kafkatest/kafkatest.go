@@ -4,8 +4,16 @@ package kafkatest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,4 +93,183 @@ func Decided(ctx context.Context, adm *kadm.Client, topic string) (kadm.ListedOf
 // reading them, at random.
 func KeepRecords() map[string]*string {
 	return map[string]*string{"retention.ms": kadm.StringPtr("-1")}
+}
+
+// OwnBroker is a single-node Kafka broker (KRaft) of a test's own, run
+// from the jars scripts/kafka.sh fetches (.cache/kafka/lib of the module),
+// on free loopback ports, with its data in a temporary directory of the
+// test: unlike the shared broker it can be stopped and started again
+// with its topics and transactions kept (TestKafkaBrokerRestart).
+type OwnBroker struct {
+	t          testing.TB
+	lib, props string
+	log4j      string
+	Addr       string // "127.0.0.1:port"
+	cmd        *exec.Cmd
+	done       chan struct{}
+	out        *os.File
+}
+
+// StartOwnBroker formats and starts an OwnBroker, stopped when the test
+// ends. Without the jars or java the test skips, or fails when
+// WEIR_REQUIRE_SERVICES=1.
+func StartOwnBroker(t testing.TB) *OwnBroker {
+	t.Helper()
+	missing := func(why string) {
+		t.Helper()
+		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("a broker of the test's own cannot start (WEIR_REQUIRE_SERVICES=1): %s", why)
+		}
+		t.Skip("a broker of the test's own cannot start: " + why)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		missing("no java")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		missing(err.Error())
+	}
+	lib := filepath.Join(root, ".cache", "kafka", "lib")
+	if _, err := os.Stat(lib); err != nil {
+		missing("no broker jars in " + lib + " (scripts/kafka.sh start fetches them)")
+	}
+	port, cport := freePort(t), freePort(t)
+	dir := t.TempDir()
+	props := filepath.Join(dir, "server.properties")
+	conf := fmt.Sprintf(`process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:%[2]d
+listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%[3]s
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+offsets.topic.num.partitions=1
+transaction.state.log.num.partitions=1
+group.initial.rebalance.delay.ms=0
+transaction.max.timeout.ms=900000
+transaction.abort.timed.out.transaction.cleanup.interval.ms=5000
+`, port, cport, filepath.Join(dir, "data"))
+	if err := os.WriteFile(props, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Warnings and the line that says the broker serves.
+	log4j := filepath.Join(dir, "log4j2.properties")
+	if err := os.WriteFile(log4j, []byte(`status = warn
+appender.err.type = Console
+appender.err.name = ERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = ERR
+logger.server.name = kafka.server.KafkaRaftServer
+logger.server.level = INFO
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := &OwnBroker{t: t, lib: lib, props: props, log4j: log4j, Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	format := exec.Command("java", "-Dlog4j2.configurationFile="+log4j, "-cp", filepath.Join(lib, "*"), "kafka.tools.StorageTool", "format",
+		"-t", base64.RawURLEncoding.EncodeToString(id[:]), "-c", props)
+	if out, err := format.CombinedOutput(); err != nil {
+		t.Fatalf("formatting the broker's storage: %v\n%s", err, out)
+	}
+	t.Cleanup(b.Stop)
+	b.Start()
+	return b
+}
+
+// Start starts the broker (stopped, or never started) and waits until it
+// serves, at most 2 minutes.
+func (b *OwnBroker) Start() {
+	t := b.t
+	t.Helper()
+	out, err := os.CreateTemp(filepath.Dir(b.props), "kafka-*.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.out = out
+	b.cmd = exec.Command("java", "-Xms128m", "-Xmx384m", "-XX:+UseG1GC", "-Djava.awt.headless=true", "-Dlog4j2.configurationFile="+b.log4j,
+		"-cp", filepath.Join(b.lib, "*"), "kafka.Kafka", b.props)
+	b.cmd.Stdout, b.cmd.Stderr = out, out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Wait()
+		close(done)
+	}(b.cmd, b.done)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		log, _ := os.ReadFile(out.Name())
+		if strings.Contains(string(log), "Kafka Server started") {
+			if c, err := net.DialTimeout("tcp", b.Addr, time.Second); err == nil {
+				c.Close()
+				return
+			}
+		}
+		select {
+		case <-b.done:
+			t.Fatalf("the broker exited at its start:\n%s", log)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker did not start within 2 minutes:\n%s", log)
+		}
+	}
+}
+
+// Stop stops the broker (SIGTERM: a controlled shutdown, its data kept)
+// and waits for it to exit; after a minute it is killed.
+func (b *OwnBroker) Stop() {
+	if b.cmd == nil {
+		return
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(time.Minute):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	}
+	b.cmd = nil
+	b.out.Close()
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// moduleRoot is the directory of the go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
