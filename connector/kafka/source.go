@@ -326,9 +326,11 @@ func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(
 	var (
 		details kadm.TopicDetails
 		err     error
+		reason  error // the last error that is not the deadline's
 	)
 	// Brokers that refuse connections are retried until the timeout (a
-	// broker restarting), then the job fails naming them.
+	// broker restarting), then the job fails naming them and the last
+	// reason they gave (an attempt cut by the deadline has none).
 	for {
 		if cfg.pattern != nil {
 			details, err = r.adm.ListTopics(ctx)
@@ -338,9 +340,12 @@ func (r *subtaskReader[T]) Discover(ctx context.Context, first bool, known func(
 		if err == nil {
 			break
 		}
+		if ctx.Err() == nil || reason == nil {
+			reason = err
+		}
 		select {
 		case <-ctx.Done():
-			return nil, r.unreachable(ctx, err)
+			return nil, r.unreachable(ctx, reason)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
