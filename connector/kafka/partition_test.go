@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 )
@@ -83,4 +85,39 @@ func TestKafkaSinkPartition(t *testing.T) {
 			t.Fatalf("err = %v, want the negative partition named", err)
 		}
 	})
+}
+
+// TestKafkaSinkPartitioner: WithPartitioner picks the partition of the
+// records whose serializer names none (round robin here: every partition
+// gets a third of the records of one key, which Kafka's default would put
+// in one), while a named partition still wins.
+func TestKafkaSinkPartitioner(t *testing.T) {
+	addr := broker(t)
+	topic := newTopic(t, addr, 3)
+	const n = 300
+	env := weir.NewEnvironment(weir.WithParallelism(1))
+	in := weir.Generate(env, n, 0, func(i int64) string { return itoa(int(i)) }, weir.NoWatermarks[string]())
+	kafka.NewSink(kafka.SerializerFunc[string](func(v string, _ int64) (*kafka.ProducerRecord, error) {
+		pr := &kafka.ProducerRecord{Key: []byte("k"), Value: []byte(v)}
+		if v == "7" {
+			p := int32(2)
+			pr.Partition = &p
+		}
+		return pr, nil
+	}), kafka.WithBrokers(addr), kafka.WithDefaultTopic(topic), kafka.WithPartitioner(kgo.RoundRobinPartitioner())).To(in)
+	if err := env.Execute(t.Context(), "partitioner"); err != nil {
+		t.Fatal(err)
+	}
+	perPart := map[int32]int{}
+	for _, r := range readAll(t, addr, topic, false) {
+		perPart[r.Partition]++
+		if string(r.Value) == "7" && r.Partition != 2 {
+			t.Errorf("record 7 in partition %d, its serializer chose 2", r.Partition)
+		}
+	}
+	for p := range int32(3) {
+		if perPart[p] < n/3-1 || perPart[p] > n/3+1 {
+			t.Fatalf("records per partition %v, want about %d each (round robin)", perPart, n/3)
+		}
+	}
 }

@@ -186,6 +186,17 @@ func WithTransactionTimeout(d time.Duration) Option {
 	return func(c *config) { c.txnTimeout = d }
 }
 
+// WithPartitioner sets how the sink picks the partition of a record whose
+// serializer names none (default: Kafka's, murmur2 of the key, or spread
+// for records without a key), as Flink's KafkaSink setPartitioner; a
+// record's ProducerRecord.Partition still wins. franz-go's partitioners
+// fit (kgo.StickyKeyPartitioner, kgo.RoundRobinPartitioner,
+// kgo.ManualPartitioner...), or one of your own. Sink only; a job in a
+// cluster refuses it (there the serializer names the partition).
+func WithPartitioner(p kgo.Partitioner) Option {
+	return func(c *config) { c.partitioner = p }
+}
+
 // Sink writes a stream to Kafka; build it with NewSink and add it to a
 // job with To. It implements weir.TwoPhaseCommitSink, which the job
 // drives; do not call those methods yourself.
@@ -224,8 +235,14 @@ func NewSink[T any](ser Serializer[T], opts ...Option) *Sink[T] {
 	if c.guarantee == ExactlyOnce && c.txnTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("transaction timeout %v is below 1s", c.txnTimeout))
 	}
+	if c.partitioner != nil {
+		// Only for the cluster: one process uses it.
+		s.clusterErr = errors.New("a partitioner (WithPartitioner) cannot run in a cluster, whose tasks' producers partition records for every sink; name the partition in the serializer (ProducerRecord.Partition)")
+	}
 	if len(errs) > 0 {
-		s.clusterErr = fmt.Errorf("kafka sink: %w", errors.Join(errs...))
+		s.clusterErr = fmt.Errorf("kafka sink: %w", errors.Join(append(errs, s.clusterErr)...))
+	} else if s.clusterErr != nil {
+		s.clusterErr = fmt.Errorf("kafka sink: %w", s.clusterErr)
 	}
 	if c.guarantee == ExactlyOnce && c.txnPrefix == "" {
 		// In a cluster the task's transaction, named after the job and the
@@ -397,8 +414,12 @@ type sinkSubtask struct {
 }
 
 func (s *Sink[T]) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
+	def := s.cfg.partitioner
+	if def == nil {
+		def = defaultPartitioner()
+	}
 	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.brokers...), kgo.RequestTimeoutOverhead(s.cfg.requestTimeout),
-		kgo.RecordPartitioner(newExplicitPartitioner(defaultPartitioner()))}
+		kgo.RecordPartitioner(newExplicitPartitioner(def))}
 	opts = append(opts, extra...)
 	opts = append(opts, s.cfg.opts...)
 	return newClient(opts...)

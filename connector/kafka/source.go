@@ -43,6 +43,7 @@ type config struct {
 	defaultTopic string
 	txnPrefix    string
 	txnTimeout   time.Duration
+	partitioner  kgo.Partitioner
 }
 
 // WithBrokers sets the seed brokers ("host:port"); required.
