@@ -121,3 +121,17 @@ func TestKafkaSinkPartitioner(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaSinkPartitionerRefusedInCluster: a cluster's task producers
+// partition every sink's records, so a sink with its own partitioner is
+// refused there, naming the way out.
+func TestKafkaSinkPartitionerRefusedInCluster(t *testing.T) {
+	s := kafka.NewSink(kafka.StringValues(), kafka.WithBrokers("127.0.0.1:1"), kafka.WithDefaultTopic("t"),
+		kafka.WithPartitioner(kgo.RoundRobinPartitioner()))
+	if err := s.ValidateCluster(t.Context()); err == nil || !strings.Contains(err.Error(), "ProducerRecord.Partition") {
+		t.Fatalf("ValidateCluster = %v, want the partitioner refused", err)
+	}
+	if err := kafka.NewSink(kafka.StringValues(), kafka.WithBrokers("127.0.0.1:1"), kafka.WithDefaultTopic("t")).ValidateCluster(t.Context()); err != nil {
+		t.Fatalf("ValidateCluster without a partitioner = %v", err)
+	}
+}
