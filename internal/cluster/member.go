@@ -224,7 +224,10 @@ func checkTransactions(ctx context.Context, m *member) error {
 		return err
 	}
 	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	// The client gives up retrying after probeTimeout with the brokers'
+	// reason; the context is only a safety net behind it (were they equal,
+	// the context could end first and hide the reason).
+	pctx, cancel := context.WithTimeout(ctx, 2*probeTimeout)
 	defer cancel()
 	id, _, err := cl.ProducerID(pctx)
 	if err == nil && id < 0 {
