@@ -86,7 +86,14 @@ func (g *gen) source() {
 		maxTS = max(maxTS, ts)
 		data = append(data, Rec{K: string(rune('a' + g.r.IntN(keys))), V: g.between(-10, 40), T: ts})
 	}
-	g.add(Node{Op: "source", Par: 1, Bound: bound, Data: data}, props{par: 1, ordered: true, late: late})
+	// A parallel source: subtask s emits the records at indexes i with
+	// i mod par == s, each subtask with its own watermarks, which stay
+	// below the timestamps of its records that are not late.
+	par := 1
+	if g.r.IntN(3) == 0 {
+		par = 2 + g.r.IntN(2)
+	}
+	g.add(Node{Op: "source", Par: par, Bound: bound, Data: data}, props{par: par, ordered: true, late: late})
 }
 
 func (g *gen) pick() int {
@@ -218,8 +225,10 @@ func (g *gen) op() {
 			return
 		}
 		kind := "buffer"
-		if in.keyOrdered() && g.r.IntN(2) == 0 {
-			kind = "running"
+		if in.keyOrdered() {
+			// Running state is order-sensitive: each record's output
+			// depends on the records before it.
+			kind = []string{"buffer", "running", "agg"}[g.r.IntN(3)]
 		}
 		id := g.add(Node{Op: "kproc", In: []int{i}, Par: p, Kind: kind, A: g.between(0, 10)}, keyed)
 		if g.r.IntN(2) == 0 {
@@ -238,7 +247,19 @@ func (g *gen) op() {
 			lo := g.between(-10, 5)
 			kind := []string{"", "", "lower-exclusive", "upper-exclusive", "exclusive"}[g.r.IntN(5)]
 			up := lo + g.between(0, 15)
-			g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Kind: kind, Lower: lo, Upper: up}, two)
+			// Late side outputs: a record is late when its timestamp is
+			// below the minimum of both inputs' watermarks, so late
+			// records would race with the other input's watermarks;
+			// inputs carry none, and the side outputs must stay empty.
+			late := g.r.IntN(2) == 0
+			id := g.add(Node{Op: "ijoin", In: []int{i, j}, Par: p, Kind: kind, Lower: lo, Upper: up, Late: late}, two)
+			if late {
+				for _, side := range []string{"", "right"} {
+					if g.r.IntN(2) == 0 {
+						g.add(Node{Op: "side", In: []int{id}, Kind: side}, props{par: p, timers: true})
+					}
+				}
+			}
 		case 1, 2:
 			n := Node{Op: "wjoin", In: []int{i, j}, Par: p}
 			g.timeWindow(&n)
@@ -271,6 +292,21 @@ func (g *gen) window(i int, in, keyed props) {
 		n.Lateness = g.between(1, 20)
 	}
 	n.Late = g.r.IntN(3) == 0
+	if g.r.IntN(4) == 0 {
+		// A count evictor keeps the last elements by arrival order; a
+		// time evictor decides by timestamps only.
+		if in.keyOrdered() && g.r.IntN(2) == 0 {
+			n.Evictor, n.Keep = "count", g.between(1, 4)
+		} else {
+			n.Evictor, n.Keep = "time", g.between(0, 15)
+			if n.Keep == 0 && (n.Fn == "reduce" || n.Fn == "reduceproc") {
+				// Keeping 0 ms evicts every element: Flink reduces no
+				// elements to null and fails (docs/coming-from-flink.md).
+				n.Keep = 1
+			}
+		}
+		n.EvictAfter = g.r.IntN(2) == 0
+	}
 	out := keyed
 	out.late = in.late && n.Lateness > 0
 	id := g.add(n, out)

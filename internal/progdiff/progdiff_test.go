@@ -237,3 +237,61 @@ func TestParseRoundTrip(t *testing.T) {
 		t.Fatalf("round trip changed the spec:\n%s\n%s", s.JSON(), p.JSON())
 	}
 }
+
+// TestProgramFile runs the spec in WEIR_PROGRAM_FILE on Weir and logs its
+// sink lines, to look at one program (skipped without the variable).
+func TestProgramFile(t *testing.T) {
+	file := os.Getenv("WEIR_PROGRAM_FILE")
+	if file == "" {
+		t.Skip("WEIR_PROGRAM_FILE not set")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sink := range len(out) + 10 {
+		for _, l := range out[sink] {
+			t.Log(l)
+		}
+	}
+}
+
+// TestRegressions runs the programs kept in testdata (NAME.json) on Weir
+// and compares their sinks with Flink 2.2.1's output for them (NAME.out,
+// written by scripts/flink-programs.sh): programs that once showed a
+// difference, or a case where Weir and Flink could easily part.
+func TestRegressions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no programs in testdata: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		flink, err := readFlink("testdata", strings.TrimSuffix(filepath.Base(f), ".json"))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		weir, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if d := s.Compare(weir, flink); d != "" {
+			t.Errorf("%s differs from Flink:\n%s", f, d)
+		}
+	}
+}

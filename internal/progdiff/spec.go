@@ -49,6 +49,11 @@ type Node struct {
 	Count    int64 `json:"count,omitempty"`
 	Lower    int64 `json:"lower,omitempty"`
 	Upper    int64 `json:"upper,omitempty"`
+	// window evictor: "count" (keep Keep elements) or "time" (keep Keep
+	// ms), before the window function, or after it with EvictAfter.
+	Evictor    string `json:"evictor,omitempty"`
+	Keep       int64  `json:"keep,omitempty"`
+	EvictAfter bool   `json:"evictafter,omitempty"`
 
 	// sink
 	Sink int `json:"sink,omitempty"`

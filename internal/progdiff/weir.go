@@ -3,11 +3,14 @@ package progdiff
 import (
 	"context"
 	"fmt"
+	"io"
+	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
@@ -42,6 +45,8 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	streams := map[int]weir.DataStream[R]{}
 	tags := map[int]weir.OutputTag[R]{}
+	// rightTags: the right input's late records of an ijoin node.
+	rightTags := map[int]weir.OutputTag[R]{}
 	var mu sync.Mutex
 	out := Output{}
 	key := func(r R) string { return r.K }
@@ -66,6 +71,7 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 		}
 		par := func(ds weir.DataStream[R]) weir.DataStream[R] { return ds.SetParallelism(n.Par) }
 		tag := weir.NewOutputTag[R](fmt.Sprintf("side-%d", n.ID))
+		rightTag := weir.NewOutputTag[R](fmt.Sprintf("side-%d-right", n.ID))
 		var ds weir.DataStream[R]
 		switch n.Op {
 		case "source":
@@ -74,9 +80,14 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 				recs[i] = weir.Record[R]{Value: R{r.K, r.V, r.T}, TS: r.T}
 			}
 			bound := n.Bound
-			ds = weir.FromRecords(env, recs, weir.ForGenerator(func() weir.WatermarkGenerator[R] {
+			strategy := weir.ForGenerator(func() weir.WatermarkGenerator[R] {
 				return &punctuated{bound: bound}
-			}).WithTimestampAssigner(func(r R, _ int64) int64 { return r.T }))
+			}).WithTimestampAssigner(func(r R, _ int64) int64 { return r.T })
+			if n.Par > 1 {
+				ds = weir.FromSource[R](env, partSource(recs), strategy, fmt.Sprintf("source-%d", n.ID)).SetParallelism(n.Par)
+			} else {
+				ds = weir.FromRecords(env, recs, strategy)
+			}
 		case "map":
 			a, kind := n.A, n.Kind
 			ds = par(weir.Map(part(in(0)), func(r R) R {
@@ -172,6 +183,9 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 			if n.Kind == "upper-exclusive" || n.Kind == "exclusive" {
 				opts = append(opts, weir.UpperBoundExclusive())
 			}
+			if n.Late {
+				opts = append(opts, weir.SideOutputLeftLateData(tag), weir.SideOutputRightLateData(rightTag))
+			}
 			ds = par(weir.IntervalJoinFunc(weir.KeyBy(in(0), key), weir.KeyBy(in(1), key), weir.Between(ms(n.Lower), ms(n.Upper)),
 				func(l, r R, _ weir.JoinContext, out weir.Collector[R]) error {
 					out.Collect(R{l.K, l.V*1000 + r.V, 0})
@@ -198,7 +212,11 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 			ds = par(weir.ProcessKeyedBroadcast[string, R, R, R](weir.ConnectKeyedBroadcast(weir.KeyBy(in(0), key), weir.Broadcast(in(1), bstate)),
 				&bproc{Delay: n.A}))
 		case "side":
-			ds = weir.SideOutput(in(0), tags[n.In[0]])
+			if n.Kind == "right" {
+				ds = weir.SideOutput(in(0), rightTags[n.In[0]])
+			} else {
+				ds = weir.SideOutput(in(0), tags[n.In[0]])
+			}
 		case "sink":
 			sink := n.Sink
 			lines := weir.ProcessStreamFunc(part(in(0)), func(r R, ctx weir.Context, out weir.Collector[string]) error {
@@ -221,6 +239,7 @@ func Run(ctx context.Context, s Spec) (Output, error) {
 		}
 		streams[n.ID] = ds
 		tags[n.ID] = tag
+		rightTags[n.ID] = rightTag
 	}
 	if err := env.Execute(ctx, s.Name); err != nil {
 		return nil, err
@@ -263,6 +282,12 @@ func buildWindow(n Node, ks weir.KeyedStream[string, R], tag weir.OutputTag[R]) 
 	ws := weir.Window(ks, assigner(n))
 	if n.Count > 0 {
 		ws = ws.Trigger(window.CountTrigger(n.Count))
+	}
+	switch n.Evictor {
+	case "count":
+		ws = ws.Evictor(window.CountEvictor(n.Keep, n.EvictAfter))
+	case "time":
+		ws = ws.Evictor(window.TimeEvictor(ms(n.Keep), n.EvictAfter))
 	}
 	if n.Lateness > 0 {
 		ws = ws.AllowedLateness(ms(n.Lateness))
@@ -312,6 +337,7 @@ type kproc struct {
 	fired state.ValueState[int64]
 	total state.ReducingState[int64]
 	last  state.ListState[int64]
+	stats state.AggregatingState[int64, int64]
 }
 
 func (p *kproc) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
@@ -324,15 +350,42 @@ func (p *kproc) Open(ctx weir.KeyedRuntimeContext[string]) (err error) {
 	if p.total, err = weir.GetReducingState(ctx, state.Reducing[int64]("total", func(a, b int64) int64 { return a + b })); err != nil {
 		return err
 	}
-	p.last, err = weir.GetListState(ctx, state.List[int64]("last"))
+	if p.last, err = weir.GetListState(ctx, state.List[int64]("last")); err != nil {
+		return err
+	}
+	p.stats, err = weir.GetAggregatingState(ctx, state.Aggregating[int64, stats, int64]("stats", statsFn{}))
 	return err
 }
+
+// stats is the accumulator of the kproc block's AggregatingState: count,
+// sum and maximum of the values added.
+type stats struct{ N, S, Max int64 }
+
+// statsFn aggregates values into stats; the result is
+// (count*1000 + sum)*100 + floorMod(max, 100).
+type statsFn struct{}
+
+func (statsFn) CreateAccumulator() stats { return stats{Max: math.MinInt64} }
+func (statsFn) Add(v int64, a stats) stats {
+	return stats{a.N + 1, a.S + v, max(a.Max, v)}
+}
+func (statsFn) GetResult(a stats) int64 { return (a.N*1000+a.S)*100 + floorMod(a.Max, 100) }
+func (statsFn) Merge(a, b stats) stats  { return stats{a.N + b.N, a.S + b.S, max(a.Max, b.Max)} }
 
 func (p *kproc) element(r R, mult int64, ctx weir.KeyedContext[string], out weir.Collector[R]) error {
 	if floorMod(r.V, 5) == 0 {
 		weir.Output(ctx, p.Tag, r)
 	}
 	ts, _ := ctx.Timestamp()
+	if p.Kind == "agg" {
+		p.stats.Add(r.V)
+		v, _ := p.stats.Get()
+		out.Collect(R{r.K, v, r.T})
+		if floorMod(r.V, 7) == 0 {
+			p.stats.Clear()
+		}
+		return nil
+	}
 	if p.Kind == "running" {
 		p.total.Add(r.V)
 		l := append(p.last.Get(), r.V)
@@ -464,3 +517,48 @@ func (coproc) ProcessElement2(r R, _ weir.Context, out weir.Collector[R]) error 
 	out.Collect(R{r.K, r.V - 100, r.T})
 	return nil
 }
+
+// partSource is the parallel source block: split s of p holds the records
+// at the indexes i with i mod p == s, and goes to subtask s.
+type partSource []weir.Record[R]
+
+// partSplit is split S of P.
+type partSplit struct{ S, P int }
+
+func (s partSplit) SplitID() string { return fmt.Sprintf("%d/%d", s.S, s.P) }
+
+func (s partSource) Splits(p int) ([]connector.Split, error) {
+	splits := make([]connector.Split, p)
+	for i := range splits {
+		splits[i] = partSplit{i, p}
+	}
+	return splits, nil
+}
+
+func (s partSource) Reader(split connector.Split) (connector.SplitReader[R], error) {
+	sp, ok := split.(partSplit)
+	if !ok {
+		return nil, fmt.Errorf("not a split of this source: %v", split)
+	}
+	return &partReader{src: s, next: sp.S, step: sp.P}, nil
+}
+
+// partReader reads one split of a partSource, one record a call.
+type partReader struct {
+	src        partSource
+	next, step int
+}
+
+func (r *partReader) Read(_ context.Context, buf []connector.Record[R]) ([]connector.Record[R], error) {
+	if r.next >= len(r.src) {
+		return buf, io.EOF
+	}
+	buf = append(buf, r.src[r.next])
+	r.next += r.step
+	if r.next >= len(r.src) {
+		return buf, io.EOF
+	}
+	return buf, nil
+}
+
+func (r *partReader) Close() error { return nil }

@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -23,6 +24,8 @@ import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.CoGroupFunction;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.AggregatingState;
+import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
@@ -33,9 +36,19 @@ import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.ReaderOutput;
+import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.SourceSplit;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.io.InputStatus;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
@@ -65,6 +78,8 @@ import org.apache.flink.streaming.api.windowing.assigners.EventTimeSessionWindow
 import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.WindowAssigner;
+import org.apache.flink.streaming.api.windowing.evictors.CountEvictor;
+import org.apache.flink.streaming.api.windowing.evictors.TimeEvictor;
 import org.apache.flink.streaming.api.windowing.triggers.CountTrigger;
 import org.apache.flink.streaming.api.windowing.windows.GlobalWindow;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
@@ -159,6 +174,7 @@ public final class Main {
         Map<Integer, DataStream<Tuple3<String, Long, Long>>> streams = new HashMap<>();
         Map<Integer, SingleOutputStreamOperator<Tuple3<String, Long, Long>>> withSide = new HashMap<>();
         Map<Integer, OutputTag<Tuple3<String, Long, Long>>> tags = new HashMap<>();
+        Map<Integer, OutputTag<Tuple3<String, Long, Long>>> rightTags = new HashMap<>();
         for (JsonNode n : spec.get("nodes")) {
             int id = n.get("id").asInt();
             String op = n.get("op").asText();
@@ -169,6 +185,7 @@ public final class Main {
             List<DataStream<Tuple3<String, Long, Long>>> in = new ArrayList<>();
             for (JsonNode i : n.path("in")) in.add(streams.get(i.asInt()));
             OutputTag<Tuple3<String, Long, Long>> tag = new OutputTag<>("side-" + id, T3);
+            OutputTag<Tuple3<String, Long, Long>> rightTag = new OutputTag<>("side-" + id + "-right", T3);
             DataStream<Tuple3<String, Long, Long>> first = in.isEmpty() ? null : partition(in.get(0), part);
             SingleOutputStreamOperator<Tuple3<String, Long, Long>> ds;
             switch (op) {
@@ -176,10 +193,12 @@ public final class Main {
                     List<Tuple3<String, Long, Long>> data = new ArrayList<>();
                     for (JsonNode r : n.get("data")) data.add(Tuple3.of(r.get("k").asText(), lng(r, "v"), lng(r, "t")));
                     long bound = lng(n, "bound");
-                    ds = env.fromData(data, T3).setParallelism(1)
-                            .assignTimestampsAndWatermarks(WatermarkStrategy.<Tuple3<String, Long, Long>>forGenerator(c -> new Punctuated(bound))
+                    int sp = Math.max(par, 1);
+                    DataStream<Tuple3<String, Long, Long>> src = sp == 1 ? env.fromData(data, T3).setParallelism(1)
+                            : env.fromSource(new PartSource(data), WatermarkStrategy.noWatermarks(), "source-" + id, T3).setParallelism(sp);
+                    ds = src.assignTimestampsAndWatermarks(WatermarkStrategy.<Tuple3<String, Long, Long>>forGenerator(c -> new Punctuated(bound))
                                     .withTimestampAssigner((r, ts) -> r.f2))
-                            .setParallelism(1);
+                            .setParallelism(sp);
                     break;
                 }
                 case "map":
@@ -279,6 +298,7 @@ public final class Main {
                             in.get(0).keyBy(new KeyOf()).intervalJoin(in.get(1).keyBy(new KeyOf())).between(ms(lng(n, "lower")), ms(lng(n, "upper")));
                     if (kind.equals("lower-exclusive") || kind.equals("exclusive")) ij = ij.lowerBoundExclusive();
                     if (kind.equals("upper-exclusive") || kind.equals("exclusive")) ij = ij.upperBoundExclusive();
+                    if (n.path("late").asBoolean(false)) ij = ij.sideOutputLeftLateData(tag).sideOutputRightLateData(rightTag);
                     ds = ij.process(new ProcessJoinFunction<Tuple3<String, Long, Long>, Tuple3<String, Long, Long>, Tuple3<String, Long, Long>>() {
                                 @Override public void processElement(Tuple3<String, Long, Long> l, Tuple3<String, Long, Long> r, Context ctx,
                                         Collector<Tuple3<String, Long, Long>> out) {
@@ -310,9 +330,11 @@ public final class Main {
                 case "bcast":
                     ds = in.get(0).keyBy(new KeyOf()).connect(in.get(1).broadcast(BProc.STATE)).process(new BProc(a)).setParallelism(par);
                     break;
-                case "side":
-                    streams.put(id, withSide.get(n.get("in").get(0).asInt()).getSideOutput(tags.get(n.get("in").get(0).asInt())));
+                case "side": {
+                    int from = n.get("in").get(0).asInt();
+                    streams.put(id, withSide.get(from).getSideOutput((kind.equals("right") ? rightTags : tags).get(from)));
                     continue;
+                }
                 case "sink": {
                     int sink = n.path("sink").asInt();
                     first.process(new SinkFn(sink)).setParallelism(par).sinkTo(new DiscardingSink<>()).setParallelism(par);
@@ -324,6 +346,7 @@ public final class Main {
             streams.put(id, ds);
             withSide.put(id, ds);
             tags.put(id, tag);
+            rightTags.put(id, rightTag);
         }
     }
 
@@ -347,6 +370,12 @@ public final class Main {
             OutputTag<Tuple3<String, Long, Long>> tag) {
         WindowedStream<Tuple3<String, Long, Long>, String, TimeWindow> ws = ks.window(assigner(n));
         if (lng(n, "count") > 0) ws = ws.trigger(CountTrigger.of(lng(n, "count")));
+        boolean after = n.path("evictafter").asBoolean(false);
+        switch (n.path("evictor").asText("")) {
+            case "count": ws = ws.evictor(CountEvictor.of(lng(n, "keep"), after)); break;
+            case "time": ws = ws.evictor(TimeEvictor.of(ms(lng(n, "keep")), after)); break;
+            default: break;
+        }
         if (lng(n, "lateness") > 0) ws = ws.allowedLateness(ms(lng(n, "lateness")));
         if (n.path("late").asBoolean(false)) ws = ws.sideOutputLateData(tag);
         SingleOutputStreamOperator<Tuple3<String, Long, Long>> ds;
@@ -403,6 +432,7 @@ public final class Main {
         transient ValueState<Long> fired;
         transient ReducingState<Long> total;
         transient ListState<Long> last;
+        transient AggregatingState<Long, Long> stats;
 
         Logic(String kind, long delay, OutputTag<Tuple3<String, Long, Long>> tag) { this.kind = kind; this.delay = delay; this.tag = tag; }
 
@@ -411,11 +441,18 @@ public final class Main {
             fired = rc.getState(new ValueStateDescriptor<>("fired", Types.LONG));
             total = rc.getReducingState(new ReducingStateDescriptor<>("total", (x, y) -> x + y, Types.LONG));
             last = rc.getListState(new ListStateDescriptor<>("last", Types.LONG));
+            stats = rc.getAggregatingState(new AggregatingStateDescriptor<>("stats", new Stats(), Types.TUPLE(Types.LONG, Types.LONG, Types.LONG)));
         }
 
         void element(Tuple3<String, Long, Long> r, long mult, long ts, TimerService timers,
                 java.util.function.Consumer<Tuple3<String, Long, Long>> side, Collector<Tuple3<String, Long, Long>> out) throws Exception {
             if (floorMod(r.f1, 5) == 0) side.accept(r);
+            if (kind.equals("agg")) {
+                stats.add(r.f1);
+                out.collect(Tuple3.of(r.f0, stats.get(), r.f2));
+                if (floorMod(r.f1, 7) == 0) stats.clear();
+                return;
+            }
             if (kind.equals("running")) {
                 total.add(r.f1);
                 List<Long> l = new ArrayList<>();
@@ -444,6 +481,74 @@ public final class Main {
             long nf = (f == null ? 0 : f) + 1;
             fired.update(nf);
             out.collect(Tuple3.of(key, sum * 1000 + nf, 0L));
+        }
+    }
+
+    /**
+     * A bounded parallel source: subtask s of p emits the records at the
+     * indexes i of data with i mod p == s, in order. It needs no splits:
+     * each reader knows its subtask index.
+     */
+    public static final class PartSource implements Source<Tuple3<String, Long, Long>, NoSplit, Void> {
+        final ArrayList<Tuple3<String, Long, Long>> data;
+        PartSource(List<Tuple3<String, Long, Long>> data) { this.data = new ArrayList<>(data); }
+        @Override public Boundedness getBoundedness() { return Boundedness.BOUNDED; }
+        @Override public SplitEnumerator<NoSplit, Void> createEnumerator(SplitEnumeratorContext<NoSplit> ctx) { return new NoEnumerator(ctx); }
+        @Override public SplitEnumerator<NoSplit, Void> restoreEnumerator(SplitEnumeratorContext<NoSplit> ctx, Void chk) { return new NoEnumerator(ctx); }
+        @Override public SimpleVersionedSerializer<NoSplit> getSplitSerializer() { return new NoSerializer<>(); }
+        @Override public SimpleVersionedSerializer<Void> getEnumeratorCheckpointSerializer() { return new NoSerializer<>(); }
+        @Override public SourceReader<Tuple3<String, Long, Long>, NoSplit> createReader(SourceReaderContext ctx) {
+            int s = ctx.getIndexOfSubtask(), p = ctx.currentParallelism();
+            List<Tuple3<String, Long, Long>> part = new ArrayList<>();
+            for (int i = s; i < data.size(); i += p) part.add(data.get(i));
+            return new SourceReader<>() {
+                int pos;
+                @Override public void start() {}
+                @Override public InputStatus pollNext(ReaderOutput<Tuple3<String, Long, Long>> out) {
+                    if (pos >= part.size()) return InputStatus.END_OF_INPUT;
+                    out.collect(part.get(pos++));
+                    return pos < part.size() ? InputStatus.MORE_AVAILABLE : InputStatus.END_OF_INPUT;
+                }
+                @Override public List<NoSplit> snapshotState(long id) { return List.of(); }
+                @Override public CompletableFuture<Void> isAvailable() { return CompletableFuture.completedFuture(null); }
+                @Override public void addSplits(List<NoSplit> splits) {}
+                @Override public void notifyNoMoreSplits() {}
+                @Override public void close() {}
+            };
+        }
+    }
+
+    /** PartSource has no splits. */
+    public static final class NoSplit implements SourceSplit {
+        @Override public String splitId() { return "none"; }
+    }
+
+    /** PartSource's enumerator: no splits to assign. */
+    static final class NoEnumerator implements SplitEnumerator<NoSplit, Void> {
+        final SplitEnumeratorContext<NoSplit> ctx;
+        NoEnumerator(SplitEnumeratorContext<NoSplit> ctx) { this.ctx = ctx; }
+        @Override public void start() {}
+        @Override public void handleSplitRequest(int subtask, String host) {}
+        @Override public void addSplitsBack(List<NoSplit> splits, int subtask) {}
+        @Override public void addReader(int subtask) { ctx.signalNoMoreSplits(subtask); }
+        @Override public Void snapshotState(long id) { return null; }
+        @Override public void close() {}
+    }
+
+    /** Serializes nothing (PartSource keeps no split or enumerator state). */
+    static final class NoSerializer<T> implements SimpleVersionedSerializer<T> {
+        @Override public int getVersion() { return 1; }
+        @Override public byte[] serialize(T t) { return new byte[0]; }
+        @Override public T deserialize(int version, byte[] b) { return null; }
+    }
+
+    /** The kproc block's AggregatingState: (count, sum, max) -> (count*1000+sum)*100 + floorMod(max, 100). */
+    public static final class Stats implements AggregateFunction<Long, Tuple3<Long, Long, Long>, Long> {
+        @Override public Tuple3<Long, Long, Long> createAccumulator() { return Tuple3.of(0L, 0L, Long.MIN_VALUE); }
+        @Override public Tuple3<Long, Long, Long> add(Long v, Tuple3<Long, Long, Long> a) { return Tuple3.of(a.f0 + 1, a.f1 + v, Math.max(a.f2, v)); }
+        @Override public Long getResult(Tuple3<Long, Long, Long> a) { return (a.f0 * 1000 + a.f1) * 100 + floorMod(a.f2, 100); }
+        @Override public Tuple3<Long, Long, Long> merge(Tuple3<Long, Long, Long> x, Tuple3<Long, Long, Long> y) {
+            return Tuple3.of(x.f0 + y.f0, x.f1 + y.f1, Math.max(x.f2, y.f2));
         }
     }
 
