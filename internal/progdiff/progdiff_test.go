@@ -147,7 +147,12 @@ func readFlink(dir, name string) (Output, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, name+".err")); err == nil {
 		return nil, fmt.Errorf("%s", firstLines(string(b), 3))
 	}
-	f, err := os.Open(filepath.Join(dir, name+".out"))
+	return readLines(filepath.Join(dir, name+".out"))
+}
+
+// readLines reads sink lines ("sinkN key value ts") into an Output.
+func readLines(file string) (Output, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +270,8 @@ func TestProgramFile(t *testing.T) {
 }
 
 // TestRegressions runs the programs kept in testdata (NAME.json) on Weir
-// and compares their sinks with Flink 2.2.1's output for them (NAME.out,
-// written by scripts/flink-programs.sh): programs that once showed a
+// and compares their sinks with Flink 2.2.1's output for them (NAME.flink,
+// the NAME.out that scripts/flink-programs.sh wrote): programs that once showed a
 // difference, or a case where Weir and Flink could easily part.
 func TestRegressions(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
@@ -282,7 +287,7 @@ func TestRegressions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		flink, err := readFlink("testdata", strings.TrimSuffix(filepath.Base(f), ".json"))
+		flink, err := readLines(strings.TrimSuffix(f, ".json") + ".flink")
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
