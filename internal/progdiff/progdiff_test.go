@@ -65,9 +65,14 @@ func TestProgramsAgainstFlink(t *testing.T) {
 	if err := os.MkdirAll(specDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]Spec, n)
+	// One harness-mode program (harness.go) for every ten jobs.
+	specs := make([]Spec, n+(n+9)/10)
 	for i := range specs {
-		specs[i] = Generate(first + uint64(i))
+		if i < n {
+			specs[i] = Generate(first + uint64(i))
+		} else {
+			specs[i] = GenerateHarness(first + uint64(i-n))
+		}
 		if err := os.WriteFile(filepath.Join(specDir, specs[i].Name+".json"), []byte(specs[i].JSON()), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -86,8 +91,8 @@ func TestProgramsAgainstFlink(t *testing.T) {
 	}
 	flinkDone := make(chan error, 1)
 	go func() { flinkDone <- cmd.Wait() }()
-	weirOut := make([]Output, n)
-	weirErr := make([]error, n)
+	weirOut := make([]Output, len(specs))
+	weirErr := make([]error, len(specs))
 	for i, s := range specs {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		weirOut[i], weirErr[i] = Run(ctx, s)
@@ -97,7 +102,7 @@ func TestProgramsAgainstFlink(t *testing.T) {
 	if err := <-flinkDone; err != nil {
 		t.Fatalf("the Flink side failed: %v\n%s", err, flinkOut.String())
 	}
-	t.Logf("%d programs (seeds %d..%d): Weir done after %v, Flink after %v", n, first, first+uint64(n)-1,
+	t.Logf("%d programs and %d harness programs (seeds %d..%d): Weir done after %v, Flink after %v", n, len(specs)-n, first, first+uint64(n)-1,
 		weirTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	differ, lines, sinks, ordered := 0, 0, 0, 0
 	for i, s := range specs {
@@ -126,7 +131,7 @@ func TestProgramsAgainstFlink(t *testing.T) {
 	}
 	t.Logf("compared %d sinks (%d of them in order), %d output lines on Flink", sinks, ordered, lines)
 	if differ > 0 {
-		t.Errorf("%d of %d programs differ", differ, n)
+		t.Errorf("%d of %d programs differ", differ, len(specs))
 	}
 }
 
@@ -229,6 +234,31 @@ func TestCompare(t *testing.T) {
 	}
 	if d := s.Compare(a, Output{0: a[0]}); !strings.Contains(d, "sink1: 2 lines on weir, 0 on flink") {
 		t.Errorf("a missing sink not described: %q", d)
+	}
+}
+
+func TestCompareHarness(t *testing.T) {
+	s := GenerateHarness(1)
+	a := Output{0: {"sink0 a|v=1 1 2", "sink0 b|v=- 1 2", "sink0 a|v=- 2 3"}}
+	if d := s.Compare(a, Output{0: {"sink0 b|v=- 1 2", "sink0 a|v=1 1 2", "sink0 a|v=- 2 3"}}); d != "" {
+		t.Errorf("a harness program's order across keys counted: %s", d)
+	}
+	if d := s.Compare(a, Output{0: {"sink0 a|v=- 2 3", "sink0 b|v=- 1 2", "sink0 a|v=1 1 2"}}); !strings.Contains(d, "sink0 (ordered) key a") {
+		t.Errorf("a harness program's order per key not compared: %q", d)
+	}
+}
+
+func TestHarnessRoundTrip(t *testing.T) {
+	s := GenerateHarness(7)
+	if s.Harness == nil || len(s.Harness.Steps) < 5 || s.Harness.Steps[0].Op != "time" {
+		t.Fatalf("not a harness program: %s", s.JSON())
+	}
+	p, err := Parse([]byte(s.JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.JSON() != s.JSON() {
+		t.Fatalf("round trip changed the spec:\n%s\n%s", s.JSON(), p.JSON())
 	}
 }
 

@@ -40,8 +40,12 @@ func (p *punctuated) OnEvent(_ R, ts int64, out weir.WatermarkOutput) {
 
 func (p *punctuated) OnPeriodicEmit(weir.WatermarkOutput) {}
 
-// Run runs the spec as a Weir job and returns each sink's lines.
+// Run runs the spec as a Weir job (or, in the harness mode, on Weir's
+// test harness) and returns each sink's lines.
 func Run(ctx context.Context, s Spec) (Output, error) {
+	if s.Harness != nil {
+		return runHarness(s)
+	}
 	env := weir.NewEnvironment(weir.WithParallelism(1))
 	streams := map[int]weir.DataStream[R]{}
 	tags := map[int]weir.OutputTag[R]{}

@@ -117,6 +117,10 @@ public final class Main {
                 LINES.clear();
                 try {
                     JsonNode spec = om.readTree(Files.readString(p));
+                    if (spec.has("harness")) {
+                        Files.write(outDir.resolve(name + ".out"), HarnessMode.run(spec), StandardCharsets.UTF_8);
+                        continue;
+                    }
                     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
                     env.setParallelism(1);
                     env.getConfig().setAutoWatermarkInterval(0);
@@ -501,18 +505,27 @@ public final class Main {
             int s = ctx.getIndexOfSubtask(), p = ctx.currentParallelism();
             List<Tuple3<String, Long, Long>> part = new ArrayList<>();
             for (int i = s; i < data.size(); i += p) part.add(data.get(i));
+            // The reader ends only after the enumerator's "no more
+            // splits": a task that finished before that event arrives
+            // fails the job (the event is lost).
             return new SourceReader<>() {
                 int pos;
+                boolean noMore;
+                final CompletableFuture<Void> noMoreSplits = new CompletableFuture<>();
                 @Override public void start() {}
                 @Override public InputStatus pollNext(ReaderOutput<Tuple3<String, Long, Long>> out) {
-                    if (pos >= part.size()) return InputStatus.END_OF_INPUT;
-                    out.collect(part.get(pos++));
-                    return pos < part.size() ? InputStatus.MORE_AVAILABLE : InputStatus.END_OF_INPUT;
+                    if (pos < part.size()) {
+                        out.collect(part.get(pos++));
+                        return InputStatus.MORE_AVAILABLE;
+                    }
+                    return noMore ? InputStatus.END_OF_INPUT : InputStatus.NOTHING_AVAILABLE;
                 }
                 @Override public List<NoSplit> snapshotState(long id) { return List.of(); }
-                @Override public CompletableFuture<Void> isAvailable() { return CompletableFuture.completedFuture(null); }
+                @Override public CompletableFuture<Void> isAvailable() {
+                    return pos < part.size() ? CompletableFuture.completedFuture(null) : noMoreSplits;
+                }
                 @Override public void addSplits(List<NoSplit> splits) {}
-                @Override public void notifyNoMoreSplits() {}
+                @Override public void notifyNoMoreSplits() { noMore = true; noMoreSplits.complete(null); }
                 @Override public void close() {}
             };
         }
