@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Flink side of the whole-program differential tester
 # (internal/progdiff): runs every SPEC_DIR/*.json program on one Apache
-# Flink 2.2.1 MiniCluster and writes OUT_DIR/NAME.out (the sink lines) or
+# Flink 2.2.1 MiniCluster (a harness-mode spec on Flink's keyed operator
+# test harness) and writes OUT_DIR/NAME.out (the sink lines) or
 # OUT_DIR/NAME.err (why the job failed). Needs Java 17 and Maven.
 #
 #   scripts/flink-programs.sh SPEC_DIR OUT_DIR
