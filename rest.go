@@ -100,6 +100,15 @@ func (j pluginJob) Savepoint(ctx context.Context, dir string, stop bool) (string
 
 func (j pluginJob) Cancel() { j.h.Cancel() }
 
+// TriggerCheckpoint starts a checkpoint now (Flink's REST trigger) and
+// returns its id.
+func (j pluginJob) TriggerCheckpoint(ctx context.Context) (int64, error) {
+	if j.h.cluster != nil {
+		return 0, errors.New("weir: a cluster member checkpoints on its own schedule; manual checkpoints do not run on a cluster member")
+	}
+	return j.h.env.eng.Checkpoint(ctx, j.h.done)
+}
+
 // SavepointDir is the job's default savepoint target (DefaultSavepointDir,
 // RunService's), under which REST clients may name targets.
 func (j pluginJob) SavepointDir() string {

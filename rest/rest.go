@@ -8,7 +8,8 @@
 // savepoint and cancel; also under /v1/), Prometheus metrics at /metrics,
 // /debug/pprof, Weir's own resources under /weir/ (snapshots, history,
 // doctor findings, input capture), liveness and readiness at /healthz and
-// /readyz, and the web dashboard at /. The job's id in the paths is a 32-hex-digit id
+// /readyz, the web dashboard at / and, with WithFlinkUI, Apache Flink's
+// own web UI at /flink/. The job's id in the paths is a 32-hex-digit id
 // (weir.JobHandle.ID); its name works too.
 //
 // Plug a server into an environment with weir.WithPlugin:
@@ -42,6 +43,7 @@ package rest
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -111,6 +113,15 @@ func WithTimeouts(read, write, idle time.Duration) Option {
 // 256; negative: no limit); more wait to be accepted.
 func WithMaxConnections(n int) Option { return func(s *server) { s.opts.MaxConns = n } }
 
+// WithFlinkUI serves Apache Flink's own web UI at /flink/ over the
+// server's REST API: dir is the web/ folder of the
+// org.apache.flink:flink-runtime-web jar, which scripts/flink-web.sh
+// downloads from Maven Central (Weir ships none of its files). Paths
+// under /flink/ name the folder's files, or else the REST API, which the
+// UI calls relative to its page. A folder without index.html fails the
+// job's start.
+func WithFlinkUI(dir string) Option { return func(s *server) { s.opts.FlinkUI = dir } }
+
 // New returns a server that will listen on addr (host:port; port 0
 // picks a free one) while a job it is plugged into runs.
 func New(addr string, opts ...Option) Server {
@@ -156,6 +167,11 @@ func (s *server) Check() error {
 		return errors.New("rest.New: " + s.addr + " is not a loopback address: give a token for write actions and profiles (rest.WithToken)")
 	case s.sample < 0:
 		return errors.New("rest.WithSampleInterval: the interval must not be negative")
+	}
+	if s.opts.FlinkUI != "" {
+		if st, err := os.Stat(s.opts.FlinkUI); err != nil || !st.IsDir() {
+			return errors.New("rest.WithFlinkUI: " + s.opts.FlinkUI + " is not a directory (the web/ folder of flink-runtime-web: scripts/flink-web.sh)")
+		}
 	}
 	for _, root := range s.opts.SavepointRoots {
 		if root == "" {

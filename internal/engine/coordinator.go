@@ -75,6 +75,13 @@ type SavepointRequest struct {
 	// savepoint's id (0 if it never started) and its outcome. It must not
 	// block.
 	Done func(id int64, err error)
+	// Checkpoint makes it a manual checkpoint instead (Flink's REST
+	// checkpoint trigger): a checkpoint like the periodic ones, stored in
+	// the job's checkpoint store, taken as soon as none is in flight;
+	// Persist and Stop are ignored, and Done is called once it started,
+	// with its id (its outcome is in the checkpoint statistics), or with
+	// an error if it could not start.
+	Checkpoint bool
 }
 
 // coordinator triggers checkpoints at the sources, collects the tasks'
@@ -98,9 +105,10 @@ type coordinator struct {
 	lastEnd      int64 // when the last checkpoint completed or was abandoned
 	nextPeriodic int64 // when the next periodic checkpoint is due
 	queue        []*SavepointRequest
-	failures     int  // consecutive counted failures
-	failed       bool // Fail was called, or the job stopped with a savepoint
-	started      bool // init ran
+	lastStarted  int64 // the id of the last checkpoint that started
+	failures     int   // consecutive counted failures
+	failed       bool  // Fail was called, or the job stopped with a savepoint
+	started      bool  // init ran
 	// index finds a task by its acknowledgement; final holds each task's
 	// acknowledgement of the latest completed checkpoint: once the task
 	// has finished (after its final checkpoint), it stands for the task in
@@ -255,6 +263,16 @@ func (c *coordinator) onTick(ctx context.Context, now int64) {
 	if len(c.queue) > 0 {
 		r := c.queue[0]
 		c.queue = c.queue[1:]
+		if r.Checkpoint {
+			before := c.lastStarted
+			c.trigger(ctx, now, nil)
+			if c.lastStarted > before {
+				r.Done(c.lastStarted, nil)
+			} else {
+				r.Done(0, errors.New("checkpoint not triggered: a source is busy"))
+			}
+			return
+		}
 		c.trigger(ctx, now, r)
 		return
 	}
@@ -419,6 +437,7 @@ func (c *coordinator) trigger(ctx context.Context, now int64, sp *SavepointReque
 		}
 	}
 	c.pending = p
+	c.lastStarted = p.id
 	c.cfg.Stats.started(p.id, sp, now, c.tasks)
 	c.advance(ctx, p, now)
 }

@@ -146,6 +146,40 @@ func (r *Runner) Savepoint(ctx context.Context, name, dir string, stop bool, don
 	}
 }
 
+// Checkpoint triggers a checkpoint of the running job now (Flink's REST
+// checkpoint trigger), as soon as none is in flight, and returns its id
+// once it started; its outcome shows in the checkpoint statistics. done
+// is closed when the job has ended.
+func (r *Runner) Checkpoint(ctx context.Context, done <-chan struct{}) (int64, error) {
+	if r.Cfg.Checkpoint == nil {
+		return 0, errors.New("weir: checkpoints need checkpointing: call EnableCheckpointing on the environment")
+	}
+	type result struct {
+		id  int64
+		err error
+	}
+	res := make(chan result, 1)
+	req := &engine.SavepointRequest{Checkpoint: true, Done: func(id int64, err error) { res <- result{id, err} }}
+	select {
+	case r.Savepoints <- req:
+	case <-done:
+		return 0, errors.New("weir: checkpoint: the job has ended")
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case res := <-res:
+		if res.err != nil {
+			return 0, fmt.Errorf("weir: %w", res.err)
+		}
+		return res.id, nil
+	case <-done:
+		return 0, errors.New("weir: checkpoint: the job ended before the checkpoint started")
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
 // ConvertOps converts a checkpoint's snapshots with f (between the API's
 // snapshots and the engine's), keeping a nil map nil.
 func ConvertOps[A, B any](ops map[string][]A, f func(A) B) map[string][]B {

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,6 +21,117 @@ func (s *Server) routeCheckpoints(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/{jobid}/checkpoints/config", s.withJob(s.checkpointConfig))
 	mux.HandleFunc("GET /jobs/{jobid}/checkpoints/details/{checkpointid}", s.withJob(s.checkpointDetails))
 	mux.HandleFunc("GET /jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}", s.withJob(s.checkpointSubtasks))
+	mux.HandleFunc("POST /jobs/{jobid}/checkpoints", s.guarded(s.withJob(s.triggerCheckpoint)))
+	mux.HandleFunc("GET /jobs/{jobid}/checkpoints/{triggerid}", s.withJob(s.checkpointStatus))
+}
+
+// Checkpointer is implemented by jobs that take a checkpoint on request
+// (Flink 1.19's POST /jobs/:jobid/checkpoints).
+type Checkpointer interface {
+	// TriggerCheckpoint starts a checkpoint now (once none is in flight)
+	// and returns its id.
+	TriggerCheckpoint(ctx context.Context) (int64, error)
+}
+
+// triggerCheckpoint is Flink's CheckpointTriggerHandler: body
+// {"checkpointType", "triggerId"} (both optional), answer 202
+// {"request-id"}. Weir takes checkpoints of the kind the job configured
+// only: a checkpointType other than CONFIGURED is refused.
+func (s *Server) triggerCheckpoint(w http.ResponseWriter, r *http.Request, e *entry) {
+	_, data, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req struct {
+		Type      string `json:"checkpointType"`
+		TriggerID string `json:"triggerId"`
+	}
+	if err := json.Unmarshal(data, &req); len(data) > 0 && err != nil {
+		writeError(w, http.StatusBadRequest, "Request did not match expected format CheckpointTriggerRequestBody: "+err.Error())
+		return
+	}
+	if req.Type != "" && req.Type != "CONFIGURED" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("checkpoint type %q is not supported: Weir takes checkpoints of the kind the job configured (CONFIGURED)", req.Type))
+		return
+	}
+	cp, ok := e.job.(Checkpointer)
+	if !ok || e.job.Snapshot().Job.Checkpointing == nil {
+		writeError(w, http.StatusBadRequest, "Checkpointing is not enabled for this job ("+e.id+").")
+		return
+	}
+	id := req.TriggerID
+	if id == "" {
+		id = newTriggerID()
+	} else if !triggerIDPattern.MatchString(id) {
+		writeError(w, http.StatusBadRequest, "triggerId must be 32 hexadecimal digits")
+		return
+	}
+	key := "checkpoint/" + e.id + "/" + id
+	op := &operation{done: make(chan struct{})}
+	s.mu.Lock()
+	if _, dup := s.ops[key]; dup {
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, "an operation with trigger id "+id+" exists")
+		return
+	}
+	s.ops[key] = op
+	s.mu.Unlock()
+	s.log.Info("checkpoint requested", "job", e.name, "trigger", id, "remote", r.RemoteAddr)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(op.done)
+		op.checkpoint, op.err = cp.TriggerCheckpoint(s.ctx)
+	}()
+	writeJSON(w, http.StatusAccepted, map[string]string{"request-id": id})
+}
+
+// checkpointStatus is Flink's CheckpointStatusHandler: IN_PROGRESS until
+// the checkpoint the request started has completed or failed, then
+// COMPLETED with {"checkpointId"} and, if it failed, a failureCause.
+func (s *Server) checkpointStatus(w http.ResponseWriter, r *http.Request, e *entry) {
+	s.mu.Lock()
+	op := s.ops["checkpoint/"+e.id+"/"+r.PathValue("triggerid")]
+	s.mu.Unlock()
+	if op == nil {
+		writeError(w, http.StatusNotFound, "There is no checkpoint operation with trigger id "+r.PathValue("triggerid")+" for job "+e.id+".")
+		return
+	}
+	inProgress := map[string]any{"status": map[string]string{"id": "IN_PROGRESS"}}
+	select {
+	case <-op.done:
+	default:
+		writeJSON(w, http.StatusOK, inProgress)
+		return
+	}
+	failure := func(msg string) map[string]string {
+		return map[string]string{"class": "org.apache.flink.runtime.checkpoint.CheckpointException", "stack-trace": msg, "serialized-throwable": ""}
+	}
+	info := map[string]any{}
+	if op.err != nil {
+		info["failureCause"] = failure(op.err.Error())
+	} else {
+		info["checkpointId"] = op.checkpoint
+		cs := e.job.Snapshot().Checkpoints
+		found := false
+		for _, c := range cs.History {
+			if c.ID != op.checkpoint {
+				continue
+			}
+			found = true
+			switch c.Status {
+			case "IN_PROGRESS":
+				writeJSON(w, http.StatusOK, inProgress)
+				return
+			case "FAILED":
+				info["failureCause"] = failure(c.Failure)
+			}
+		}
+		if !found && (cs.Completed == nil || cs.Completed.ID < op.checkpoint) {
+			info["failureCause"] = failure(fmt.Sprintf("checkpoint %d is no longer in the checkpoint history and no later one completed", op.checkpoint))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": info})
 }
 
 // statsSummary is Flink's StatsSummaryDto.

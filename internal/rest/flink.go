@@ -3,7 +3,6 @@ package rest
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ func (s *Server) routeFlink(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/overview", s.jobsOverview)
 	mux.HandleFunc("GET /jobs/{jobid}", s.withJob(s.jobDetails))
 	mux.HandleFunc("PATCH /jobs/{jobid}", s.guarded(s.withJob(s.cancel)))
+	mux.HandleFunc("GET /jobs/{jobid}/yarn-cancel", s.guarded(s.withJob(s.yarnCancel)))
 	mux.HandleFunc("GET /jobs/{jobid}/plan", s.withJob(s.plan))
 	mux.HandleFunc("GET /jobs/{jobid}/config", s.withJob(s.jobConfig))
 	mux.HandleFunc("GET /jobs/{jobid}/exceptions", s.withJob(s.exceptions))
@@ -38,12 +38,28 @@ func (s *Server) routeFlink(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}", s.withVertex(s.vertexDetails))
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}/watermarks", s.withVertex(s.watermarks))
 	mux.HandleFunc("GET /jobs/{jobid}/vertices/{vertexid}/backpressure", s.withVertex(s.backpressure))
+	s.routeSubtasks(mux)
+	s.routeCluster(mux)
 	s.routeCheckpoints(mux)
 	s.routeMetrics(mux)
 	s.routeSavepoints(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 	})
+}
+
+// yarnCancel is Flink's GET /jobs/:jobid/yarn-cancel, which Flink's web
+// UI sends for its cancel button. A GET that changes the job is open to
+// any page the operator opens (an image's address suffices), so it is
+// served only to a request the browser marks as coming from this server's
+// own pages (Sec-Fetch-Site: same-origin); other clients use PATCH
+// /jobs/:jobid.
+func (s *Server) yarnCancel(w http.ResponseWriter, r *http.Request, e *entry) {
+	if r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+		writeError(w, http.StatusForbidden, "GET /jobs/:jobid/yarn-cancel is served to this server's own pages only (Sec-Fetch-Site: same-origin): use PATCH /jobs/:jobid")
+		return
+	}
+	s.cancel(w, r, e)
 }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }
@@ -329,49 +345,13 @@ func (s *Server) jobConfig(w http.ResponseWriter, r *http.Request, e *entry) {
 }
 
 func (s *Server) vertexDetails(w http.ResponseWriter, r *http.Request, e *entry, snap *monitor.Snapshot, rates map[string][]monitor.Rate, v *monitor.Vertex) {
-	j := snap.Job
-	type subtaskInfo struct {
-		Subtask        int              `json:"subtask"`
-		Status         string           `json:"status"`
-		Attempt        int              `json:"attempt"`
-		Endpoint       string           `json:"endpoint"`
-		StartTime      int64            `json:"start-time"`
-		EndTime        int64            `json:"end-time"`
-		Duration       int64            `json:"duration"`
-		Metrics        ioMetrics        `json:"metrics"`
-		TaskManagerID  string           `json:"taskmanager-id"`
-		StatusDuration map[string]int64 `json:"status-duration"`
-		// Weir: the rates of the last sampling interval.
-		Rates monitor.Rate `json:"weir-rates"`
-		// Weir, on a cluster member: the task (stage x partition) the
-		// subtask is; taskmanager-id is then the instance's group member.
-		Task string `json:"weir-task,omitempty"`
-	}
 	subs := []subtaskInfo{}
-	for i, st := range v.Subtasks {
-		var rt monitor.Rate
-		if i < len(rates[v.ID]) {
-			rt = rates[v.ID][i]
-		}
-		subs = append(subs, subtaskInfo{
-			Subtask: st.Index, Status: st.Status, Attempt: j.Restarts, Endpoint: "localhost",
-			StartTime: j.StartTime, EndTime: j.EndTime, Duration: duration(j, snap.Timestamp),
-			Metrics: subtaskIO(st), TaskManagerID: "weir", StatusDuration: map[string]int64{st.Status: duration(j, snap.Timestamp)},
-			Rates: rt,
-		})
-		if c := snap.Cluster; c != nil {
-			sub := &subs[len(subs)-1]
-			sub.TaskManagerID = c.Member
-			for _, t := range c.Tasks {
-				if t.Partition == st.Index && slices.Contains(t.Vertices, v.ID) {
-					sub.Task, sub.Attempt = t.ID, t.Attempt-1
-				}
-			}
-		}
+	for i := range v.Subtasks {
+		subs = append(subs, subtaskDetails(snap, rates, v, i))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"id": v.ID, "name": v.Name, "parallelism": v.Parallelism, "maxParallelism": j.MaxParallelism,
-		"now": snap.Timestamp, "subtasks": subs,
+		"id": v.ID, "name": v.Name, "parallelism": v.Parallelism, "maxParallelism": snap.Job.MaxParallelism,
+		"now": snap.Timestamp, "subtasks": subs, "aggregated": aggregated(subs),
 	})
 }
 

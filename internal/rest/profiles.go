@@ -2,6 +2,8 @@ package rest
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
@@ -9,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -86,13 +89,45 @@ func profileSeconds(r *http.Request) (time.Duration, error) {
 	return time.Duration(f * float64(time.Second)), nil
 }
 
-// flameGraph profiles the process's CPU for ?seconds= and returns the
-// samples of the vertex's goroutines (optionally of ?subtask= only) as
-// Flink's VertexFlameGraph: {"endTimestamp", "data": root node}. Only
-// ?type=on_cpu (the default) is supported.
+// Flame graph types (Flink's ThreadStates).
+const (
+	FlameOnCPU  = "ON_CPU"
+	FlameOffCPU = "OFF_CPU"
+	FlameFull   = "FULL"
+)
+
+// flameGraph answers Flink's VertexFlameGraph, {"endTimestamp", "data":
+// root node}, of the vertex's goroutines (optionally of one subtask:
+// ?subtaskindex=, Flink's name, or ?subtask=) for ?type= (case
+// insensitive):
+//
+//   - ON_CPU (default): the CPU samples of Go's profiler, in samples;
+//   - OFF_CPU: the goroutines found waiting (parked: on a channel, a
+//     lock, I/O, a timer) in goroutine profiles taken every 50 ms;
+//   - FULL: every goroutine in those profiles, running or waiting.
+//
+// With ?seconds= it samples for that long and answers. Without it, as
+// Flink's web UI asks, it answers at once with the latest graph of that
+// vertex, type and subtask (endTimestamp -1 and no data before the
+// first, Flink's "waiting"), and starts a 2 s sampling in the background
+// if the latest is older than flameRefresh.
 func (s *Server) flameGraph(w http.ResponseWriter, r *http.Request, e *entry, snap *monitor.Snapshot, _ map[string][]monitor.Rate, v *monitor.Vertex) {
-	if t := strings.ToLower(r.URL.Query().Get("type")); t != "" && t != "on_cpu" {
-		writeError(w, http.StatusBadRequest, "only on_cpu flame graphs are supported (Go's CPU profiler)")
+	q := r.URL.Query()
+	typ := strings.ToUpper(q.Get("type"))
+	switch typ {
+	case "":
+		typ = FlameOnCPU
+	case FlameOnCPU, FlameOffCPU, FlameFull:
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("flame graph type %q: one of ON_CPU, OFF_CPU, FULL", q.Get("type")))
+		return
+	}
+	subtask := q.Get("subtaskindex")
+	if subtask == "" {
+		subtask = q.Get("subtask")
+	}
+	if !q.Has("seconds") {
+		writeJSON(w, http.StatusOK, s.flames.latest(s, flameKey{v.UID, typ, subtask}))
 		return
 	}
 	d, err := profileSeconds(r)
@@ -100,33 +135,181 @@ func (s *Server) flameGraph(w http.ResponseWriter, r *http.Request, e *entry, sn
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	subtask := r.URL.Query().Get("subtask")
 	r = longRequest(w, r, d)
-	if !s.prof.TryLock() {
-		writeError(w, http.StatusServiceUnavailable, "a CPU profile is already being taken")
+	root, err := s.sampleFlame(r.Context(), flameKey{v.UID, typ, subtask}, d, false)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	writeJSON(w, http.StatusOK, vertexFlameGraph{EndTimestamp: time.Now().UnixMilli(), Data: root})
+}
+
+// vertexFlameGraph is Flink's VertexFlameGraph.
+type vertexFlameGraph struct {
+	EndTimestamp int64      `json:"endTimestamp"`
+	Data         *FlameNode `json:"data"`
+}
+
+// flameKey names the flame graphs of one vertex (head UID), type and
+// subtask ("" all).
+type flameKey struct{ vertex, typ, subtask string }
+
+// flameRefresh is how old the latest flame graph may be before a request
+// without ?seconds= starts a new sampling.
+const flameRefresh = 10 * time.Second
+
+// flameCache holds the latest flame graph per key, for Flink's web UI,
+// which polls without waiting.
+type flameCache struct {
+	mu       sync.Mutex
+	graphs   map[flameKey]vertexFlameGraph
+	sampling map[flameKey]bool
+}
+
+// latest returns the latest graph of k (or Flink's waiting answer) and
+// starts a sampling if it is missing or stale.
+func (c *flameCache) latest(s *Server, k flameKey) vertexFlameGraph {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.graphs == nil {
+		c.graphs, c.sampling = map[flameKey]vertexFlameGraph{}, map[flameKey]bool{}
+	}
+	g, ok := c.graphs[k]
+	if !ok {
+		g = vertexFlameGraph{EndTimestamp: -1}
+	}
+	if !c.sampling[k] && (!ok || time.Since(time.UnixMilli(g.EndTimestamp)) > flameRefresh) && s.ctx.Err() == nil {
+		c.sampling[k] = true
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			root, err := s.sampleFlame(s.ctx, k, 2*time.Second, true)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			delete(c.sampling, k)
+			if err == nil {
+				c.graphs[k] = vertexFlameGraph{EndTimestamp: time.Now().UnixMilli(), Data: root}
+			}
+		}()
+	}
+	return g
+}
+
+// sampleFlame samples k's goroutines for d (less if ctx ends). A CPU
+// profile waits for one in progress if wait, else fails.
+func (s *Server) sampleFlame(ctx context.Context, k flameKey, d time.Duration, wait bool) (*FlameNode, error) {
+	if k.typ != FlameOnCPU {
+		return goroutineFlame(ctx, k, d), nil
+	}
+	if wait {
+		for !s.prof.TryLock() {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	} else if !s.prof.TryLock() {
+		return nil, errors.New("a CPU profile is already being taken")
+	}
 	var buf bytes.Buffer
-	err = rpprof.StartCPUProfile(&buf)
-	if err != nil {
+	if err := rpprof.StartCPUProfile(&buf); err != nil {
 		s.prof.Unlock()
-		writeError(w, http.StatusServiceUnavailable, "cannot start the CPU profiler: "+err.Error())
-		return
+		return nil, errors.New("cannot start the CPU profiler: " + err.Error())
 	}
 	select {
 	case <-time.After(d):
-	case <-r.Context().Done():
+	case <-ctx.Done():
 	case <-s.ctx.Done():
 	}
 	rpprof.StopCPUProfile()
 	s.prof.Unlock()
 	p, err := profile.Parse(&buf)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "reading the CPU profile: "+err.Error())
-		return
+		return nil, errors.New("reading the CPU profile: " + err.Error())
 	}
-	root := FlameGraph(p, v.UID, subtask)
-	writeJSON(w, http.StatusOK, map[string]any{"endTimestamp": time.Now().UnixMilli(), "data": root})
+	return FlameGraph(p, k.vertex, k.subtask), nil
+}
+
+// goroutineSampleEvery is the interval between the goroutine profiles
+// of an OFF_CPU or FULL flame graph (Flink's default delay between
+// stack samples).
+const goroutineSampleEvery = 50 * time.Millisecond
+
+// goroutineFlame folds goroutine profiles taken every
+// goroutineSampleEvery for d: every goroutine of the vertex (FULL) or
+// only the waiting ones (OFF_CPU), valued in goroutine samples.
+func goroutineFlame(ctx context.Context, k flameKey, d time.Duration) *FlameNode {
+	root := &FlameNode{Name: "root", Children: []*FlameNode{}}
+	t := time.NewTicker(goroutineSampleEvery)
+	defer t.Stop()
+	deadline := time.After(d)
+	for {
+		var buf bytes.Buffer
+		if err := rpprof.Lookup("goroutine").WriteTo(&buf, 0); err == nil {
+			if p, err := profile.Parse(&buf); err == nil {
+				foldGoroutines(root, p, k)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			sortTree(root)
+			return root
+		case <-deadline:
+			sortTree(root)
+			return root
+		case <-t.C:
+		}
+	}
+}
+
+// waiting reports whether a goroutine's stack (leaf first) is parked.
+func waiting(locs []*profile.Location) bool {
+	for _, l := range locs {
+		for _, ln := range l.Line {
+			if ln.Function == nil {
+				continue
+			}
+			switch ln.Function.Name {
+			case "runtime.gopark", "runtime.goparkunlock":
+				return true
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// foldGoroutines adds the goroutines of goroutine profile p that carry
+// k's labels (waiting ones only for OFF_CPU) to root.
+func foldGoroutines(root *FlameNode, p *profile.Profile, k flameKey) {
+	for _, smp := range p.Sample {
+		if !hasLabel(smp, LabelVertex, k.vertex) || (k.subtask != "" && !hasLabel(smp, LabelSubtask, k.subtask)) {
+			continue
+		}
+		if k.typ == FlameOffCPU && !waiting(smp.Location) {
+			continue
+		}
+		n := smp.Value[0]
+		root.Value += n
+		node := root
+		for i := len(smp.Location) - 1; i >= 0; i-- {
+			lines := smp.Location[i].Line
+			for j := len(lines) - 1; j >= 0; j-- {
+				name := "?"
+				if f := lines[j].Function; f != nil {
+					name = f.Name
+				}
+				// The frames of the preemption that stopped a running
+				// goroutine for the profile are not its own.
+				if name == "runtime.asyncPreempt" || name == "runtime.asyncPreempt2" {
+					continue
+				}
+				node = child(node, name)
+				node.Value += n
+			}
+		}
+	}
 }
 
 // FlameGraph folds the CPU samples of profile p whose goroutines carry

@@ -31,11 +31,13 @@ func (s *Server) routeSavepoints(mux *http.ServeMux) {
 	mux.HandleFunc("POST /jobs/{jobid}/stop", s.guarded(s.withJob(s.stopWithSavepoint)))
 }
 
-// operation is an asynchronous savepoint.
+// operation is an asynchronous savepoint, or a manual checkpoint
+// (checkpoints.go: the id of the checkpoint it started).
 type operation struct {
-	done     chan struct{}
-	location string
-	err      error
+	done       chan struct{}
+	location   string
+	err        error
+	checkpoint int64
 }
 
 var triggerIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)

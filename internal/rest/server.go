@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -94,6 +95,10 @@ type Options struct {
 	// MaxConns bounds the connections served at once (default 256;
 	// negative: no limit); more wait to be accepted.
 	MaxConns int
+	// FlinkUI, if set, is a directory holding Apache Flink's web UI (the
+	// web/ folder of flink-runtime-web, scripts/flink-web.sh), served at
+	// FlinkUIPrefix (/flink/) over this server's REST API (flinkui.go).
+	FlinkUI string
 }
 
 // The defaults of Options' limits.
@@ -130,6 +135,10 @@ type Server struct {
 	// hosts are the names allowed in the Host header besides IP
 	// addresses and loopback names (allowedHosts).
 	hosts map[string]bool
+	// ui is Options.FlinkUI, opened (nil: none).
+	ui *os.Root
+	// flames are the latest flame graphs (profiles.go).
+	flames flameCache
 
 	mu   sync.Mutex
 	jobs map[string]*entry // by job ID
@@ -164,8 +173,18 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if !Loopback(addr) && opts.Token == "" {
 		return nil, fmt.Errorf("rest: %s is not a loopback address: give a token for write actions and profiles (rest.WithToken)", addr)
 	}
+	var ui *os.Root
+	if opts.FlinkUI != "" {
+		var err error
+		if ui, err = openFlinkUI(opts.FlinkUI); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if ui != nil {
+			ui.Close()
+		}
 		return nil, fmt.Errorf("rest: %w", err)
 	}
 	if n := orDefault(opts.MaxConns, DefaultMaxConns); n > 0 {
@@ -183,7 +202,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "weir"
 	}
-	s := &Server{opts: opts, ln: ln, log: opts.Logger, done: make(chan struct{}), jobs: map[string]*entry{}, ops: map[string]*operation{}}
+	s := &Server{opts: opts, ln: ln, log: opts.Logger, done: make(chan struct{}), jobs: map[string]*entry{}, ops: map[string]*operation{}, ui: ui}
 	s.hosts = allowedHosts(addr, opts.Hosts)
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.srv = &http.Server{
@@ -243,6 +262,9 @@ func (s *Server) Close(timeout time.Duration) error {
 	}
 	<-s.done
 	s.wg.Wait()
+	if s.ui != nil {
+		s.ui.Close()
+	}
 	return err
 }
 
@@ -382,6 +404,9 @@ func (s *Server) Handler() http.Handler {
 	s.routeHealth(mux)
 	s.routeProfiles(mux)
 	s.routeDashboard(mux)
+	if s.ui != nil {
+		return s.checkRequest(flinkUI(s.ui, v1(mux)))
+	}
 	return s.checkRequest(v1(mux))
 }
 
