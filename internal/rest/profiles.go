@@ -127,6 +127,10 @@ func (s *Server) flameGraph(w http.ResponseWriter, r *http.Request, e *entry, sn
 		subtask = q.Get("subtask")
 	}
 	if !q.Has("seconds") {
+		if vertexStatus(*v) != "RUNNING" {
+			writeJSON(w, http.StatusOK, vertexFlameGraph{EndTimestamp: flameTerminated})
+			return
+		}
 		writeJSON(w, http.StatusOK, s.flames.latest(s, flameKey{v.UID, typ, subtask}))
 		return
 	}
@@ -146,9 +150,17 @@ func (s *Server) flameGraph(w http.ResponseWriter, r *http.Request, e *entry, sn
 
 // vertexFlameGraph is Flink's VertexFlameGraph.
 type vertexFlameGraph struct {
-	EndTimestamp int64      `json:"endTimestamp"`
-	Data         *FlameNode `json:"data"`
+	EndTimestamp int64 `json:"endTimestamp"`
+	// Data is omitted in the answers without a graph, as Flink's.
+	Data *FlameNode `json:"data,omitempty"`
 }
+
+// Flink's endTimestamp values for the answers without a graph
+// (VertexFlameGraph.terminated, waiting).
+const (
+	flameTerminated = -1
+	flameWaiting    = -3
+)
 
 // flameKey names the flame graphs of one vertex (head UID), type and
 // subtask ("" all).
@@ -176,7 +188,7 @@ func (c *flameCache) latest(s *Server, k flameKey) vertexFlameGraph {
 	}
 	g, ok := c.graphs[k]
 	if !ok {
-		g = vertexFlameGraph{EndTimestamp: -1}
+		g = vertexFlameGraph{EndTimestamp: flameWaiting}
 	}
 	if !c.sampling[k] && (!ok || time.Since(time.UnixMilli(g.EndTimestamp)) > flameRefresh) && s.ctx.Err() == nil {
 		c.sampling[k] = true
