@@ -56,6 +56,22 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # --- end Chromium ------------------------------------------------------------
 
+# --- Flink's web UI (TestFlinkWebUIInBrowser in rest/) -----------------------
+# The static files of org.apache.flink:flink-runtime-web from Maven Central,
+# downloaded once and cached in .cache/flink-web; the browser test serves
+# them from a Weir job (rest.WithFlinkUI) and finds them through
+# WEIR_FLINK_WEB. With WEIR_REQUIRE_SERVICES=1 it fails without them.
+echo "== Flink's web UI (scripts/flink-web.sh)"
+flink_web=$(scripts/flink-web.sh | tail -n1)
+case "$flink_web" in
+  WEIR_FLINK_WEB=/*) export "$flink_web" ;;
+  *)
+    echo "scripts/flink-web.sh printed no folder: $flink_web" >&2
+    exit 1
+    ;;
+esac
+# --- end Flink's web UI ------------------------------------------------------
+
 # --- Disk: Go's build cache grows with every flag set (invariants, race,
 # cover) and is trimmed only of entries unused for days; on a long-lived
 # machine it once filled the disk and a run failed with "no space left on

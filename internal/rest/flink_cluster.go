@@ -177,11 +177,11 @@ func (s *Server) taskManagerInfo() taskManagerInfo {
 	if host == "" {
 		host = "localhost"
 	}
-	p, _ := strconv.Atoi(port)
 	res := resourceProfile{CPUCores: float64(runtime.GOMAXPROCS(0)), TaskHeapMemory: int(heap >> 20), ExtendedResources: map[string]float64{}}
 	free := resourceProfile{ExtendedResources: map[string]float64{}}
 	return taskManagerInfo{
-		ID: s.taskManagerID(), Path: "weir://" + net.JoinHostPort(host, port), DataPort: p, JMXPort: -1,
+		// Subtasks exchange records in memory: no data port.
+		ID: s.taskManagerID(), Path: "weir://" + net.JoinHostPort(host, port), DataPort: -1, JMXPort: -1,
 		TimeSinceLastHeartbeat: time.Now().UnixMilli(), SlotsNumber: slots, FreeSlots: 0, AssignedTasks: slots,
 		TotalResource: res, FreeResource: free,
 		Hardware:            hardware{CPUCores: runtime.NumCPU(), PhysicalMemory: physicalMemory(), FreeMemory: heap},

@@ -13,7 +13,9 @@
 // when there is one. Listen refuses an address that is not loopback
 // without a token. Every request must name the server in its Host header,
 // and writes must not come from another origin (guard.go). Nothing is
-// uploaded, and no file is served but the embedded assets.
+// uploaded, and no file is served but the embedded assets and, with
+// Options.FlinkUI, the files of Apache Flink's web UI in that folder
+// (flinkui.go).
 package rest
 
 import (
