@@ -388,3 +388,43 @@ func TestCheckpointStatsFailureReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinatorManualCheckpoint: a request with Checkpoint set (Flink's
+// REST checkpoint trigger) waits for the checkpoint in flight, then starts
+// a checkpoint at once despite the pause, reports its id when it starts,
+// and is persisted, notified and counted as a periodic checkpoint.
+func TestCoordinatorManualCheckpoint(t *testing.T) {
+	r := newCoordRig(t, CheckpointConfig{Interval: 100 * time.Millisecond, MinPause: time.Hour})
+	var started []int64
+	req := &SavepointRequest{Checkpoint: true, Done: func(id int64, err error) {
+		if err != nil {
+			t.Errorf("manual checkpoint: %v", err)
+		}
+		started = append(started, id)
+	}}
+	r.tick(100)
+	if got := r.triggered(); !eqIDs(got, 1) {
+		t.Fatalf("triggered %v", got)
+	}
+	r.c.onRequest(context.Background(), req)
+	if len(started) != 0 || len(r.triggered()) != 0 {
+		t.Fatalf("a manual checkpoint started while checkpoint 1 is in flight: %v", started)
+	}
+	r.clk.Set(110)
+	r.ackAll(1)
+	r.tick(110)
+	if got := r.triggered(); !eqIDs(got, 2) || !eqIDs(started, 2) {
+		t.Fatalf("manual checkpoint: triggered %v, started %v, want [2]", got, started)
+	}
+	if r.c.pending == nil || r.c.pending.sp != nil {
+		t.Fatal("the manual checkpoint is not a checkpoint in flight")
+	}
+	r.notified()
+	r.ackAll(2)
+	if !eqIDs(r.persist, 1, 2) {
+		t.Fatalf("persisted %v, want [1 2]: a manual checkpoint goes to the checkpoint store", r.persist)
+	}
+	if got := r.notified(); len(got) == 0 {
+		t.Fatal("the manual checkpoint's completion was not notified")
+	}
+}
