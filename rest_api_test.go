@@ -117,7 +117,7 @@ func TestRESTAgainstRunningJob(t *testing.T) {
 	// Both inputs' watermarks, 30 s apart.
 	eventually(t, func() string {
 		var wms []map[string]string
-		httpJSON(t, "GET", base+"/jobs/"+jid+"/vertices/"+join+"/watermarks", "", &wms)
+		httpJSON(t, "GET", base+"/jobs/"+jid+"/vertices/"+join+"/watermarks?inputs=true", "", &wms)
 		got := map[string]string{}
 		for _, m := range wms {
 			got[m["id"]] = m["value"]

@@ -222,6 +222,7 @@ func TestFlinkWebUIInBrowser(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	ui := base + "/flink/#"
+	t0 := time.Now()
 	shot := func(name string) {
 		t.Helper()
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -260,7 +261,7 @@ func TestFlinkWebUIInBrowser(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		shot(name)
-		os.WriteFile(filepath.Join(out, name+".txt"), []byte(text()), 0o644)
+		t.Logf("%s: %v", name, time.Since(t0))
 		if len(missing) > 0 {
 			t.Errorf("%s (%s): %q not shown; the page says:\n%s", name, path, missing, text())
 		}
@@ -273,7 +274,7 @@ func TestFlinkWebUIInBrowser(t *testing.T) {
 	}
 	poll := func(what, expr string) {
 		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 			t.Fatalf("waiting for %s: %v\n%s", what, err, text())
 		}
 	}
@@ -292,8 +293,14 @@ func TestFlinkWebUIInBrowser(t *testing.T) {
 	page("vertex-detail", sq+"/detail", "squares", "Records Received")
 	page("vertex-subtasks", sq+"/subtasks", "squares", "RUNNING", "localhost")
 	page("vertex-taskmanagers", sq+"/taskmanagers", "squares", "localhost")
+	// rows is the cells' texts of the tables' rows on the page.
+	rows := `[...document.querySelectorAll("tbody tr")].map(r => [...r.querySelectorAll("td")].map(td => td.innerText.trim()))`
 	page("vertex-watermarks", sq+"/watermarks", "squares", "Watermark")
+	poll("each subtask's watermark", `(() => { const rs = `+rows+`.filter(c => c.length === 3 && /^[0-9]+$/.test(c[0])); return rs.length === 2 && rs.every(c => +c[1] > 1000000); })()`)
+	shot("vertex-watermarks")
 	page("vertex-backpressure", sq+"/backpressure", "squares", "Backpressure Status")
+	poll("each subtask's backpressure level", `(() => { const rs = `+rows+`; return rs.filter(c => c.some(x => /^(OK|LOW|HIGH)$/.test(x))).length >= 2; })()`)
+	shot("vertex-backpressure")
 	page("vertex-metrics", sq+"/metrics", "squares", "Add Metric")
 	// Each type of flame graph: Flink's UI first shows that it waits
 	// for samples (this server's first request of that type), then the

@@ -363,14 +363,20 @@ type metric struct {
 
 // watermarks is JobVertexWatermarksHandler: each subtask's
 // currentInputWatermark (the minimum over its non-idle inputs, as Flink's
-// task gauge) and, for a two-input head, currentInput1Watermark and
-// currentInput2Watermark (Flink's operator gauges), plus Weir's idle
-// flags per input.
+// task gauge), and nothing else, as Flink's web UI reads every entry as
+// one subtask's. With ?inputs=true (Weir) also, for a two-input head,
+// currentInput1Watermark and currentInput2Watermark (Flink's operator
+// gauges), each input's idle flag (input<N>Idle) and the output
+// watermark (currentOutputWatermark).
 func (s *Server) watermarks(w http.ResponseWriter, r *http.Request, e *entry, snap *monitor.Snapshot, rates map[string][]monitor.Rate, v *monitor.Vertex) {
 	out := []metric{}
+	inputs := r.URL.Query().Get("inputs") == "true"
 	for _, st := range v.Subtasks {
 		p := strconv.Itoa(st.Index) + "."
 		out = append(out, metric{p + "currentInputWatermark", strconv.FormatInt(combinedWatermark(st), 10)})
+		if !inputs {
+			continue
+		}
 		if len(st.InputWatermarks) == 2 {
 			for i, wm := range st.InputWatermarks {
 				out = append(out, metric{fmt.Sprintf("%scurrentInput%dWatermark", p, i+1), strconv.FormatInt(wm, 10)})

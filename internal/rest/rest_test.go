@@ -309,8 +309,15 @@ func TestVertexResources(t *testing.T) {
 		field(t, st, k)
 	}
 
+	// Flink's answer: each subtask's currentInputWatermark only (Flink's
+	// web UI takes every entry for one subtask's).
+	var flinkWms []map[string]string
+	getJSON(t, vurl+"/watermarks", 200, &flinkWms)
+	if len(flinkWms) != 2 || flinkWms[0]["id"] != "0.currentInputWatermark" || flinkWms[1]["id"] != "1.currentInputWatermark" {
+		t.Errorf("watermarks: %v, want only the subtasks' currentInputWatermark", flinkWms)
+	}
 	var wms []map[string]string
-	getJSON(t, vurl+"/watermarks", 200, &wms)
+	getJSON(t, vurl+"/watermarks?inputs=true", 200, &wms)
 	got := map[string]string{}
 	for _, m := range wms {
 		got[m["id"]] = m["value"]
