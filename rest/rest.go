@@ -4,8 +4,9 @@
 // /jobs/:jobid/vertices/:vertexid with .../watermarks, .../backpressure
 // and .../flamegraph, /jobs/:jobid/checkpoints and
 // .../checkpoints/details/:id, /jobs/:jobid/exceptions,
-// /jobs/:jobid/status, the metrics queries, savepoints, stop with
-// savepoint and cancel; also under /v1/), Prometheus metrics at /metrics,
+// /jobs/:jobid/status, the subtasks, the task manager and job manager
+// resources, the metrics queries, savepoints, manual checkpoints, stop
+// with savepoint and cancel; also under /v1/), Prometheus metrics at /metrics,
 // /debug/pprof, Weir's own resources under /weir/ (snapshots, history,
 // doctor findings, input capture), liveness and readiness at /healthz and
 // /readyz, the web dashboard at / and, with WithFlinkUI, Apache Flink's
