@@ -17,7 +17,7 @@ dir=$PWD/.cache/flink-web/$version
 jar=$dir/flink-runtime-web-$version.jar
 url=https://repo1.maven.org/maven2/org/apache/flink/flink-runtime-web/$version/flink-runtime-web-$version.jar
 
-if [ ! -f "$dir/web/.complete" ]; then
+if [ ! -f "$dir/.complete" ]; then
   mkdir -p "$dir"
   if [ ! -f "$jar" ]; then
     echo "downloading $url" >&2
@@ -37,6 +37,6 @@ if [ ! -f "$dir/web/.complete" ]; then
     echo "flink-web: $jar has no web/index.html" >&2
     exit 1
   fi
-  touch "$dir/web/.complete"
+  touch "$dir/.complete"
 fi
 echo "WEIR_FLINK_WEB=$dir/web"
