@@ -217,6 +217,7 @@ func TestControlEndpointLogsJobOnce(t *testing.T) {
 	logs := &captured{}
 	spDir := t.TempDir()
 	srv := rest.New("127.0.0.1:0", rest.AllowSavepointTargets(spDir))
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithLogger(logs.logger()), weir.WithPlugin(srv))
 	env.EnableCheckpointing(time.Hour)
 	src := weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())

@@ -47,6 +47,7 @@ func (m *meter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int64]
 // metrics and Prometheus.
 func TestUserMetrics(t *testing.T) {
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	src := weir.Generate(env, -1, 5000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 	weir.Discard(weir.Process(weir.KeyBy(src, func(v int64) int64 { return v % 4 }), &meter{}).Name("meter").UID("meter"))

@@ -26,6 +26,7 @@ type restEvent struct {
 func startJoinJob(t *testing.T, opts ...weir.Option) (*weir.JobHandle, string) {
 	t.Helper()
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(2), weir.WithPlugin(srv),
 		weir.WithAutoWatermarkInterval(10 * time.Millisecond), weir.WithKeySampling(16)}, opts...)...)
 	env.EnableCheckpointing(50*time.Millisecond, weir.DefaultSavepointDir(t.TempDir()))
@@ -297,6 +298,7 @@ func TestRESTCheckpointStorageName(t *testing.T) {
 		{weir.CheckpointStoreIn(customStore{weir.NewMemoryCheckpointStore()}), "weir_test.customStore"},
 	} {
 		srv := rest.New("127.0.0.1:0")
+		t.Cleanup(func() { srv.Close() })
 		env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv), weir.WithCheckpointing(time.Hour, c.opt))
 		weir.Discard(weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()))
 		h, err := env.ExecuteAsync(context.Background(), "storage-name")

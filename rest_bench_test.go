@@ -17,6 +17,7 @@ import (
 // cost.
 func BenchmarkChainedPipelineObserved(b *testing.B) {
 	srv := rest.New("127.0.0.1:0")
+	b.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	src := weir.Generate(env, int64(b.N), 0, func(i int64) int64 { return i }, weir.NoWatermarks[int64]())
 	m := weir.Map(src, func(v int64) int64 { return v * 3 })

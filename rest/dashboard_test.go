@@ -93,6 +93,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	env.EnableCheckpointing(20 * time.Millisecond)
 	wm := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v })

@@ -109,6 +109,7 @@ func run(t *testing.T, env *weir.Environment, name string) *weir.JobHandle {
 // vertex_id; every series carries the job's id and name.
 func TestPromSameNamedVertices(t *testing.T) {
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv))
 	src := weir.Generate(env, -1, 2000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()).SetParallelism(1)
 	m1 := weir.Map(weir.Rebalance(src), func(v int64) int64 { return v + 1 }).Name("Map")
@@ -189,6 +190,7 @@ func (c *counting) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int
 // (99 s) minus 1 ms.
 func TestPromUserMetricsAndWatermarks(t *testing.T) {
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	wm := weir.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return min(v, 99) * 1000 })
 	src := weir.Generate(env, -1, 5000, func(i int64) int64 { return i }, wm)
@@ -257,6 +259,7 @@ func promOne(f map[string]*dto.MetricFamily, name string) float64 {
 // weir_checkpoints_completed_total and a last size and duration.
 func TestPromCheckpoints(t *testing.T) {
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	st := &failingStore{CheckpointStore: weir.NewMemoryCheckpointStore()}
 	st.fails.Store(2)
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
@@ -290,6 +293,7 @@ func TestPromCheckpoints(t *testing.T) {
 // weir_job_restarts_total 1 (Flink's numRestarts), and the job runs again.
 func TestPromRestarts(t *testing.T) {
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv),
 		weir.WithRestartStrategy(weir.FixedDelayRestart(3, 0)))
 	var failed atomic.Bool

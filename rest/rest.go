@@ -21,8 +21,14 @@
 //	// ... the REST API is at http://srv.Addr()/
 //
 // The server listens from the start of the first job it is plugged into
-// until the last such job has ended; it shows every job it is plugged
-// into while that job runs.
+// until Close (or the process's exit): a job that has ended stays
+// visible with its final state (FINISHED, CANCELED or FAILED, its
+// exceptions, checkpoints and last metrics), as in Flink's job store, so
+// that a client polling a stop-with-savepoint reads its outcome and a
+// post-mortem finds the job; /readyz turns 503 once no job runs.
+// StopWithLastJob restores the former lifecycle (the server stops when
+// its last job ends); WithArchiveDir also writes each ended job's
+// archive, which `weir history DIR` serves as Flink's HistoryServer.
 //
 // Bind it to a loopback address unless you give a token (WithToken): on
 // any other address the job fails when it is built. With a token, write
@@ -45,6 +51,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,8 +66,11 @@ type Server interface {
 	weir.Plugin
 	// Addr returns the address the server listens on once a job it is
 	// plugged into has started ("127.0.0.1:0" picks a free port), and
-	// the last one after the job has ended; "" before.
+	// the last one after it stopped; "" before.
 	Addr() string
+	// Close stops the server now, if it listens, and forgets the ended
+	// jobs it showed; a job plugged in later starts it again.
+	Close() error
 }
 
 // Option configures a Server.
@@ -110,6 +120,33 @@ func WithTimeouts(read, write, idle time.Duration) Option {
 	return func(s *server) { s.opts.ReadTimeout, s.opts.WriteTimeout, s.opts.IdleTimeout = read, write, idle }
 }
 
+// StopWithLastJob stops the server when the last job it is plugged into
+// ends, instead of showing ended jobs until Close: the port is free
+// again, and a client asking about the job then finds no server.
+func StopWithLastJob() Option { return func(s *server) { s.stopWithJob = true } }
+
+// WithArchiveDir writes an archive of each job that ends into dir (a
+// local directory, created if needed): one file named by the job's ID,
+// holding the JSON answers of the job's REST paths (overview, details,
+// plan, exceptions, checkpoints and their details, vertices, the Weir
+// snapshot and history) in the layout of Flink's job archives
+// (jobmanager.archive.fs.dir). `weir history DIR` serves them. The
+// archive holds what a request with the token sees: key values and
+// exceptions' texts included.
+func WithArchiveDir(dir string) Option { return func(s *server) { s.opts.ArchiveDir = dir } }
+
+// KeepFinishedJobs sets how many ended jobs the server keeps showing
+// (default 32), the oldest forgotten first; 0 or negative: none, a job
+// disappears from the API when it ends.
+func KeepFinishedJobs(n int) Option {
+	return func(s *server) {
+		if n <= 0 {
+			n = -1
+		}
+		s.opts.KeepFinished = n
+	}
+}
+
 // WithMaxConnections bounds the connections served at once (default
 // 256; negative: no limit); more wait to be accepted.
 func WithMaxConnections(n int) Option { return func(s *server) { s.opts.MaxConns = n } }
@@ -141,10 +178,12 @@ type server struct {
 	sample time.Duration
 	opts   irest.Options // the other settings
 
+	stopWithJob bool
+
 	mu   sync.Mutex
-	srv  *irest.Server // while jobs are attached
-	jobs int
-	last string // the address it listened on last
+	srv  *irest.Server // from the first Attach until Close
+	jobs int           // attached and not ended
+	last string        // the address it listened on last
 }
 
 var _ hooks.JobPlugin = (*server)(nil)
@@ -168,6 +207,8 @@ func (s *server) Check() error {
 		return errors.New("rest.New: " + s.addr + " is not a loopback address: give a token for write actions and profiles (rest.WithToken)")
 	case s.sample < 0:
 		return errors.New("rest.WithSampleInterval: the interval must not be negative")
+	case s.opts.ArchiveDir != "" && strings.Contains(s.opts.ArchiveDir, "://"):
+		return errors.New("rest.WithArchiveDir: " + s.opts.ArchiveDir + " is a URL: give a local directory")
 	}
 	if s.opts.FlinkUI != "" {
 		if st, err := os.Stat(s.opts.FlinkUI); err != nil || !st.IsDir() {
@@ -197,24 +238,42 @@ func (s *server) Attach(job hooks.Job, logger, jobLog *slog.Logger) (func(), err
 		s.srv, s.last = srv, srv.Addr()
 	}
 	s.jobs++
-	id := s.srv.Register(job)
+	srv := s.srv
+	id := srv.Register(job)
 	jobLog.Info("REST server listening", "address", s.last, "dashboard", "http://"+s.last+"/")
 	var once sync.Once
-	return func() { once.Do(func() { s.detach(id, jobLog) }) }, nil
+	return func() { once.Do(func() { s.detach(srv, id, jobLog) }) }, nil
 }
 
-// detach unregisters a job and stops the server after the last one.
-func (s *server) detach(id string, log *slog.Logger) {
+// detach freezes an ended job (and archives it); with StopWithLastJob
+// it stops the server after the last one.
+func (s *server) detach(srv *irest.Server, id string, log *slog.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock() // held while closing: a next job listens after
-	s.srv.Unregister(id)
+	if s.srv != srv {
+		return // closed meanwhile
+	}
+	if _, err := s.srv.Finish(id); err != nil {
+		log.Warn("the job's archive could not be written", "err", err)
+	}
 	s.jobs--
-	if s.jobs > 0 {
+	if s.jobs > 0 || !s.stopWithJob {
 		return
 	}
-	srv := s.srv
 	s.srv = nil
 	if err := srv.Close(10 * time.Second); err != nil {
 		log.Warn("REST server did not stop cleanly", "err", err)
 	}
+}
+
+// Close implements Server.
+func (s *server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return nil
+	}
+	srv := s.srv
+	s.srv, s.jobs = nil, 0
+	return srv.Close(10 * time.Second)
 }

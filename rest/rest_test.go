@@ -61,6 +61,7 @@ func TestSavepointTargetsOfAJob(t *testing.T) {
 	tmp := t.TempDir()
 	def, extra := filepath.Join(tmp, "default"), filepath.Join(tmp, "extra")
 	srv := rest.New("127.0.0.1:0", rest.WithToken("tok"), rest.AllowSavepointTargets(extra))
+	t.Cleanup(func() { srv.Close() })
 	h := startJob(t, srv, def)
 	base := "http://" + srv.Addr()
 	auth := []string{"Authorization: Bearer tok", "Content-Type: application/json"}
@@ -111,6 +112,7 @@ func TestSavepointTargetsOfAJob(t *testing.T) {
 // show without a token only with WithOpenDetails.
 func TestBrowserCannotStopTheJob(t *testing.T) {
 	srv := rest.New("127.0.0.1:0", rest.WithHosts("weir.internal"))
+	t.Cleanup(func() { srv.Close() })
 	h := startJob(t, srv, t.TempDir())
 	base := "http://" + srv.Addr()
 	code, body := send(t, "POST", base+"/jobs/guarded/stop", "attacker.example", "",
@@ -144,6 +146,7 @@ func TestOpenDetails(t *testing.T) {
 			opts = append(opts, rest.WithOpenDetails())
 		}
 		srv := rest.New("127.0.0.1:0", opts...)
+		t.Cleanup(func() { srv.Close() })
 		h := startJob(t, srv, t.TempDir())
 		deadline := time.Now().Add(30 * time.Second)
 		for {

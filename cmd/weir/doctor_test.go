@@ -33,7 +33,7 @@ func runJob(t *testing.T, env *weir.Environment, srv rest.Server, failure string
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Cancel(); h.Wait() })
+	t.Cleanup(func() { h.Cancel(); h.Wait(); srv.Close() })
 	return h, &doctor.Client{Base: "http://" + srv.Addr()}
 }
 

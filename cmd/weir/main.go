@@ -3,8 +3,9 @@
 // runs Nexmark queries, `weir savepoint` takes a savepoint of a running
 // job through its REST server or inspects one, `weir status` prints a
 // job's status (telling a job stopped with a savepoint from a finished
-// one), `weir doctor` diagnoses a running job and `weir record` captures
-// an operator's inputs as a scenario file.
+// one), `weir doctor` diagnoses a running job, `weir record` captures
+// an operator's inputs as a scenario file and `weir history` serves the
+// archives of ended jobs.
 package main
 
 import (
@@ -29,6 +30,7 @@ commands:
   doctor --url URL             diagnose a running job from its REST API (--help for flags)
   record --url URL --vertex V --subtask N [--for D]
                                capture one operator's inputs as a scenario file
+  history [--addr A] DIR       serve the archives of ended jobs (rest.WithArchiveDir), as Flink's HistoryServer
   cluster status --bootstrap B --job NAME
                                the tasks of a job on Kafka: owners, committed checkpoints
 `
@@ -55,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return recordMain(args[1:], stdout, stderr)
 	case "cluster":
 		return clusterMain(args[1:], stdout, stderr)
+	case "history":
+		return historyMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

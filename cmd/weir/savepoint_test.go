@@ -44,6 +44,7 @@ func (c *counter) OnTimer(int64, weir.OnTimerContext[int64], weir.Collector[int6
 func TestSavepointCommand(t *testing.T) {
 	dir := t.TempDir()
 	srv := rest.New("127.0.0.1:0", rest.AllowSavepointTargets(dir))
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv))
 	env.EnableCheckpointing(time.Hour)
 	src := weir.Generate(env, -1, 5000, func(i int64) int64 { return i % 10 }, weir.NoWatermarks[int64]()).SetParallelism(1)

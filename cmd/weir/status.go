@@ -22,8 +22,9 @@ it (GET /jobs/JOB): RUNNING, FINISHED (its input ended),
 STOPPED_WITH_SAVEPOINT followed by the savepoint's path, CANCELED or
 FAILED, the names of weir.JobStatus. Flink's state (FINISHED for a job
 stopped with a savepoint too) follows in parentheses when it says more,
-as "RUNNING (RESTARTING)". A job's REST server stops with the job, so an ended
-job is seen only by a server that outlives it.
+as "RUNNING (RESTARTING)". A job's REST server shows an ended job until
+it is closed or its process exits (unless rest.StopWithLastJob), and
+` + "`weir history`" + ` serves the jobs archived with rest.WithArchiveDir.
 
 Exit status: 0 the status was printed, 1 the server could not be reached,
 2 bad arguments or no such job.

@@ -31,6 +31,7 @@ func status(args ...string) (int, string, string) {
 func TestStatusCommand(t *testing.T) {
 	// A running job, through its own REST server.
 	srv := weirrest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(1), weir.WithPlugin(srv))
 	weir.Discard(weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()))
 	h, err := env.ExecuteAsync(t.Context(), "running")

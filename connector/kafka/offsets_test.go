@@ -146,6 +146,7 @@ func TestKafkaPartitionDiscovery(t *testing.T) {
 	cl := manual(t, addr)
 	produce(t, cl, rec(a, 0, "a0", 1), rec(a, 1, "a1", 2))
 	srv := rest.New("127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv))
 	env.EnableCheckpointing(50 * time.Millisecond)
 	group := prefix + "-group"

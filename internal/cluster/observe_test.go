@@ -79,6 +79,9 @@ func TestClusterObservability(t *testing.T) {
 				t.Error(err)
 			}
 		}
+		for _, srv := range servers {
+			srv.Close()
+		}
 	}()
 	got := out.wait(t, count(want), 2*time.Minute)
 	all := []string{"s1-0", "s1-1", "s1-2", "s1-3", "s3-0", "s3-1", "s3-2", "s3-3"}

@@ -101,6 +101,13 @@ type Options struct {
 	// web/ folder of flink-runtime-web, scripts/flink-web.sh), served at
 	// FlinkUIPrefix (/flink/) over this server's REST API (flinkui.go).
 	FlinkUI string
+
+	// ArchiveDir, if set, is the directory where Finish writes each
+	// ended job's archive (archive.go), which `weir history` serves.
+	ArchiveDir string
+	// KeepFinished is the number of ended jobs the server keeps showing
+	// (default 32; negative: none), the oldest dropped first.
+	KeepFinished int
 }
 
 // The defaults of Options' limits.
@@ -149,7 +156,8 @@ type Server struct {
 
 // entry is a registered job with its history.
 type entry struct {
-	job  Job
+	job  Job // an *ending or *endingRecorder (Register)
+	end  *ending
 	id   string
 	name string
 	mu   sync.Mutex
@@ -172,6 +180,11 @@ func Loopback(addr string) bool {
 
 // Listen starts a server on addr ("127.0.0.1:0" picks a free port).
 func Listen(addr string, opts Options) (*Server, error) {
+	return listen(addr, opts, (*Server).Handler)
+}
+
+// listen starts a server on addr that answers with handler(s).
+func listen(addr string, opts Options, handler func(*Server) http.Handler) (*Server, error) {
 	if !Loopback(addr) && opts.Token == "" {
 		return nil, fmt.Errorf("rest: %s is not a loopback address: give a token for write actions and profiles (rest.WithToken)", addr)
 	}
@@ -208,7 +221,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	s.hosts = allowedHosts(addr, opts.Hosts)
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.srv = &http.Server{
-		Handler:           s.Handler(),
+		Handler:           handler(s),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       orDefault(opts.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout:      orDefault(opts.WriteTimeout, DefaultWriteTimeout),
@@ -238,7 +251,8 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // returns the ID.
 func (s *Server) Register(j Job) string {
 	snap := j.Snapshot()
-	e := &entry{job: j, id: snap.Job.ID, name: snap.Job.Name, hist: []*monitor.Snapshot{snap}}
+	e := &entry{id: snap.Job.ID, name: snap.Job.Name, hist: []*monitor.Snapshot{snap}}
+	e.job, e.end = wrapEnding(j)
 	s.mu.Lock()
 	s.jobs[e.id] = e
 	s.mu.Unlock()
@@ -287,7 +301,9 @@ func (s *Server) sampler() {
 // Sample adds a snapshot of every job to its history now.
 func (s *Server) Sample() {
 	for _, e := range s.entries() {
-		e.add(e.job.Snapshot(), s.opts.History)
+		if !e.end.ended() {
+			e.add(e.job.Snapshot(), s.opts.History)
+		}
 	}
 }
 
@@ -337,19 +353,21 @@ func (s *Server) entries() []*entry {
 	return out
 }
 
-// lookup finds a job by ID or name.
+// lookup finds a job by ID or name (a running job before an ended one
+// of the same name, else the one that ended last).
 func (s *Server) lookup(id string) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.jobs[id]; ok {
 		return e
 	}
+	var found *entry
 	for _, e := range s.jobs {
-		if e.name == id {
-			return e
+		if e.name == id && (found == nil || e.end.after(found.end)) {
+			found = e
 		}
 	}
-	return nil
+	return found
 }
 
 // authorized reports whether r may take write actions or profiles.
