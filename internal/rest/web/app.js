@@ -8,7 +8,7 @@ const MIN_WM = -9223372036854775808;
 const MAX_WM = 9223372036854775807;
 const NS = 'http://www.w3.org/2000/svg';
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];
-const state = { jobId: null, snaps: [], selected: null, maxSnaps: 300, checkpoint: null, busy: false };
+const state = { jobId: null, snaps: [], selected: null, maxSnaps: 300, checkpoint: null, busy: false, features: {} };
 
 const $ = (id) => document.getElementById(id);
 
@@ -135,8 +135,66 @@ function renderHeader(s) {
   st.className = 'state ' + s.job.state;
   $('job-id').textContent = s.job.id;
   const end = s.job['end-time'] > 0 ? s.job['end-time'] : s.timestamp;
-  $('job-uptime').textContent = 'up ' + fmtDur(end - s.job['start-time']) + (s.job.restarts ? ', ' + s.job.restarts + ' restarts' : '');
+  $('job-uptime').textContent = (s.job['end-time'] > 0 ? 'ran ' : 'up ') + fmtDur(end - s.job['start-time']) + (s.job.restarts ? ', ' + s.job.restarts + ' restarts' : '');
   document.title = 'Weir: ' + s.job.name;
+  // Cancel and stop with a savepoint, where /config allows it (web-cancel),
+  // while the job has not ended.
+  $('actions').hidden = !(state.features['web-cancel'] && !TERMINAL.includes(s.job.state));
+}
+
+const TERMINAL = ['FINISHED', 'CANCELED', 'FAILED'];
+
+// send makes a write request with the token, as the server's guard asks:
+// same origin, JSON or no body, Authorization: Bearer TOKEN.
+async function send(method, path, body) {
+  const headers = {};
+  if (token()) headers.Authorization = 'Bearer ' + token();
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  let b = {};
+  try { b = await r.json(); } catch (e) { /* no body */ }
+  if (!r.ok) {
+    const why = (b.errors || []).join('; ') || r.statusText;
+    throw new Error(r.status === 401 ? 'this action needs the server\'s token: enter it above (' + why + ')' : r.status + ': ' + why);
+  }
+  return b;
+}
+
+// confirmed arms a button on its first click and acts on the second.
+function confirmed(button, label, act) {
+  let armed = null;
+  button.addEventListener('click', async () => {
+    if (!armed) {
+      button.textContent = 'Confirm: ' + label + '?';
+      armed = setTimeout(() => { armed = null; button.textContent = label; }, 5000);
+      return;
+    }
+    clearTimeout(armed);
+    armed = null;
+    button.textContent = label;
+    button.disabled = true;
+    try { await act(); } catch (e) { $('action-status').textContent = e.message; } finally { button.disabled = false; }
+  });
+}
+
+async function cancelJob() {
+  $('action-status').textContent = 'cancelling…';
+  await send('PATCH', `/jobs/${state.jobId}?mode=cancel`);
+  $('action-status').textContent = 'cancellation requested';
+}
+
+async function stopWithSavepoint() {
+  $('action-status').textContent = 'taking a savepoint…';
+  const t = await send('POST', `/jobs/${state.jobId}/stop`, { drain: false });
+  for (;;) {
+    await new Promise((res) => setTimeout(res, 500));
+    const st = await get(`/jobs/${state.jobId}/savepoints/${t['request-id']}`);
+    if (st.status.id !== 'COMPLETED') continue;
+    const op = st.operation || {};
+    if (op['failure-cause']) throw new Error('the savepoint failed: ' + op['failure-cause']['stack-trace']);
+    $('action-status').textContent = 'stopped with savepoint ' + op.location;
+    return;
+  }
 }
 
 // depths lays the vertices out in columns by their longest path from a source.
@@ -161,14 +219,19 @@ function renderGraph(s, rs) {
   const d = depths(s);
   const cols = {};
   for (const v of s.vertices) (cols[d[v.id]] = cols[d[v.id]] || []).push(v);
-  const W = 200, H = 64, gapX = 80, gapY = 22;
+  const W = 200, H = 64, gapX = 80, gapY = 28, top = 10 + gapY;
   const pos = {};
   let maxRows = 1;
   for (const [c, vs] of Object.entries(cols)) {
     maxRows = Math.max(maxRows, vs.length);
-    vs.forEach((v, i) => { pos[v.id] = { x: 10 + c * (W + gapX), y: 10 + i * (H + gapY) }; });
+    vs.forEach((v, i) => { pos[v.id] = { x: 10 + c * (W + gapX), y: top + i * (H + gapY), col: Number(c) }; });
   }
-  const width = 20 + Object.keys(cols).length * (W + gapX), height = 20 + maxRows * (H + gapY);
+  const width = 20 + Object.keys(cols).length * (W + gapX), height = top + 10 + maxRows * (H + gapY);
+  // Lanes: the horizontal gaps above, between and below the rows, where
+  // no box stands. An edge that skips columns runs along the lane nearest
+  // to its ends, so that it never passes behind a box.
+  const lanes = [];
+  for (let k = 0; k <= maxRows; k++) lanes.push(top + k * (H + gapY) - gapY / 2);
   g.setAttribute('viewBox', `0 0 ${width} ${height}`);
   g.style.height = Math.min(height, 420) + 'px';
   const defs = svg('defs');
@@ -181,9 +244,21 @@ function renderGraph(s, rs) {
       const a = pos[i.from], b = pos[v.id];
       if (!a || !b) continue;
       const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2 + (i.input ? 10 : 0) - ((v.inputs.length > 1 && !i.input) ? 10 : 0);
-      const mx = (x1 + x2) / 2;
-      g.append(svg('path', { d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, fill: 'none', stroke: '#888', 'stroke-width': 1.4, 'marker-end': 'url(#arrow)' }));
-      g.append(svg('text', { x: mx, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle', class: 'muted' }, i['ship-strategy'] + (v.inputs.length > 1 ? ' → in ' + (i.input + 1) : '')));
+      const label = i['ship-strategy'] + (v.inputs.length > 1 ? ' → in ' + (i.input + 1) : '');
+      const attrs = { fill: 'none', stroke: '#888', 'stroke-width': 1.4, 'marker-end': 'url(#arrow)', class: 'edge', 'data-from': i.from, 'data-to': v.id };
+      if (b.col - a.col <= 1) {
+        // Between neighbouring columns: a curve within the gap.
+        const mx = (x1 + x2) / 2;
+        g.append(svg('path', { ...attrs, d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}` }));
+        g.append(svg('text', { x: mx, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle', class: 'muted' }, label));
+        continue;
+      }
+      // Over columns: down (or up) to a lane in the first gap, along it,
+      // and back in the last gap.
+      const lane = lanes.reduce((best, y) => (Math.abs(y - (y1 + y2) / 2) < Math.abs(best - (y1 + y2) / 2) ? y : best), lanes[0]);
+      const xa = x1 + gapX, xb = x2 - gapX, ma = x1 + gapX / 2, mb = x2 - gapX / 2;
+      g.append(svg('path', { ...attrs, d: `M${x1},${y1} C${ma},${y1} ${ma},${lane} ${xa},${lane} L${xb},${lane} C${mb},${lane} ${mb},${y2} ${x2},${y2}` }));
+      g.append(svg('text', { x: (xa + xb) / 2, y: lane - 3, 'text-anchor': 'middle', class: 'muted' }, label));
     }
   }
   for (const v of s.vertices) {
@@ -419,15 +494,21 @@ function renderCheckpoints(s) {
   $('checkpoint-counts').textContent = `${c.completed} completed, ${c.failed} failed, ${c.in_progress} in progress, ${c.restored} restored` +
     (s.job.checkpointing ? `; every ${fmtDur(s.job.checkpointing.interval)}` : '; checkpointing is off');
   const t = clear($('checkpoints'));
-  t.append(html('tr', {}, ...['id', 'status', 'kind', 'triggered', 'end to end', 'state size', 'persisted in-flight', 'max alignment'].map((x) => html('th', {}, x))));
+  t.append(html('tr', {}, ...['id', 'status', 'kind', 'triggered', 'end to end', 'state size', 'persisted in-flight', 'max alignment', 'failure'].map((x) => html('th', {}, x))));
   const names = Object.fromEntries(s.vertices.map((v) => [v.id, v.name]));
   for (const cp of cs.history) {
     let align = 0;
     for (const subs of Object.values(cp.vertices)) for (const sc of subs) align = Math.max(align, sc.alignment || 0);
-    const row = html('tr', { class: 'clickable' + (state.checkpoint === cp.id ? ' selected' : ''), onclick: () => { state.checkpoint = cp.id; renderCheckpoints(latest()); } },
+    // A failed checkpoint has no duration, and says why it failed.
+    const failed = cp.status === 'FAILED';
+    const dash = () => html('td', { class: 'muted' }, '–');
+    const reason = failed ? html('td', { class: 'failure', title: cp.failure || '' }, cp.failure || 'no reason given') : html('td', {}, '');
+    const row = html('tr', { class: 'clickable' + (state.checkpoint === cp.id ? ' selected' : '') + (failed ? ' failed' : ''), 'data-status': cp.status, onclick: () => { state.checkpoint = cp.id; renderCheckpoints(latest()); } },
       html('td', {}, cp.id), html('td', {}, cp.status), html('td', {}, cp.savepoint ? 'savepoint' : (cp.unaligned ? 'unaligned' : 'aligned')),
-      html('td', {}, new Date(cp['trigger-timestamp']).toLocaleTimeString()), html('td', {}, fmtDur(Math.max(cp['latest-ack'] - cp['trigger-timestamp'], 0))),
-      html('td', {}, fmtBytes(cp['state-size'])), html('td', {}, fmtBytes(cp['persisted-data'])), html('td', {}, fmtDur(align)));
+      html('td', {}, new Date(cp['trigger-timestamp']).toLocaleTimeString()),
+      failed ? dash() : html('td', {}, fmtDur(Math.max((cp.status === 'IN_PROGRESS' ? Date.now() : cp['latest-ack']) - cp['trigger-timestamp'], 0))),
+      failed ? dash() : html('td', {}, fmtBytes(cp['state-size'])), failed ? dash() : html('td', {}, fmtBytes(cp['persisted-data'])),
+      failed ? dash() : html('td', {}, fmtDur(align)), reason);
     t.append(row);
   }
   const d = clear($('checkpoint-detail'));
@@ -569,9 +650,15 @@ async function init() {
   });
   $('vertex-select').addEventListener('change', (e) => { state.selected = e.target.value; render(); });
   $('flame-button').addEventListener('click', profile);
+  confirmed($('cancel-button'), 'Cancel', cancelJob);
+  confirmed($('stop-button'), 'Stop with savepoint', stopWithSavepoint);
+  try { state.features = (await get('/config')).features || {}; } catch (e) { state.features = {}; }
   const jobs = await get('/jobs');
   const want = new URLSearchParams(location.hash.slice(1)).get('job');
-  const job = jobs.jobs.find((j) => j.id === want || j.name === want) || jobs.jobs[0];
+  // The job asked for (#job=ID-OR-NAME), else a running one (the server
+  // keeps showing ended jobs), else the first.
+  const job = jobs.jobs.find((j) => j.id === want) || jobs.jobs.find((j) => j.name === want && !TERMINAL.includes(j.status)) ||
+    jobs.jobs.find((j) => j.name === want) || jobs.jobs.find((j) => !TERMINAL.includes(j.status)) || jobs.jobs[0];
   if (!job) { $('job-name').textContent = 'no job'; return; }
   state.jobId = job.id;
   state.snaps = (await get(`/weir/jobs/${job.id}/history`)).slice(-state.maxSnaps);
