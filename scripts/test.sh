@@ -89,6 +89,10 @@ echo "== go vet"
 go vet ./...
 echo "== go build"
 go build ./...
+# The Kubernetes manifests of deploy/k8s, decoded strictly into the
+# k8s.io/api types (a module of its own: the types weigh on no user).
+echo "== deploy/k8s: the Kubernetes manifests validate"
+(cd deploy/k8s && go vet ./... && go test -count=1 ./...)
 echo "== conformance scenarios"
 shared=../shared/conformance
 files=(testdata/scenarios/*/*.scn)
