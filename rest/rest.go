@@ -69,7 +69,10 @@ type Server interface {
 	// the last one after it stopped; "" before.
 	Addr() string
 	// Close stops the server now, if it listens, and forgets the ended
-	// jobs it showed; a job plugged in later starts it again.
+	// jobs it showed; a job plugged in later starts it again. It first
+	// archives (WithArchiveDir) the jobs that have ended but whose end
+	// the server has not handled yet: call it before the program exits,
+	// as the server learns of a job's end just after Wait returns.
 	Close() error
 }
 
@@ -275,5 +278,5 @@ func (s *server) Close() error {
 	}
 	srv := s.srv
 	s.srv, s.jobs = nil, 0
-	return srv.Close(10 * time.Second)
+	return errors.Join(srv.FinishEnded(), srv.Close(10*time.Second))
 }

@@ -119,6 +119,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "job: unknown -mode %q\n", *mode)
 		os.Exit(2)
 	}
+	// Close archives the job (-archive) and stops the REST server.
+	if cerr := srv.Close(); cerr != nil {
+		logger.Warn("closing the REST server", "err", cerr)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -292,3 +292,23 @@ func writeArchive(dir, name string, data []byte) (string, error) {
 	}
 	return path, nil
 }
+
+// FinishEnded finishes (Finish) every registered job whose snapshot says
+// it has ended but that was not finished yet: a program about to exit
+// calls it, through the plugin's Close, so that a job whose end has not
+// reached the server yet is archived too.
+func (s *Server) FinishEnded() error {
+	var errs []error
+	for _, e := range s.entries() {
+		if e.end.ended() {
+			continue
+		}
+		switch e.end.Job.Snapshot().Job.State {
+		case "FINISHED", "CANCELED", "FAILED":
+			if _, err := s.Finish(e.id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
