@@ -49,6 +49,7 @@ var docImports = map[string]string{
 	"window":       "github.com/weirstream/weir/window",
 	"state":        "github.com/weirstream/weir/state",
 	"kafka":        "github.com/weirstream/weir/connector/kafka",
+	"registry":     "github.com/weirstream/weir/connector/kafka/registry",
 	"file":         "github.com/weirstream/weir/connector/file",
 	"socket":       "github.com/weirstream/weir/connector/socket",
 	"connector":    "github.com/weirstream/weir/connector",

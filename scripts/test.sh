@@ -42,6 +42,25 @@ at_exit 'scripts/kafka.sh stop'
 export WEIR_REQUIRE_SERVICES=1
 # --- end Kafka ---------------------------------------------------------------
 
+# --- Schema Registry (connector/kafka/registry) ------------------------------
+# Apicurio Registry in memory (scripts/registry.sh, built once into
+# .cache/registry), started in the background beside the broker; the
+# registry tests find its Confluent-compatible API through
+# WEIR_SCHEMA_REGISTRY. REGISTRY_PORT overrides the free port picked here.
+if [ -z "${REGISTRY_PORT:-}" ]; then
+  for _ in $(seq 1 50); do
+    REGISTRY_PORT=$((20000 + RANDOM % 12000))
+    if [ "$REGISTRY_PORT" -lt "$KAFKA_PORT" ] || [ "$REGISTRY_PORT" -gt $((KAFKA_PORT + 2)) ]; then
+      (exec 3<>"/dev/tcp/127.0.0.1/$REGISTRY_PORT") 2>/dev/null || break
+    fi
+  done
+  export REGISTRY_PORT
+fi
+scripts/registry.sh start >.cache/registry-start.out 2>.cache/registry-start.err &
+registry_start=$!
+at_exit 'scripts/registry.sh stop'
+# --- end Schema Registry -----------------------------------------------------
+
 # --- Chromium (TestDashboardInBrowser, the REST server's dashboard) ---------
 # The browser test drives Debian's chromium through chromedp; install it
 # if it is missing. With WEIR_REQUIRE_SERVICES=1 the test fails instead of
@@ -151,6 +170,17 @@ at_exit 'scripts/s3.sh stop'
 s3_env=$(scripts/s3.sh start | tail -1)
 eval "$s3_env"
 # --- end S3 ---
+# --- Schema Registry: wait for it --------------------------------------------
+if ! wait "$registry_start"; then
+  cat .cache/registry-start.err .cache/registry-start.out >&2
+  echo "the Schema Registry did not start" >&2
+  exit 1
+fi
+registry=$(grep -o 'WEIR_SCHEMA_REGISTRY=[0-9A-Za-z./:-]*' .cache/registry-start.out | tail -n1)
+[ -n "$registry" ] || { cat .cache/registry-start.err .cache/registry-start.out >&2; echo "the Schema Registry script printed no address" >&2; exit 1; }
+export "$registry"
+echo "== Schema Registry at $WEIR_SCHEMA_REGISTRY"
+# --- end Schema Registry -----------------------------------------------------
 
 echo "== go test -tags invariants (the engine's costly self-checks on)"
 go test -tags invariants -count=1 -timeout 10m ./...
