@@ -327,6 +327,7 @@ func TestRESTRestartStrategyName(t *testing.T) {
 		{[]weir.Option{weir.WithRestartStrategy(weir.ExponentialDelayRestart(time.Second, time.Minute, 3))}, "exponential-delay"},
 	} {
 		srv := rest.New("127.0.0.1:0")
+		t.Cleanup(func() { srv.Close() })
 		env := weir.NewEnvironment(append([]weir.Option{weir.WithParallelism(1), weir.WithPlugin(srv)}, c.opt...)...)
 		weir.Discard(weir.Generate(env, -1, 1000, func(i int64) int64 { return i }, weir.NoWatermarks[int64]()))
 		h, err := env.ExecuteAsync(context.Background(), "restart-name")

@@ -126,6 +126,7 @@ func TestFlinkWebUIInBrowser(t *testing.T) {
 	// A keyed job with checkpoints every 200 ms and a map that fails
 	// once (an exception in the history, a restart).
 	srv := rest.New("127.0.0.1:0", rest.WithFlinkUI(web), rest.WithOpenDetails())
+	t.Cleanup(func() { srv.Close() })
 	env := weir.NewEnvironment(weir.WithParallelism(2), weir.WithPlugin(srv),
 		weir.WithRestartStrategy(weir.FixedDelayRestart(3, 0)), weir.WithAutoWatermarkInterval(50*time.Millisecond))
 	// Checkpoints only on request (POST /jobs/:jobid/checkpoints), so

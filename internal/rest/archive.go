@@ -55,6 +55,20 @@ type endingRecorder struct {
 	rec Recorder
 }
 
+// jobAs returns the job j wraps (Register's *ending or *endingRecorder)
+// as a T, for the optional interfaces a job may implement (Checkpointer,
+// SavepointDirer, Recorder): the wrappers hide them.
+func jobAs[T any](j Job) (T, bool) {
+	switch w := j.(type) {
+	case *ending:
+		j = w.Job
+	case *endingRecorder:
+		j = w.Job
+	}
+	t, ok := j.(T)
+	return t, ok
+}
+
 // wrapEnding wraps j for Register, keeping it a Recorder if it is one.
 func wrapEnding(j Job) (Job, *ending) {
 	e := &ending{Job: j}

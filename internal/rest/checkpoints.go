@@ -54,7 +54,7 @@ func (s *Server) triggerCheckpoint(w http.ResponseWriter, r *http.Request, e *en
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("checkpoint type %q is not supported: Weir takes checkpoints of the kind the job configured (CONFIGURED)", req.Type))
 		return
 	}
-	cp, ok := e.job.(Checkpointer)
+	cp, ok := jobAs[Checkpointer](e.job)
 	if !ok || e.job.Snapshot().Job.Checkpointing == nil {
 		writeError(w, http.StatusBadRequest, "Checkpointing is not enabled for this job ("+e.id+").")
 		return
