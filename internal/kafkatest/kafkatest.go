@@ -26,14 +26,7 @@ import (
 // it fails.
 func Broker(t testing.TB) string {
 	t.Helper()
-	addr := os.Getenv("WEIR_KAFKA_BOOTSTRAP")
-	if addr == "" {
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal("WEIR_KAFKA_BOOTSTRAP is not set but WEIR_REQUIRE_SERVICES=1: the test command must start the broker (scripts/kafka.sh start)")
-		}
-		t.Skip("no Kafka broker: run scripts/kafka.sh start and set WEIR_KAFKA_BOOTSTRAP (scripts/test.sh does)")
-	}
-	return addr
+	return Service(t, "the Kafka broker", "scripts/kafka.sh start", "WEIR_KAFKA_BOOTSTRAP")[0]
 }
 
 // SecureBroker returns the test broker's TLS and SASL listener
@@ -44,14 +37,26 @@ func Broker(t testing.TB) string {
 // fails.
 func SecureBroker(t testing.TB) (addr, caFile string) {
 	t.Helper()
-	addr, caFile = os.Getenv("WEIR_KAFKA_SASL_SSL"), os.Getenv("WEIR_KAFKA_CA")
-	if addr == "" || caFile == "" {
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal("WEIR_KAFKA_SASL_SSL or WEIR_KAFKA_CA is not set but WEIR_REQUIRE_SERVICES=1: the test command must start the broker (scripts/kafka.sh start prints both)")
+	v := Service(t, "the broker's TLS and SASL listener", "scripts/kafka.sh start", "WEIR_KAFKA_SASL_SSL", "WEIR_KAFKA_CA")
+	return v[0], v[1]
+}
+
+// Service returns the values of the environment variables that tell a
+// test where a service of the test command is (what, started by start,
+// which scripts/test.sh runs). When one is unset the test skips, unless
+// WEIR_REQUIRE_SERVICES=1 (the test command), where it fails.
+func Service(t testing.TB, what, start string, vars ...string) []string {
+	t.Helper()
+	vals := make([]string, len(vars))
+	for i, v := range vars {
+		if vals[i] = os.Getenv(v); vals[i] == "" {
+			if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+				t.Fatalf("%s is not set but WEIR_REQUIRE_SERVICES=1: the test command must start %s (%s)", v, what, start)
+			}
+			t.Skipf("no %s: run %s and set %s (scripts/test.sh does)", what, start, strings.Join(vars, " and "))
 		}
-		t.Skip("no TLS and SASL listener: run scripts/kafka.sh start and set WEIR_KAFKA_SASL_SSL and WEIR_KAFKA_CA (scripts/test.sh does)")
 	}
-	return addr, caFile
+	return vals
 }
 
 // Decided waits until every transaction on topic is decided (the last

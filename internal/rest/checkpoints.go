@@ -59,31 +59,11 @@ func (s *Server) triggerCheckpoint(w http.ResponseWriter, r *http.Request, e *en
 		writeError(w, http.StatusBadRequest, "Checkpointing is not enabled for this job ("+e.id+").")
 		return
 	}
-	id := req.TriggerID
-	if id == "" {
-		id = newTriggerID()
-	} else if !triggerIDPattern.MatchString(id) {
-		writeError(w, http.StatusBadRequest, "triggerId must be 32 hexadecimal digits")
-		return
-	}
-	key := "checkpoint/" + e.id + "/" + id
-	op := &operation{done: make(chan struct{})}
-	s.mu.Lock()
-	if _, dup := s.ops[key]; dup {
-		s.mu.Unlock()
-		writeError(w, http.StatusConflict, "an operation with trigger id "+id+" exists")
-		return
-	}
-	s.ops[key] = op
-	s.mu.Unlock()
-	s.log.Info("checkpoint requested", "job", e.name, "trigger", id, "remote", r.RemoteAddr)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(op.done)
+	s.runOperation(w, "checkpoint/"+e.id+"/", req.TriggerID, func(id string) {
+		s.log.Info("checkpoint requested", "job", e.name, "trigger", id, "remote", r.RemoteAddr)
+	}, func(op *operation) {
 		op.checkpoint, op.err = cp.TriggerCheckpoint(s.ctx)
-	}()
-	writeJSON(w, http.StatusAccepted, map[string]string{"request-id": id})
+	})
 }
 
 // checkpointStatus is Flink's CheckpointStatusHandler: IN_PROGRESS until

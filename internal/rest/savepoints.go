@@ -128,13 +128,28 @@ func (s *Server) stopWithSavepoint(w http.ResponseWriter, r *http.Request, e *en
 // startOperation starts an asynchronous savepoint and answers 202 with its
 // trigger id.
 func (s *Server) startOperation(w http.ResponseWriter, r *http.Request, e *entry, id, dir string, stop, cancel bool) {
+	s.runOperation(w, e.id+"/", id, func(id string) {
+		s.log.Info("savepoint requested", "job", e.name, "dir", dir, "stop", stop, "cancel", cancel, "trigger", id, "remote", r.RemoteAddr)
+	}, func(op *operation) {
+		op.location, op.err = e.job.Savepoint(s.ctx, dir, stop)
+		if op.err == nil && cancel {
+			e.job.Cancel()
+		}
+	})
+}
+
+// runOperation starts an asynchronous operation (Flink's trigger and
+// status pattern) under trigger id (a new one if empty) in s.ops at
+// prefix+id, logs its start, runs do on its own goroutine and answers
+// 202 with the request id; a malformed or taken id is refused.
+func (s *Server) runOperation(w http.ResponseWriter, prefix, id string, logStart func(id string), do func(*operation)) {
 	if id == "" {
 		id = newTriggerID()
 	} else if !triggerIDPattern.MatchString(id) {
 		writeError(w, http.StatusBadRequest, "triggerId must be 32 hexadecimal digits")
 		return
 	}
-	key := e.id + "/" + id
+	key := prefix + id
 	op := &operation{done: make(chan struct{})}
 	s.mu.Lock()
 	if _, dup := s.ops[key]; dup {
@@ -144,15 +159,12 @@ func (s *Server) startOperation(w http.ResponseWriter, r *http.Request, e *entry
 	}
 	s.ops[key] = op
 	s.mu.Unlock()
-	s.log.Info("savepoint requested", "job", e.name, "dir", dir, "stop", stop, "cancel", cancel, "trigger", id, "remote", r.RemoteAddr)
+	logStart(id)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(op.done)
-		op.location, op.err = e.job.Savepoint(s.ctx, dir, stop)
-		if op.err == nil && cancel {
-			e.job.Cancel()
-		}
+		do(op)
 	}()
 	writeJSON(w, http.StatusAccepted, map[string]string{"request-id": id})
 }
